@@ -1,0 +1,92 @@
+/*
+ * context.c: version, status names, and the context that carries error messages and options.
+ */
+#include "context.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#ifdef DH_HAVE_CUDA
+#include "hist_cuda.h"
+#endif
+
+unsigned dh_version_number(void)
+{
+    return DH_VERSION_NUMBER;
+}
+
+const char *dh_version_string(void)
+{
+    return DH_VERSION_STRING;
+}
+
+const char *dh_status_name(dh_status status)
+{
+    switch (status) {
+    case DH_OK: return "DH_OK";
+    case DH_ERR_INVALID_ARGUMENT: return "DH_ERR_INVALID_ARGUMENT";
+    case DH_ERR_IO: return "DH_ERR_IO";
+    case DH_ERR_MALFORMED: return "DH_ERR_MALFORMED";
+    case DH_ERR_UNSUPPORTED: return "DH_ERR_UNSUPPORTED";
+    case DH_ERR_MISMATCH: return "DH_ERR_MISMATCH";
+    case DH_ERR_NO_MEMORY: return "DH_ERR_NO_MEMORY";
+    case DH_ERR_NO_DEVICE: return "DH_ERR_NO_DEVICE";
+    case DH_ERR_CUDA: return "DH_ERR_CUDA";
+    case DH_ERR_INTERNAL: return "DH_ERR_INTERNAL";
+    default: return "DH_ERR_UNKNOWN";
+    }
+}
+
+dh_ctx *dh_ctx_create(void)
+{
+    return calloc(1, sizeof(dh_ctx));
+}
+
+void dh_ctx_free(dh_ctx *ctx)
+{
+    free(ctx);
+}
+
+const char *dh_ctx_error(const dh_ctx *ctx)
+{
+    return ctx ? ctx->message : "no context";
+}
+
+dh_status dh_ctx_set_threads(dh_ctx *ctx, int threads)
+{
+    if (!ctx)
+        return DH_ERR_INVALID_ARGUMENT;
+    if (threads < 0 || threads > 4096)
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "threads must be 0..4096, not %d",
+                           threads);
+    ctx->threads = threads;
+    dh_ctx_clear(ctx);
+    return DH_OK;
+}
+
+int dh_cuda_available(void)
+{
+#ifdef DH_HAVE_CUDA
+    return dh_cuda_usable();
+#else
+    return 0;
+#endif
+}
+
+dh_status dh_ctx_fail(dh_ctx *ctx, dh_status status, const char *fmt, ...)
+{
+    if (ctx) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(ctx->message, sizeof ctx->message, fmt, ap);
+        va_end(ap);
+    }
+    return status;
+}
+
+void dh_ctx_clear(dh_ctx *ctx)
+{
+    if (ctx)
+        ctx->message[0] = '\0';
+}

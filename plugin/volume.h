@@ -1,0 +1,69 @@
+/*
+ * volume.h: what a dh_volume holds, for the library's own files (the public header keeps it
+ * opaque), and how one is assembled from decoded DICOM images.
+ */
+#ifndef DH_PLUGIN_VOLUME_H
+#define DH_PLUGIN_VOLUME_H
+
+#include "dh_dicom.h"
+#include "dicomhist.h"
+
+/* Where one slice of a volume came from. */
+typedef struct dh_slice_info {
+    char *source;    /* the file */
+    uint32_t frame;  /* frame in that file, 0-based */
+    double location; /* position along the slice normal */
+    int has_position;
+    double position[3];
+    int32_t instance_number;
+} dh_slice_info;
+
+struct dh_volume {
+    char *path;
+    uint32_t rows, columns, slices;
+    uint32_t bits_allocated, bits_stored, high_bit;
+    int is_signed;
+    dh_photometric photometric;
+    double rescale_slope, rescale_intercept;
+    int has_window;
+    double window_center, window_width;
+    double spacing;
+    int has_orientation;
+    double orientation[6];
+    double normal[3];
+    char series_uid[DH_DICOM_UID_LEN];
+    char study_uid[DH_DICOM_UID_LEN];
+    char modality[DH_DICOM_CS_LEN];
+    char transfer_syntax[DH_DICOM_UID_LEN];
+    dh_slice_info *slice; /* slices entries */
+    char **warnings;
+    size_t warning_count;
+    void *data; /* rows * columns * slices samples */
+    int32_t stored_min, stored_max;
+};
+
+/* A volume with the header fields of `first` and room for `slices` slices; NULL when out of
+ * memory or when the size overflows. */
+dh_volume *dh_volume_alloc(const dh_dicom_image *first, uint32_t slices, const char *path);
+
+/* Appends a printf-style warning; returns 0, or -1 when out of memory. */
+int dh_volume_warn(dh_volume *v, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Finds the smallest and largest stored value once the samples are in place. */
+void dh_volume_update_range(dh_volume *v);
+
+/* Wraps one decoded image (all its frames) as a volume, taking its pixels. Frames are slices in
+ * file order, positioned by the per-frame positions when the file has them. */
+dh_status dh_volume_from_image(dh_ctx *ctx, dh_dicom_image *image, const char *path,
+                               dh_volume **out);
+
+/* Slice normal from an orientation (row x column cosines). */
+void dh_orientation_normal(const double orientation[6], double normal[3]);
+
+char *dh_strdup(const char *s);
+
+#endif /* DH_PLUGIN_VOLUME_H */

@@ -1,0 +1,81 @@
+/*
+ * test_support.c: shared helpers of the Check suites (see test_support.h).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "test_support.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+const char *dh_test_shared(const char *relative)
+{
+    static _Thread_local char path[4096];
+    if (!dh_test_have_shared())
+        return NULL;
+    snprintf(path, sizeof path, "%s/%s", DH_SHARED_DICOM, relative);
+    return path;
+}
+
+int dh_test_have_shared(void)
+{
+    struct stat st;
+    return stat(DH_SHARED_DICOM "/MANIFEST.tsv", &st) == 0;
+}
+
+void dh_test_rng_seed(dh_test_rng *rng, uint64_t seed)
+{
+    rng->state = seed ? seed : 0x9e3779b97f4a7c15ull;
+}
+
+uint64_t dh_test_rng_next(dh_test_rng *rng)
+{
+    uint64_t x = rng->state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    rng->state = x;
+    return x * 0x2545f4914f6cdd1dull;
+}
+
+uint32_t dh_test_rng_below(dh_test_rng *rng, uint32_t n)
+{
+    return (uint32_t)((dh_test_rng_next(rng) >> 32) * n >> 32);
+}
+
+/* Roughly normal noise: the sum of four uniforms, centred, spread about +-2 * width. */
+static int32_t noise(dh_test_rng *rng, uint32_t width)
+{
+    int32_t s = 0;
+    for (int i = 0; i < 4; i++)
+        s += (int32_t)dh_test_rng_below(rng, width + 1);
+    return s - 2 * (int32_t)width;
+}
+
+void dh_test_fill_ct_like(uint16_t *out, size_t n, uint64_t seed)
+{
+    dh_test_rng rng;
+    dh_test_rng_seed(&rng, seed);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t p = dh_test_rng_below(&rng, 100);
+        int32_t v;
+        if (p < 40)
+            v = 24 + noise(&rng, 4);
+        else if (p < 55)
+            v = 924 + noise(&rng, 10);
+        else if (p < 85)
+            v = 1064 + noise(&rng, 15);
+        else
+            v = 1700 + noise(&rng, 150);
+        out[i] = (uint16_t)(v < 0 ? 0 : v > 4095 ? 4095 : v);
+    }
+}
+
+int dh_test_run(Suite *suite)
+{
+    SRunner *runner = srunner_create(suite);
+    srunner_run_all(runner, CK_NORMAL);
+    int failed = srunner_ntests_failed(runner);
+    srunner_free(runner);
+    return failed == 0 ? 0 : 1;
+}

@@ -1,0 +1,37 @@
+/*
+ * test_support.h: what every Check suite shares: where the real files are, how a suite reports
+ * itself skipped, deterministic random data, and a runner that exits the way ctest reads.
+ */
+#ifndef DH_TEST_SUPPORT_H
+#define DH_TEST_SUPPORT_H
+
+#include <check.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define DH_TEST_SKIP 77 /* ctest SKIP_RETURN_CODE */
+
+/* Path of a file under ../shared/dicom (static buffer per call site is not kept: copy it).
+ * Returns NULL when the shared folder is absent. */
+const char *dh_test_shared(const char *relative);
+
+/* 1 when ../shared/dicom is present. */
+int dh_test_have_shared(void);
+
+/* xorshift64*: the same stream on every machine, so a failure can be replayed. */
+typedef struct dh_test_rng {
+    uint64_t state;
+} dh_test_rng;
+void dh_test_rng_seed(dh_test_rng *rng, uint64_t seed);
+uint64_t dh_test_rng_next(dh_test_rng *rng);
+/* Uniform in [0, n). */
+uint32_t dh_test_rng_below(dh_test_rng *rng, uint32_t n);
+
+/* CT-like 12-bit values: 40% air near 24, 15% fat near 924, 30% soft tissue near 1064, 15% bone
+ * spread around 1700 (the mix ../shared/docs/gpu.md measures with). */
+void dh_test_fill_ct_like(uint16_t *out, size_t n, uint64_t seed);
+
+/* Runs a suite and returns the process exit status: 0 when everything passed, 1 otherwise. */
+int dh_test_run(Suite *suite);
+
+#endif /* DH_TEST_SUPPORT_H */
