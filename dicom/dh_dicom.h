@@ -55,11 +55,38 @@ typedef struct dh_dicom_image {
     /* rows * columns * frames stored values, masked and sign-extended: uint16_t when unsigned,
      * int16_t when signed. NULL when read without pixels. */
     void *pixels;
+
+    /* Added after the first layout; everything above keeps its meaning. */
+    uint32_t samples_per_pixel;             /* always 1 in an image that was read */
+    char photometric_name[DH_DICOM_CS_LEN]; /* as written ("" when absent: MONOCHROME2 assumed) */
+    int has_rescale;        /* 1 when the file carries RescaleSlope/Intercept (any level) */
+    int has_modality_lut;   /* 1 when a Modality LUT Sequence replaces the linear rescale */
+    uint32_t window_count;  /* number of WindowCenter values (0 without a window) */
+    int is_encapsulated;    /* 1 when the pixel data was compressed in the file */
+    uint64_t pixel_data_bytes; /* PixelData as found: value length, or the sum of fragments */
 } dh_dicom_image;
 
-/* Reads a file. With want_pixels 0 only the metadata is read (fast series scans), but the
- * geometry is still checked against the length of the pixel data. On failure returns the
- * status, writes "reason" into msg (the caller adds the file name) and sets *out to NULL. */
+/* Bounds on compressed pixel data, checked before anything is decompressed or allocated: every
+ * frame needs at least one fragment, and the decoded size (Rows x Columns x Frames x
+ * BitsAllocated/8) may be at most DH_DICOM_MAX_EXPANSION times the compressed bytes, or
+ * DH_DICOM_EXPANSION_FLOOR bytes, whichever is larger. Lossless JPEG cannot beat 16:1 and RLE
+ * 64:1; JPEG-LS runs on blank frames reach a few thousand to one, hence the generous ratio and
+ * the floor that lets any single blank frame of ordinary size through. */
+#define DH_DICOM_MAX_EXPANSION 4096u
+#define DH_DICOM_EXPANSION_FLOOR (64u * 1024u * 1024u)
+
+/* Reads a file. With want_pixels 0 only the metadata is read (fast series scans; element
+ * values over 4 KB, the pixel data among them, are not loaded), but the geometry is still
+ * checked against the length of the pixel data. On failure returns the status, writes "reason"
+ * into msg (the caller adds the file name) and sets *out to NULL:
+ *   DH_ERR_IO           the file cannot be opened
+ *   DH_ERR_MALFORMED    not DICOM, truncated, no / empty / too short PixelData, lying geometry,
+ *                       inconsistent bit layout
+ *   DH_ERR_UNSUPPORTED  a transfer syntax DCMTK cannot decode here (JPEG 2000, MPEG, ...),
+ *                       colour, 1-bit or 32-bit data, float pixel data, frames with different
+ *                       rescale
+ *   DH_ERR_NO_MEMORY    an allocation failed
+ * Thread-safe: different threads may read different files at once. */
 dh_status dh_dicom_read_file(const char *path, int want_pixels, dh_dicom_image **out, char *msg,
                              size_t msg_len);
 

@@ -1,0 +1,40 @@
+/*
+ * dicom_codecs.cpp: the once-per-process set-up of DCMTK: the RLE, JPEG (baseline, extended
+ * 12-bit, lossless) and JPEG-LS decoders, registered on first use and never unregistered,
+ * because a host process (Orthanc, for one) may be using the same DCMTK codecs itself.
+ */
+#include "dicom_internal.h"
+
+#include "dcmtk/dcmdata/dcrledrg.h"
+#include "dcmtk/dcmjpeg/djdecode.h"
+#include "dcmtk/dcmjpls/djdecode.h"
+#include "dcmtk/oflog/oflog.h"
+
+#include <mutex>
+
+namespace dh_dicom_impl {
+
+/* DCMTK prints its own warnings and errors to stderr; a library must not print, and every
+ * problem reaches the caller through the status and message anyway. Only loggers nobody has
+ * configured are quietened, so a host that set its own levels keeps them. */
+static void quieten_logger(const char *name)
+{
+    OFLogger logger = OFLog::getLogger(name);
+    if (logger.getLogLevel() == dcmtk::log4cplus::NOT_SET_LOG_LEVEL)
+        logger.setLogLevel(OFLogger::OFF_LOG_LEVEL);
+}
+
+void codecs_init()
+{
+    static std::once_flag once;
+    std::call_once(once, [] {
+        quieten_logger("dcmtk.dcmdata");
+        quieten_logger("dcmtk.dcmjpeg");
+        quieten_logger("dcmtk.dcmjpls");
+        DcmRLEDecoderRegistration::registerCodecs();
+        DJDecoderRegistration::registerCodecs();
+        DJLSDecoderRegistration::registerCodecs();
+    });
+}
+
+} // namespace dh_dicom_impl

@@ -1,0 +1,58 @@
+/*
+ * dicom_internal.h: what the C++ files of the DCMTK wrapper share. Inside the wrapper a failure
+ * is thrown as dh_dicom_failure and caught at the C entry points (dicom_read.cpp), so every
+ * check reads as one line; nothing here is seen from C.
+ */
+#ifndef DH_DICOM_INTERNAL_H
+#define DH_DICOM_INTERNAL_H
+
+#include "dcmtk/config/osconfig.h" /* must come first */
+#include "dcmtk/dcmdata/dctk.h"
+#include "dcmtk/dcmdata/dccodec.h"
+#include "dcmtk/dcmdata/dcpixseq.h"
+#include "dcmtk/dcmdata/dcpxitem.h"
+
+#include <string>
+
+#include "dh_dicom.h"
+
+namespace dh_dicom_impl {
+
+/* A failure with the status the C caller gets and the reason for its message. */
+struct failure {
+    dh_status status;
+    std::string reason;
+};
+
+/* Throws a failure with a printf-style reason. */
+[[noreturn]] void fail(dh_status status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Registers the RLE, JPEG and JPEG-LS decoders once per process (dicom_codecs.cpp). */
+void codecs_init();
+
+/* Checks the pixel module (presence of PixelData, colour model, bit layout, geometry, transfer
+ * syntax) and fills the pixel format fields of img (dicom_pixel_format.cpp). */
+void read_pixel_format(DcmDataset &ds, E_TransferSyntax xfer, dh_dicom_image &img);
+
+/* Fills rescale, window, position, orientation, spacing, UIDs and identification, from the top
+ * level or from enhanced multi-frame functional groups (dicom_metadata.cpp). */
+void read_metadata(DcmDataset &ds, dh_dicom_image &img);
+
+/* Checks the length of PixelData against the geometry already in img, before anything is
+ * loaded or decompressed, and records pixel_data_bytes (dicom_pixels.cpp). */
+void check_pixel_data(DcmDataset &ds, E_TransferSyntax xfer, dh_dicom_image &img);
+
+/* Decompresses when needed and writes img.pixels: masked, sign-extended stored values
+ * (dicom_pixels.cpp). */
+void decode_pixels(DcmDataset &ds, E_TransferSyntax xfer, dh_dicom_image &img);
+
+/* Copies a C++ string into a fixed field, truncating. */
+void copy_field(char *dst, size_t cap, const char *src);
+
+} // namespace dh_dicom_impl
+
+#endif /* DH_DICOM_INTERNAL_H */

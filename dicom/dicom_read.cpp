@@ -1,0 +1,240 @@
+/*
+ * dicom_read.cpp: the C entry points of dh_dicom.h. Each one parses a file or a buffer with
+ * DCMTK, runs the checks and the decoding of the other files of this folder in a fixed order
+ * (pixel format, PixelData length, metadata, pixels), and turns whatever is thrown on the way
+ * (a failure, std::bad_alloc, anything) into a status and a message: no exception reaches C.
+ */
+#include "dicom_internal.h"
+
+#include "dcmtk/dcmdata/dcistrmb.h"
+
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <system_error>
+
+#include <sys/stat.h>
+
+namespace dh_dicom_impl {
+
+void fail(dh_status status, const char *fmt, ...)
+{
+    char buf[DH_DICOM_MSG_LEN];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    throw failure{status, buf};
+}
+
+/* Copies and drops the trailing spaces and NULs DICOM pads values with. */
+void copy_field(char *dst, size_t cap, const char *src)
+{
+    if (cap == 0)
+        return;
+    size_t n = strlen(src);
+    while (n > 0 && (src[n - 1] == ' ' || src[n - 1] == '\0'))
+        n--;
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+/* Whether the first bytes look like DICOM: the "DICM" magic after the 128-byte preamble, or a
+ * bare dataset starting with group 0002 or 0008 (as files without meta header do). Only used to
+ * word the message of a read that failed. */
+static bool looks_like_dicom(const unsigned char *head, size_t n)
+{
+    if (n >= 132 && memcmp(head + 128, "DICM", 4) == 0)
+        return true;
+    if (n < 4)
+        return false;
+    const unsigned group_le = head[0] | (unsigned)head[1] << 8;
+    const unsigned group_be = head[1] | (unsigned)head[0] << 8;
+    return group_le == 0x0002 || group_le == 0x0008 || group_be == 0x0008;
+}
+
+/* A read that stopped early: when PixelData had been reached, its value is what is missing. */
+[[noreturn]] static void explain_read_failure(DcmFileFormat &ff, const OFCondition &c,
+                                              bool dicom_like)
+{
+    DcmDataset *ds = ff.getDataset();
+    DcmElement *pixels = nullptr;
+    if (ds != nullptr && ds->findAndGetElement(DCM_PixelData, pixels).good() &&
+        pixels != nullptr)
+        fail(DH_ERR_MALFORMED, "pixel data truncated: the data ends inside PixelData "
+                               "(7FE0,0010), which declares %lu bytes (%s)",
+             (unsigned long)pixels->getLengthField(), c.text());
+    if (!dicom_like)
+        fail(DH_ERR_MALFORMED, "not a DICOM file: no DICM magic and no dataset at the start (%s)",
+             c.text());
+    if (c == EC_StreamNotifyClient || c == EC_PrematureSequDelimitationItem)
+        fail(DH_ERR_MALFORMED, "truncated: the data ends inside an element (%s)", c.text());
+    fail(DH_ERR_MALFORMED, "not a readable DICOM file (%s)", c.text());
+}
+
+static void load_file(DcmFileFormat &ff, const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        fail(DH_ERR_IO, "cannot open: %s", std::generic_category().message(errno).c_str());
+    if (S_ISDIR(st.st_mode))
+        fail(DH_ERR_IO, "is a directory, not a file");
+    FILE *probe = fopen(path, "rb"); /* DCMTK's own message for an unreadable file is vague */
+    if (probe == nullptr)
+        fail(DH_ERR_IO, "cannot open: %s", std::generic_category().message(errno).c_str());
+    unsigned char head[132];
+    const size_t got = fread(head, 1, sizeof head, probe);
+    fclose(probe);
+    if (st.st_size == 0)
+        fail(DH_ERR_MALFORMED, "empty file");
+    /* Values over DCM_MaxReadLength (4 KB), PixelData among them, stay on disk until asked
+     * for: a metadata-only read never loads them. */
+    OFCondition c = ff.loadFile(OFFilename(path), EXS_Unknown, EGL_noChange, DCM_MaxReadLength,
+                                ERM_autoDetect);
+    if (c.bad())
+        explain_read_failure(ff, c, looks_like_dicom(head, got));
+}
+
+static void load_memory(DcmFileFormat &ff, const void *data, size_t size)
+{
+    if (size == 0)
+        fail(DH_ERR_MALFORMED, "empty buffer");
+    DcmInputBufferStream stream;
+    stream.setBuffer(data, (offile_off_t)size);
+    stream.setEos();
+    ff.transferInit();
+    OFCondition c = ff.read(stream, EXS_Unknown, EGL_noChange, DCM_MaxReadLength);
+    ff.transferEnd();
+    if (c.bad())
+        explain_read_failure(ff, c, looks_like_dicom(static_cast<const unsigned char *>(data),
+                                                     size));
+}
+
+/* The syntax the dataset is in: the meta header's when it has one (an unknown UID there must
+ * not be read as native data), else what DCMTK detected. */
+static E_TransferSyntax find_transfer_syntax(DcmFileFormat &ff, dh_dicom_image &img)
+{
+    OFString uid;
+    DcmMetaInfo *meta = ff.getMetaInfo();
+    if (meta != nullptr && meta->findAndGetOFString(DCM_TransferSyntaxUID, uid).good() &&
+        !uid.empty()) {
+        copy_field(img.transfer_syntax_uid, sizeof img.transfer_syntax_uid, uid.c_str());
+        DcmXfer x(img.transfer_syntax_uid);
+        copy_field(img.transfer_syntax_name, sizeof img.transfer_syntax_name,
+                   x.getXfer() == EXS_Unknown ? "unknown" : x.getXferName());
+        return x.getXfer();
+    }
+    E_TransferSyntax xfer = ff.getDataset()->getOriginalXfer();
+    DcmXfer x(xfer);
+    copy_field(img.transfer_syntax_uid, sizeof img.transfer_syntax_uid, x.getXferID());
+    copy_field(img.transfer_syntax_name, sizeof img.transfer_syntax_name, x.getXferName());
+    return xfer;
+}
+
+static void read_image(DcmFileFormat &ff, int want_pixels, dh_dicom_image &img)
+{
+    DcmDataset *ds = ff.getDataset();
+    if (ds == nullptr)
+        fail(DH_ERR_MALFORMED, "no dataset");
+    E_TransferSyntax xfer = find_transfer_syntax(ff, img);
+    read_pixel_format(*ds, xfer, img);
+    check_pixel_data(*ds, xfer, img);
+    read_metadata(*ds, img);
+    if (want_pixels)
+        decode_pixels(*ds, xfer, img);
+}
+
+static dh_dicom_image *new_image()
+{
+    dh_dicom_image *img = static_cast<dh_dicom_image *>(calloc(1, sizeof *img));
+    if (img == nullptr)
+        throw std::bad_alloc();
+    img->rescale_slope = 1.0;
+    img->samples_per_pixel = 1;
+    img->frames = 1;
+    return img;
+}
+
+static void write_message(char *msg, size_t msg_len, const char *text)
+{
+    if (msg != nullptr && msg_len > 0)
+        snprintf(msg, msg_len, "%s", text);
+}
+
+/* Runs one read with every exception caught. `load` fills the DcmFileFormat. */
+template <typename Load>
+static dh_status guarded_read(Load load, int want_pixels, dh_dicom_image **out, char *msg,
+                              size_t msg_len)
+{
+    dh_dicom_image *img = nullptr;
+    dh_status status = DH_ERR_INTERNAL;
+    const char *text = "unexpected exception";
+    std::string reason;
+    try {
+        codecs_init();
+        img = new_image();
+        DcmFileFormat ff;
+        load(ff);
+        read_image(ff, want_pixels, *img);
+        *out = img;
+        return DH_OK;
+    } catch (const failure &f) {
+        status = f.status;
+        reason = f.reason;
+        text = reason.c_str();
+    } catch (const std::bad_alloc &) {
+        status = DH_ERR_NO_MEMORY;
+        text = "out of memory";
+    } catch (const std::exception &e) {
+        reason = e.what();
+        text = reason.c_str();
+    } catch (...) {
+    }
+    write_message(msg, msg_len, text);
+    dh_dicom_image_free(img);
+    return status;
+}
+
+} // namespace dh_dicom_impl
+
+using namespace dh_dicom_impl;
+
+extern "C" dh_status dh_dicom_read_file(const char *path, int want_pixels, dh_dicom_image **out,
+                                        char *msg, size_t msg_len)
+{
+    write_message(msg, msg_len, "");
+    if (out == nullptr || path == nullptr) {
+        write_message(msg, msg_len, "no path or no output given");
+        return DH_ERR_INVALID_ARGUMENT;
+    }
+    *out = nullptr;
+    return guarded_read([path](DcmFileFormat &ff) { load_file(ff, path); }, want_pixels, out,
+                        msg, msg_len);
+}
+
+extern "C" dh_status dh_dicom_read_memory(const void *data, size_t size, int want_pixels,
+                                          dh_dicom_image **out, char *msg, size_t msg_len)
+{
+    write_message(msg, msg_len, "");
+    if (out == nullptr || (data == nullptr && size > 0)) {
+        write_message(msg, msg_len, "no data or no output given");
+        return DH_ERR_INVALID_ARGUMENT;
+    }
+    *out = nullptr;
+    return guarded_read([data, size](DcmFileFormat &ff) { load_memory(ff, data, size); },
+                        want_pixels, out, msg, msg_len);
+}
+
+extern "C" void dh_dicom_image_free(dh_dicom_image *image)
+{
+    if (image == nullptr)
+        return;
+    free(image->pixels);
+    free(image->frame_positions);
+    free(image);
+}
