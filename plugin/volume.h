@@ -1,6 +1,7 @@
 /*
  * volume.h: what a dh_volume holds, for the library's own files (the public header keeps it
- * opaque), and how one is assembled from decoded DICOM images.
+ * opaque), and how one is assembled from decoded DICOM images: volume.c builds single volumes
+ * and their geometry, volume_set.c groups files into series.
  */
 #ifndef DH_PLUGIN_VOLUME_H
 #define DH_PLUGIN_VOLUME_H
@@ -12,7 +13,7 @@
 typedef struct dh_slice_info {
     char *source;    /* the file */
     uint32_t frame;  /* frame in that file, 0-based */
-    double location; /* position along the slice normal */
+    double location; /* position along the slice normal; the slice index when unknown */
     int has_position;
     double position[3];
     int32_t instance_number;
@@ -46,6 +47,9 @@ struct dh_volume {
  * memory or when the size overflows. */
 dh_volume *dh_volume_alloc(const dh_dicom_image *first, uint32_t slices, const char *path);
 
+/* Bytes of one slice (rows * columns samples of 16 bits). */
+size_t dh_volume_slice_bytes(const dh_volume *v);
+
 /* Appends a printf-style warning; returns 0, or -1 when out of memory. */
 int dh_volume_warn(dh_volume *v, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -56,8 +60,14 @@ int dh_volume_warn(dh_volume *v, const char *fmt, ...)
 /* Finds the smallest and largest stored value once the samples are in place. */
 void dh_volume_update_range(dh_volume *v);
 
-/* Wraps one decoded image (all its frames) as a volume, taking its pixels. Frames are slices in
- * file order, positioned by the per-frame positions when the file has them. */
+/* Once the slices are in volume order: the mean spacing along the normal, and warnings for
+ * uneven spacing (listing the spacings) and for slices sharing one location. Returns 0, or -1
+ * when out of memory. */
+int dh_volume_finish_geometry(dh_volume *v);
+
+/* Wraps one decoded image (all its frames) as a volume, taking its pixels. Frames are slices,
+ * ordered by the per-frame positions along the normal when the file has them, else in file
+ * order. */
 dh_status dh_volume_from_image(dh_ctx *ctx, dh_dicom_image *image, const char *path,
                                dh_volume **out);
 

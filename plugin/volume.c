@@ -1,0 +1,515 @@
+/*
+ * volume.c: single volumes: built from one decoded DICOM image (a single or multi-frame file,
+ * from disk or memory) or from caller samples, their geometry and warnings, and the accessors of
+ * the public header's section 3. Series assembly lives in volume_set.c.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "volume.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "context.h"
+
+/* Gaps that differ from the mean by more than this (relative, with an absolute floor in mm) make
+ * the spacing uneven: scanners write positions with a few decimals, so tiny jitter is normal. */
+#define SPACING_RELATIVE_TOLERANCE 0.01
+#define SPACING_ABSOLUTE_TOLERANCE 0.01
+/* How many spacings an uneven-spacing warning lists before it abbreviates. */
+#define SPACINGS_LISTED 16
+
+char *dh_strdup(const char *s)
+{
+    size_t n = strlen(s ? s : "") + 1;
+    char *copy = malloc(n);
+    if (copy)
+        memcpy(copy, s ? s : "", n);
+    return copy;
+}
+
+void dh_orientation_normal(const double o[6], double n[3])
+{
+    n[0] = o[1] * o[5] - o[2] * o[4];
+    n[1] = o[2] * o[3] - o[0] * o[5];
+    n[2] = o[0] * o[4] - o[1] * o[3];
+}
+
+size_t dh_volume_slice_bytes(const dh_volume *v)
+{
+    return (size_t)v->rows * v->columns * sizeof(uint16_t);
+}
+
+/* The volume without (with_data 0) or with its sample buffer. */
+static dh_volume *volume_alloc(const dh_dicom_image *first, uint32_t slices, const char *path,
+                               int with_data)
+{
+    if (!first || first->rows == 0 || first->columns == 0 || slices == 0)
+        return NULL;
+    /* rows and columns are at most 65535 (US tags), so one slice always fits; the volume may
+     * not on a 32-bit host. */
+    size_t slice_samples = (size_t)first->rows * first->columns;
+    if (slice_samples > SIZE_MAX / sizeof(uint16_t) / slices)
+        return NULL;
+    dh_volume *v = calloc(1, sizeof *v);
+    if (!v)
+        return NULL;
+    v->path = dh_strdup(path);
+    v->slice = calloc(slices, sizeof *v->slice);
+    if (with_data)
+        v->data = malloc(slice_samples * slices * sizeof(uint16_t));
+    if (!v->path || !v->slice || (with_data && !v->data)) {
+        dh_volume_free(v);
+        return NULL;
+    }
+    v->rows = first->rows;
+    v->columns = first->columns;
+    v->slices = slices;
+    v->bits_allocated = first->bits_allocated;
+    v->bits_stored = first->bits_stored;
+    v->high_bit = first->high_bit;
+    v->is_signed = first->is_signed;
+    v->photometric = first->photometric;
+    v->rescale_slope = first->rescale_slope;
+    v->rescale_intercept = first->rescale_intercept;
+    v->has_window = first->has_window;
+    v->window_center = first->window_center;
+    v->window_width = first->window_width;
+    v->has_orientation = first->has_orientation;
+    if (first->has_orientation) {
+        memcpy(v->orientation, first->orientation, sizeof v->orientation);
+        dh_orientation_normal(v->orientation, v->normal);
+    }
+    memcpy(v->series_uid, first->series_uid, sizeof v->series_uid);
+    memcpy(v->study_uid, first->study_uid, sizeof v->study_uid);
+    memcpy(v->modality, first->modality, sizeof v->modality);
+    memcpy(v->transfer_syntax, first->transfer_syntax_uid, sizeof v->transfer_syntax);
+    return v;
+}
+
+dh_volume *dh_volume_alloc(const dh_dicom_image *first, uint32_t slices, const char *path)
+{
+    return volume_alloc(first, slices, path, 1);
+}
+
+void dh_volume_free(dh_volume *v)
+{
+    if (!v)
+        return;
+    if (v->slice)
+        for (uint32_t i = 0; i < v->slices; i++)
+            free(v->slice[i].source);
+    for (size_t i = 0; i < v->warning_count; i++)
+        free(v->warnings[i]);
+    free(v->warnings);
+    free(v->slice);
+    free(v->data);
+    free(v->path);
+    free(v);
+}
+
+int dh_volume_warn(dh_volume *v, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return -1;
+    char *text = malloc((size_t)n + 1);
+    char **grown = realloc(v->warnings, (v->warning_count + 1) * sizeof *grown);
+    if (!text || !grown) {
+        free(text);
+        if (grown)
+            v->warnings = grown;
+        return -1;
+    }
+    v->warnings = grown;
+    va_start(ap, fmt);
+    vsnprintf(text, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    v->warnings[v->warning_count++] = text;
+    return 0;
+}
+
+void dh_volume_update_range(dh_volume *v)
+{
+    size_t n = dh_volume_sample_count(v);
+    int32_t lo = INT32_MAX, hi = INT32_MIN;
+    if (v->is_signed) {
+        const int16_t *d = v->data;
+        int16_t a = INT16_MAX, b = INT16_MIN;
+        for (size_t i = 0; i < n; i++) {
+            a = d[i] < a ? d[i] : a;
+            b = d[i] > b ? d[i] : b;
+        }
+        lo = a, hi = b;
+    } else {
+        const uint16_t *d = v->data;
+        uint16_t a = UINT16_MAX, b = 0;
+        for (size_t i = 0; i < n; i++) {
+            a = d[i] < a ? d[i] : a;
+            b = d[i] > b ? d[i] : b;
+        }
+        lo = a, hi = b;
+    }
+    v->stored_min = n ? lo : 0;
+    v->stored_max = n ? hi : 0;
+}
+
+/* Appends "a, b, c" of up to SPACINGS_LISTED gaps to buf. */
+static void list_gaps(char *buf, size_t len, const double *gaps, uint32_t count)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (uint32_t i = 0; i < count && used < len; i++) {
+        if (i == SPACINGS_LISTED) {
+            snprintf(buf + used, len - used, ", ... (%u gaps)", count);
+            return;
+        }
+        int n = snprintf(buf + used, len - used, "%s%g", i ? ", " : "", gaps[i]);
+        if (n < 0)
+            return;
+        used += (size_t)n;
+    }
+}
+
+int dh_volume_finish_geometry(dh_volume *v)
+{
+    v->spacing = 0;
+    if (v->slices < 2)
+        return 0;
+    for (uint32_t i = 0; i < v->slices; i++)
+        if (!v->slice[i].has_position || !v->has_orientation)
+            return 0; /* no geometry to judge: locations are indices */
+
+    /* Slices sharing a location (several acquisitions in one series) are kept; their zero gaps
+     * do not count towards the spacing. */
+    uint32_t gaps_n = 0, shared = 0;
+    double *gaps = malloc((v->slices - 1) * sizeof *gaps);
+    if (!gaps)
+        return -1;
+    double sum = 0;
+    uint32_t first_shared = 0;
+    for (uint32_t i = 1; i < v->slices; i++) {
+        double gap = v->slice[i].location - v->slice[i - 1].location;
+        if (fabs(gap) <= 1e-6) {
+            if (shared++ == 0)
+                first_shared = i;
+            continue;
+        }
+        gaps[gaps_n++] = gap;
+        sum += gap;
+    }
+    int rc = 0;
+    if (shared) {
+        const dh_slice_info *a = &v->slice[first_shared - 1], *b = &v->slice[first_shared];
+        rc |= dh_volume_warn(v,
+                             "%u slice(s) share a position with another, e.g. %s (frame %u) "
+                             "and %s (frame %u) at %g mm along the normal: several "
+                             "acquisitions in one series?",
+                             shared, a->source, a->frame, b->source, b->frame, a->location);
+    }
+    if (gaps_n) {
+        double mean = sum / gaps_n;
+        v->spacing = mean;
+        double tolerance = fmax(SPACING_ABSOLUTE_TOLERANCE, SPACING_RELATIVE_TOLERANCE * mean);
+        int uneven = 0;
+        for (uint32_t i = 0; i < gaps_n; i++)
+            uneven |= fabs(gaps[i] - mean) > tolerance;
+        if (uneven) {
+            char list[512];
+            list_gaps(list, sizeof list, gaps, gaps_n);
+            rc |= dh_volume_warn(v, "uneven slice spacing: gaps %s mm (mean %g mm)", list, mean);
+        }
+    }
+    free(gaps);
+    return rc;
+}
+
+/* Orders the frames of a multi-frame volume by location, moving slices in place along the
+ * cycles of the permutation with one slice of scratch. */
+static int sort_frames(dh_volume *v)
+{
+    uint32_t n = v->slices;
+    int sorted = 1;
+    for (uint32_t i = 1; i < n; i++)
+        sorted &= v->slice[i - 1].location <= v->slice[i].location;
+    if (sorted)
+        return 0;
+    uint32_t *order = malloc(n * sizeof *order);
+    unsigned char *done = calloc(n, 1);
+    dh_slice_info *info = malloc(n * sizeof *info);
+    size_t bytes = dh_volume_slice_bytes(v);
+    unsigned char *scratch = malloc(bytes);
+    if (!order || !done || !info || !scratch) {
+        free(order), free(done), free(info), free(scratch);
+        return -1;
+    }
+    /* Insertion sort: stable, and frame counts are small. */
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t j = i;
+        while (j > 0 && v->slice[order[j - 1]].location > v->slice[i].location) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = i;
+    }
+    unsigned char *data = v->data;
+    for (uint32_t start = 0; start < n; start++) {
+        if (done[start] || order[start] == start)
+            continue;
+        /* Slot `start` receives slice order[start], whose slot receives order[order[start]]... */
+        memcpy(scratch, data + (size_t)start * bytes, bytes);
+        uint32_t to = start;
+        for (;;) {
+            uint32_t from = order[to];
+            done[to] = 1;
+            if (from == start) {
+                memcpy(data + (size_t)to * bytes, scratch, bytes);
+                break;
+            }
+            memcpy(data + (size_t)to * bytes, data + (size_t)from * bytes, bytes);
+            to = from;
+        }
+    }
+    for (uint32_t i = 0; i < n; i++)
+        info[i] = v->slice[order[i]];
+    memcpy(v->slice, info, n * sizeof *info);
+    free(order), free(done), free(info), free(scratch);
+    return 0;
+}
+
+dh_status dh_volume_from_image(dh_ctx *ctx, dh_dicom_image *image, const char *path,
+                               dh_volume **out)
+{
+    *out = NULL;
+    if (!image->pixels)
+        return dh_ctx_fail(ctx, DH_ERR_INTERNAL, "%s: image read without pixels", path);
+    if (image->frames == 0)
+        return dh_ctx_fail(ctx, DH_ERR_MALFORMED, "%s: no frames", path);
+    /* Take the decoded pixels instead of copying them. */
+    dh_volume *v = volume_alloc(image, image->frames, path, 0);
+    if (!v)
+        return dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "%s: out of memory for %u frames", path,
+                           image->frames);
+    v->data = image->pixels;
+    image->pixels = NULL;
+
+    int has_geometry = image->has_orientation;
+    for (uint32_t f = 0; f < v->slices; f++) {
+        dh_slice_info *s = &v->slice[f];
+        s->frame = f;
+        s->instance_number = image->has_instance_number ? image->instance_number : 0;
+        if (image->frame_positions) {
+            memcpy(s->position, image->frame_positions + 3 * (size_t)f, sizeof s->position);
+            s->has_position = 1;
+        } else if (f == 0 && image->has_position) {
+            memcpy(s->position, image->position, sizeof s->position);
+            s->has_position = 1;
+        }
+        s->location = (s->has_position && has_geometry)
+                          ? s->position[0] * v->normal[0] + s->position[1] * v->normal[1] +
+                                s->position[2] * v->normal[2]
+                          : (double)f;
+        if (!(s->source = dh_strdup(path))) {
+            dh_volume_free(v);
+            return dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "%s: out of memory", path);
+        }
+    }
+    /* A multi-frame file without per-frame positions has no geometry beyond its first frame:
+     * keep file order and index locations rather than mix one real location with indices. */
+    if (v->slices > 1 && !image->frame_positions) {
+        for (uint32_t f = 0; f < v->slices; f++)
+            v->slice[f].location = (double)f;
+    }
+    if ((image->frame_positions && has_geometry && sort_frames(v) != 0) ||
+        dh_volume_finish_geometry(v) != 0) {
+        dh_volume_free(v);
+        return dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "%s: out of memory", path);
+    }
+    dh_volume_update_range(v);
+    *out = v;
+    return DH_OK;
+}
+
+static dh_status finish_read(dh_ctx *ctx, dh_status st, dh_dicom_image *image, const char *name,
+                             const char *msg, dh_volume **out)
+{
+    if (st != DH_OK)
+        return dh_ctx_fail(ctx, st, "%s: %s", name, msg);
+    st = dh_volume_from_image(ctx, image, name, out);
+    dh_dicom_image_free(image);
+    if (st == DH_OK)
+        dh_ctx_clear(ctx);
+    return st;
+}
+
+dh_status dh_volume_read_file(dh_ctx *ctx, const char *path, dh_volume **out)
+{
+    if (!out)
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "dh_volume_read_file: out is NULL");
+    *out = NULL;
+    if (!path)
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "dh_volume_read_file: path is NULL");
+    char msg[DH_DICOM_MSG_LEN] = "";
+    dh_dicom_image *image = NULL;
+    dh_status st = dh_dicom_read_file(path, 1, &image, msg, sizeof msg);
+    return finish_read(ctx, st, image, path, msg, out);
+}
+
+dh_status dh_volume_read_memory(dh_ctx *ctx, const void *data, size_t size, const char *name,
+                                dh_volume **out)
+{
+    if (!out)
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "dh_volume_read_memory: out is NULL");
+    *out = NULL;
+    if (!name)
+        name = "(memory)";
+    if (!data || size == 0)
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "%s: empty buffer", name);
+    char msg[DH_DICOM_MSG_LEN] = "";
+    dh_dicom_image *image = NULL;
+    dh_status st = dh_dicom_read_memory(data, size, 1, &image, msg, sizeof msg);
+    return finish_read(ctx, st, image, name, msg, out);
+}
+
+dh_status dh_volume_from_samples(dh_ctx *ctx, uint32_t rows, uint32_t columns, uint32_t slices,
+                                 uint32_t bits_stored, int is_signed, const void *samples,
+                                 dh_volume **out)
+{
+    if (!out)
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "dh_volume_from_samples: out is NULL");
+    *out = NULL;
+    if (!samples)
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
+                           "dh_volume_from_samples: samples is NULL");
+    if (rows == 0 || columns == 0 || slices == 0 || rows > 65535 || columns > 65535)
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
+                           "dh_volume_from_samples: %u x %u x %u: rows and columns must be "
+                           "1..65535 and slices at least 1",
+                           rows, columns, slices);
+    if (bits_stored < 1 || bits_stored > 16)
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
+                           "dh_volume_from_samples: bits_stored must be 1..16, not %u",
+                           bits_stored);
+    if (is_signed != 0 && is_signed != 1)
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
+                           "dh_volume_from_samples: is_signed must be 0 or 1, not %d", is_signed);
+
+    dh_dicom_image header = {.rows = rows, .columns = columns, .frames = slices,
+                             .bits_allocated = 16, .bits_stored = bits_stored,
+                             .high_bit = bits_stored - 1, .is_signed = is_signed,
+                             .photometric = DH_MONOCHROME2, .rescale_slope = 1,
+                             .rescale_intercept = 0};
+    dh_volume *v = dh_volume_alloc(&header, slices, "");
+    if (!v)
+        return dh_ctx_fail(ctx, DH_ERR_NO_MEMORY,
+                           "dh_volume_from_samples: out of memory for %u x %u x %u samples",
+                           rows, columns, slices);
+    size_t n = dh_volume_sample_count(v);
+    memcpy(v->data, samples, n * sizeof(uint16_t));
+    dh_volume_update_range(v);
+
+    int32_t lo = is_signed ? -(int32_t)(1u << (bits_stored - 1)) : 0;
+    int32_t hi = is_signed ? (int32_t)(1u << (bits_stored - 1)) - 1
+                           : (int32_t)((1u << bits_stored) - 1);
+    if (v->stored_min < lo || v->stored_max > hi) {
+        int32_t bad = v->stored_min < lo ? v->stored_min : v->stored_max;
+        size_t at = 0;
+        for (; at < n; at++) {
+            int32_t s = is_signed ? ((const int16_t *)v->data)[at] : ((const uint16_t *)v->data)[at];
+            if (s == bad)
+                break;
+        }
+        dh_volume_free(v);
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
+                           "dh_volume_from_samples: sample %zu is %d, outside the %u-bit %s "
+                           "range %d..%d",
+                           at, bad, bits_stored, is_signed ? "signed" : "unsigned", lo, hi);
+    }
+    for (uint32_t i = 0; i < slices; i++) {
+        v->slice[i].location = (double)i;
+        if (!(v->slice[i].source = dh_strdup(""))) {
+            dh_volume_free(v);
+            return dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "dh_volume_from_samples: out of memory");
+        }
+        v->slice[i].frame = i;
+    }
+    dh_ctx_clear(ctx);
+    *out = v;
+    return DH_OK;
+}
+
+/* Accessors. */
+uint32_t dh_volume_rows(const dh_volume *v) { return v->rows; }
+uint32_t dh_volume_columns(const dh_volume *v) { return v->columns; }
+uint32_t dh_volume_slices(const dh_volume *v) { return v->slices; }
+uint32_t dh_volume_bits_allocated(const dh_volume *v) { return v->bits_allocated; }
+uint32_t dh_volume_bits_stored(const dh_volume *v) { return v->bits_stored; }
+int dh_volume_is_signed(const dh_volume *v) { return v->is_signed; }
+dh_photometric dh_volume_photometric(const dh_volume *v) { return v->photometric; }
+double dh_volume_rescale_slope(const dh_volume *v) { return v->rescale_slope; }
+double dh_volume_rescale_intercept(const dh_volume *v) { return v->rescale_intercept; }
+double dh_volume_spacing(const dh_volume *v) { return v->spacing; }
+const char *dh_volume_path(const dh_volume *v) { return v->path; }
+const char *dh_volume_series_uid(const dh_volume *v) { return v->series_uid; }
+const char *dh_volume_study_uid(const dh_volume *v) { return v->study_uid; }
+const char *dh_volume_modality(const dh_volume *v) { return v->modality; }
+const char *dh_volume_transfer_syntax(const dh_volume *v) { return v->transfer_syntax; }
+size_t dh_volume_warning_count(const dh_volume *v) { return v->warning_count; }
+const void *dh_volume_data(const dh_volume *v) { return v->data; }
+
+int dh_volume_window(const dh_volume *v, double *center, double *width)
+{
+    if (!v->has_window)
+        return 0;
+    if (center)
+        *center = v->window_center;
+    if (width)
+        *width = v->window_width;
+    return 1;
+}
+
+const char *dh_volume_slice_source(const dh_volume *v, uint32_t slice)
+{
+    return slice < v->slices ? v->slice[slice].source : "";
+}
+
+uint32_t dh_volume_slice_frame(const dh_volume *v, uint32_t slice)
+{
+    return slice < v->slices ? v->slice[slice].frame : 0;
+}
+
+double dh_volume_slice_location(const dh_volume *v, uint32_t slice)
+{
+    return slice < v->slices ? v->slice[slice].location : 0;
+}
+
+int dh_volume_slice_position(const dh_volume *v, uint32_t slice, double xyz[3])
+{
+    if (slice >= v->slices || !v->slice[slice].has_position)
+        return 0;
+    memcpy(xyz, v->slice[slice].position, 3 * sizeof *xyz);
+    return 1;
+}
+
+const char *dh_volume_warning(const dh_volume *v, size_t i)
+{
+    return i < v->warning_count ? v->warnings[i] : "";
+}
+
+size_t dh_volume_sample_count(const dh_volume *v)
+{
+    return (size_t)v->rows * v->columns * v->slices;
+}
+
+void dh_volume_stored_range(const dh_volume *v, int32_t *min, int32_t *max)
+{
+    if (min)
+        *min = v->stored_min;
+    if (max)
+        *max = v->stored_max;
+}
