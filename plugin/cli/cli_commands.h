@@ -1,0 +1,43 @@
+/*
+ * cli_commands.h: what a subcommand is (a row of main.c's table) and what the subcommands
+ * share: loading the PATH operands into volumes and reporting the inputs that failed. A new
+ * command is one cmd_*.c file defining a cli_command, one extern line here and one row in
+ * main.c.
+ */
+#ifndef DH_CLI_COMMANDS_H
+#define DH_CLI_COMMANDS_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "dicomhist.h"
+
+typedef struct cli_command {
+    const char *name;
+    const char *summary; /* one line for the global --help */
+    /* Runs the command; argv[0] is its name. Returns the process exit status. */
+    int (*run)(int argc, char **argv);
+    /* Writes the command's --help. */
+    void (*help)(FILE *out);
+} cli_command;
+
+extern const cli_command cli_command_info;
+extern const cli_command cli_command_histogram;
+extern const cli_command cli_command_mi;
+extern const cli_command cli_command_equalize;
+extern const cli_command cli_command_window;
+
+/* Reports one failure as `dicomhist: WHAT: reason` on stderr; the reason is the library's
+ * message without the leading "WHAT: " when it already names it. */
+void cli_report_failure(const char *what, const char *message);
+
+/* Loads the paths through dh_volume_set_load and reports each input that failed. Returns the
+ * set (NULL, after reporting, when nothing could be tried at all); *failed is set to 1 when
+ * some input failed. */
+dh_volume_set *cli_load_inputs(dh_ctx *ctx, const char *const *paths, size_t count, int *failed);
+
+/* Modality value of the volume's stored minimum and maximum, in ascending order (a negative
+ * slope swaps them). */
+void cli_modality_range(const dh_volume *v, double *lo, double *hi);
+
+#endif /* DH_CLI_COMMANDS_H */

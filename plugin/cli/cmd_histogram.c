@@ -1,0 +1,462 @@
+/*
+ * cmd_histogram.c: `dicomhist histogram`, the histogram of each volume (and of each of its
+ * slices with --per-slice). JSON lines with --json; for people a summary (range, min/max,
+ * percentiles) and a sparkline; --output FILE.csv writes bin edges and counts atomically.
+ * Everything large is streamed through a cli_sink, never built as one string.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_args.h"
+#include "cli_commands.h"
+#include "cli_output.h"
+
+static void histogram_help(FILE *out) {
+    fprintf(out,
+            "Usage: dicomhist histogram [OPTION]... PATH...\n"
+            "\n"
+            "Histogram of each volume found in the PATHs (a file, a directory holding a\n"
+            "series, or several files). Bins cover the half-open range [LO, HI):\n"
+            "  bin = floor((value - LO) * BINS / (HI - LO))\n"
+            "values below LO count as underflow, values at or above HI as overflow.\n"
+            "\n"
+            "Options:\n"
+            "  --bins N            number of bins, 1..65536 (default: one per possible stored\n"
+            "                      value, 2^BitsStored)\n"
+            "  --range LO:HI       the range in the chosen units, LO < HI (default: the full\n"
+            "                      representable range of the stored values)\n"
+            "  --units stored|modality\n"
+            "                      stored values (default) or modality values\n"
+            "                      (slope * stored + intercept: Hounsfield units for CT)\n"
+            "  --per-slice         also one histogram per slice, in volume order\n"
+            "  --device auto|cpu|cuda\n"
+            "                      where to compute (default auto: the GPU when usable, else\n"
+            "                      the CPU); cuda without a usable GPU is an error\n"
+            "  --json              one JSON object per volume, one per line, with the fields\n"
+            "                      path, units, bins, range [LO, HI], total, underflow,\n"
+            "                      overflow, counts, and with --per-slice slices: a list of\n"
+            "                      {index, source, frame, position, total, underflow,\n"
+            "                      overflow, counts}\n"
+            "  --output FILE.csv   also write the histogram as CSV (one volume only): a header,\n"
+            "                      then bin_lo,bin_hi,count rows, the first for underflow\n"
+            "                      (-inf,LO) and the last for overflow (HI,inf); with\n"
+            "                      --per-slice one more column per slice (slice_0, ...)\n"
+            "  -h, --help          this text\n"
+            "\n"
+            "Without --json: the range, total, smallest and largest value, the percentiles\n"
+            "p1 p5 p50 p95 p99 (left edge of the bin holding each, nearest rank, over all\n"
+            "values including underflow and overflow), and a sparkline of the occupied bins\n"
+            "on a logarithmic scale (ASCII unless the locale is UTF-8).\n"
+            "\n"
+            "Inputs that cannot be read are reported on stderr as 'dicomhist: FILE: reason';\n"
+            "the others are still processed. Exit status: 0 all inputs done, 1 some failed,\n"
+            "2 usage error.\n");
+}
+
+typedef struct hist_options {
+    dh_hist_params params;
+    int json;
+    const char *output;
+} hist_options;
+
+static const char *units_name(dh_units u) { return u == DH_UNITS_MODALITY ? "modality" : "stored"; }
+
+/* ------------------------------------------------------------------ JSON */
+
+static void json_counts(cli_json *j, const uint64_t *counts, uint32_t bins) {
+    cli_json_begin_array(j);
+    for (uint32_t i = 0; i < bins; i++)
+        cli_json_u64(j, counts[i]);
+    cli_json_end_array(j);
+}
+
+static void histogram_json(cli_json *j, const dh_volume *v, const dh_histogram *h) {
+    cli_json_begin_object(j);
+    cli_json_key(j, "path"), cli_json_string(j, dh_volume_path(v));
+    cli_json_key(j, "units"), cli_json_string(j, units_name(h->units));
+    cli_json_key(j, "bins"), cli_json_u64(j, h->bins);
+    cli_json_key(j, "range");
+    cli_json_begin_array(j);
+    cli_json_double(j, h->lo);
+    cli_json_double(j, h->hi);
+    cli_json_end_array(j);
+    cli_json_key(j, "total"), cli_json_u64(j, h->total);
+    cli_json_key(j, "underflow"), cli_json_u64(j, h->underflow);
+    cli_json_key(j, "overflow"), cli_json_u64(j, h->overflow);
+    cli_json_key(j, "counts"), json_counts(j, h->counts, h->bins);
+    if (h->slices > 0) {
+        cli_json_key(j, "slices");
+        cli_json_begin_array(j);
+        for (uint32_t s = 0; s < h->slices; s++) {
+            double xyz[3];
+            cli_json_begin_object(j);
+            cli_json_key(j, "index"), cli_json_u64(j, s);
+            cli_json_key(j, "source"), cli_json_string(j, dh_volume_slice_source(v, s));
+            cli_json_key(j, "frame"), cli_json_u64(j, dh_volume_slice_frame(v, s));
+            cli_json_key(j, "position");
+            if (dh_volume_slice_position(v, s, xyz))
+                cli_json_double(j, dh_volume_slice_location(v, s));
+            else
+                cli_json_null(j);
+            cli_json_key(j, "total"), cli_json_u64(j, h->slice_total[s]);
+            cli_json_key(j, "underflow"), cli_json_u64(j, h->slice_underflow[s]);
+            cli_json_key(j, "overflow"), cli_json_u64(j, h->slice_overflow[s]);
+            cli_json_key(j, "counts");
+            json_counts(j, h->slice_counts + (size_t)s * h->bins, h->bins);
+            cli_json_end_object(j);
+        }
+        cli_json_end_array(j);
+    }
+    cli_json_end_object(j);
+    cli_json_end_line(j);
+}
+
+/* ------------------------------------------------------------------ text for people */
+
+/* The nearest-rank p-th percentile as text: the left edge of the bin holding it, or "<LO" /
+ * ">=HI" when it falls in the underflow or overflow. */
+static void percentile_text(const dh_histogram *h, const uint64_t *counts, uint64_t underflow,
+                            uint64_t total, double p, char *out, size_t size) {
+    if (total == 0) {
+        snprintf(out, size, "-");
+        return;
+    }
+    uint64_t rank = (uint64_t)ceil(p / 100.0 * (double)total);
+    if (rank < 1)
+        rank = 1;
+    if (rank <= underflow) {
+        snprintf(out, size, "<%.6g", h->lo);
+        return;
+    }
+    uint64_t seen = underflow;
+    for (uint32_t i = 0; i < h->bins; i++) {
+        seen += counts[i];
+        if (seen >= rank) {
+            snprintf(out, size, "%.6g", dh_histogram_edge(h, i));
+            return;
+        }
+    }
+    snprintf(out, size, ">=%.6g", h->hi);
+}
+
+/* Draws counts[first..last] in `width` columns, each the sum of its share of the bins, height on
+ * a log scale so that a small tissue peak still shows beside the air peak of a CT. */
+static void sparkline(cli_sink *s, const uint64_t *counts, uint32_t first, uint32_t last,
+                      uint32_t width, int utf8) {
+    static const char *const blocks[8] = {"\u2581", "\u2582", "\u2583", "\u2584",
+                                          "\u2585", "\u2586", "\u2587", "\u2588"};
+    static const char ascii[8] = {'.', ':', '-', '=', '+', '*', '#', '@'};
+    uint64_t span = (uint64_t)last - first + 1;
+    if (width > span)
+        width = (uint32_t)span;
+    uint64_t max = 0;
+    uint64_t column_sum[128];
+    if (width > 128)
+        width = 128;
+    for (uint32_t c = 0; c < width; c++) {
+        uint64_t b0 = first + span * c / width, b1 = first + span * (c + 1) / width;
+        uint64_t sum = 0;
+        for (uint64_t b = b0; b < b1; b++)
+            sum += counts[b];
+        column_sum[c] = sum;
+        if (sum > max)
+            max = sum;
+    }
+    for (uint32_t c = 0; c < width; c++) {
+        if (column_sum[c] == 0) {
+            cli_sink_char(s, ' ');
+            continue;
+        }
+        int level = max > 1 ? (int)(7.0 * log((double)column_sum[c]) / log((double)max) + 0.5) : 7;
+        if (level < 0)
+            level = 0;
+        if (level > 7)
+            level = 7;
+        if (utf8)
+            cli_sink_puts(s, blocks[level]);
+        else
+            cli_sink_char(s, ascii[level]);
+    }
+}
+
+/* The first and last non-empty bin; returns 0 when every bin is empty. */
+static int occupied_bins(const uint64_t *counts, uint32_t bins, uint32_t *first, uint32_t *last) {
+    uint32_t i = 0;
+    while (i < bins && counts[i] == 0)
+        i++;
+    if (i == bins)
+        return 0;
+    uint32_t k = bins - 1;
+    while (counts[k] == 0)
+        k--;
+    *first = i;
+    *last = k;
+    return 1;
+}
+
+static void histogram_text(cli_sink *s, const dh_volume *v, const dh_histogram *h, int first_volume,
+                           int utf8) {
+    static const double percentiles[] = {1, 5, 50, 95, 99};
+    char text[64];
+    double vmin, vmax;
+    if (h->units == DH_UNITS_MODALITY) {
+        cli_modality_range(v, &vmin, &vmax);
+    } else {
+        int32_t smin = 0, smax = 0;
+        dh_volume_stored_range(v, &smin, &smax);
+        vmin = smin;
+        vmax = smax;
+    }
+    if (!first_volume)
+        cli_sink_char(s, '\n');
+    cli_sink_printf(s, "%s\n", dh_volume_path(v));
+    cli_sink_printf(s, "  %-12s %u bins over [%.10g, %.10g), %s units%s\n", "histogram",
+                    (unsigned)h->bins, h->lo, h->hi, units_name(h->units),
+                    h->device_used == DH_DEVICE_CUDA ? ", on the GPU" : "");
+    cli_sink_printf(s, "  %-12s %llu values, %llu below the range, %llu at or above it\n", "total",
+                    (unsigned long long)h->total, (unsigned long long)h->underflow,
+                    (unsigned long long)h->overflow);
+    cli_sink_printf(s, "  %-12s %.10g .. %.10g\n", "min .. max", vmin, vmax);
+    cli_sink_printf(s, "  %-12s", "percentiles");
+    for (size_t i = 0; i < sizeof percentiles / sizeof percentiles[0]; i++) {
+        percentile_text(h, h->counts, h->underflow, h->total, percentiles[i], text, sizeof text);
+        cli_sink_printf(s, " p%g %s", percentiles[i], text);
+    }
+    cli_sink_char(s, '\n');
+
+    uint32_t first = 0, last = 0;
+    int occupied = occupied_bins(h->counts, h->bins, &first, &last);
+    if (!occupied) {
+        cli_sink_printf(s, "  %-12s (every value is outside the range)\n", "shape");
+    } else {
+        cli_sink_printf(s, "  %-12s ", "shape");
+        sparkline(s, h->counts, first, last, 64, utf8);
+        cli_sink_printf(s, "\n  %-12s %.6g .. %.6g (occupied bins)\n", "", dh_histogram_edge(h, first),
+                        dh_histogram_edge(h, last + 1));
+    }
+    if (h->slices == 0)
+        return;
+    cli_sink_printf(s, "  %5s %12s %10s %10s  %s\n", "slice", "position", "total", "p50",
+                    "shape");
+    for (uint32_t k = 0; k < h->slices; k++) {
+        const uint64_t *counts = h->slice_counts + (size_t)k * h->bins;
+        double xyz[3];
+        char position[32];
+        if (dh_volume_slice_position(v, k, xyz))
+            snprintf(position, sizeof position, "%.6g", dh_volume_slice_location(v, k));
+        else
+            snprintf(position, sizeof position, "-");
+        percentile_text(h, counts, h->slice_underflow[k], h->slice_total[k], 50, text, sizeof text);
+        cli_sink_printf(s, "  %5u %12s %10llu %10s  ", (unsigned)k, position,
+                        (unsigned long long)h->slice_total[k], text);
+        if (occupied) /* the volume's span, so that slices line up with each other */
+            sparkline(s, counts, first, last, 32, utf8);
+        cli_sink_char(s, '\n');
+    }
+}
+
+/* ------------------------------------------------------------------ CSV */
+
+static void csv_row(cli_sink *s, double lo, double hi, uint64_t count, const dh_histogram *h,
+                    const uint64_t *slice_values, size_t stride) {
+    cli_sink_double(s, lo);
+    cli_sink_char(s, ',');
+    cli_sink_double(s, hi);
+    cli_sink_char(s, ',');
+    cli_sink_u64(s, count);
+    for (uint32_t k = 0; k < h->slices; k++) {
+        cli_sink_char(s, ',');
+        cli_sink_u64(s, slice_values[(size_t)k * stride]);
+    }
+    cli_sink_char(s, '\n');
+}
+
+/* Writes the CSV under a temporary name and renames it into place only when complete. */
+static int write_csv(const char *path, const dh_histogram *h) {
+    static cli_sink sink;
+    cli_atomic_file f;
+    if (cli_atomic_open(&f, path) != 0) {
+        fprintf(stderr, "dicomhist: %s: cannot create: %s\n", path, strerror(errno));
+        return -1;
+    }
+    cli_sink_init(&sink, f.file);
+    cli_sink_puts(&sink, "bin_lo,bin_hi,count");
+    for (uint32_t k = 0; k < h->slices; k++)
+        cli_sink_printf(&sink, ",slice_%u", (unsigned)k);
+    cli_sink_char(&sink, '\n');
+    csv_row(&sink, -INFINITY, h->lo, h->underflow, h, h->slice_underflow, 1);
+    for (uint32_t i = 0; i < h->bins; i++) {
+        csv_row(&sink, dh_histogram_edge(h, i), dh_histogram_edge(h, i + 1), h->counts[i], h,
+                h->slice_counts ? h->slice_counts + i : NULL, h->bins);
+    }
+    csv_row(&sink, h->hi, INFINITY, h->overflow, h, h->slice_overflow, 1);
+    if (cli_sink_flush(&sink) != 0 || cli_atomic_commit(&f) != 0) {
+        int err = errno ? errno : EIO;
+        cli_atomic_abort(&f);
+        fprintf(stderr, "dicomhist: %s: cannot write: %s\n", path, strerror(err));
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ the command */
+
+enum { OPT_BINS = 1, OPT_RANGE, OPT_UNITS, OPT_PER_SLICE, OPT_DEVICE, OPT_JSON, OPT_OUTPUT };
+
+static const cli_option histogram_options[] = {
+    {"bins", 1, OPT_BINS},     {"range", 1, OPT_RANGE},   {"units", 1, OPT_UNITS},
+    {"per-slice", 0, OPT_PER_SLICE}, {"device", 1, OPT_DEVICE}, {"json", 0, OPT_JSON},
+    {"output", 1, OPT_OUTPUT}, {NULL, 0, 0},
+};
+
+/* Reads the options into o and the operands into paths; returns -1 to go on, else the exit
+ * status to return at once (help shown, usage error). */
+static int parse_histogram_args(int argc, char **argv, hist_options *o, const char **paths,
+                                size_t *path_count) {
+    cli_parser p;
+    cli_parser_init(&p, "histogram", argc, argv);
+    for (;;) {
+        const char *value, *why;
+        int id = cli_next(&p, histogram_options, &value);
+        switch (id) {
+        case CLI_END:
+            if (*path_count == 0)
+                return cli_usage_error("histogram", "no PATH given");
+            return -1;
+        case CLI_ERROR:
+            return CLI_EXIT_USAGE;
+        case CLI_HELP:
+            histogram_help(stdout);
+            return CLI_EXIT_OK;
+        case CLI_OPERAND:
+            paths[(*path_count)++] = value;
+            break;
+        case OPT_BINS:
+            if (cli_parse_u32(value, 1, 65536, &o->params.bins) != 0)
+                return cli_usage_error("histogram", "--bins '%s': expected a whole number from 1 to 65536",
+                                       value);
+            break;
+        case OPT_RANGE:
+            if (cli_parse_range(value, &o->params.lo, &o->params.hi, &why) != 0)
+                return cli_usage_error("histogram", "--range '%s': %s", value, why);
+            o->params.has_range = 1;
+            break;
+        case OPT_UNITS:
+            if (strcmp(value, "stored") == 0)
+                o->params.units = DH_UNITS_STORED;
+            else if (strcmp(value, "modality") == 0)
+                o->params.units = DH_UNITS_MODALITY;
+            else
+                return cli_usage_error("histogram", "--units '%s': expected stored or modality", value);
+            break;
+        case OPT_PER_SLICE:
+            o->params.per_slice = 1;
+            break;
+        case OPT_DEVICE:
+            if (strcmp(value, "auto") == 0)
+                o->params.device = DH_DEVICE_AUTO;
+            else if (strcmp(value, "cpu") == 0)
+                o->params.device = DH_DEVICE_CPU;
+            else if (strcmp(value, "cuda") == 0)
+                o->params.device = DH_DEVICE_CUDA;
+            else
+                return cli_usage_error("histogram", "--device '%s': expected auto, cpu or cuda", value);
+            break;
+        case OPT_JSON:
+            o->json = 1;
+            break;
+        case OPT_OUTPUT:
+            if (!*value)
+                return cli_usage_error("histogram", "--output needs a file name");
+            o->output = value;
+            break;
+        default:
+            return cli_usage_error("histogram", "internal: unhandled option");
+        }
+    }
+}
+
+static int histogram_volumes(dh_ctx *ctx, const dh_volume_set *set, const hist_options *o) {
+    static cli_sink sink;
+    cli_json j;
+    int status = CLI_EXIT_OK, utf8 = cli_locale_is_utf8();
+    cli_sink_init(&sink, stdout);
+    cli_json_init(&j, &sink);
+    size_t count = dh_volume_set_count(set);
+    for (size_t i = 0; i < count; i++) {
+        const dh_volume *v = dh_volume_set_volume(set, i);
+        dh_histogram *h = NULL;
+        if (dh_hist_compute(ctx, v, &o->params, &h) != DH_OK) {
+            cli_report_failure(dh_volume_path(v), dh_ctx_error(ctx));
+            status = CLI_EXIT_INPUT;
+            continue;
+        }
+        if (o->json)
+            histogram_json(&j, v, h);
+        else
+            histogram_text(&sink, v, h, i == 0, utf8);
+        if (o->output && write_csv(o->output, h) != 0)
+            status = CLI_EXIT_INPUT;
+        dh_histogram_free(h);
+    }
+    if (cli_sink_flush(&sink) != 0) {
+        fprintf(stderr, "dicomhist: standard output: write error\n");
+        status = CLI_EXIT_INPUT;
+    }
+    return status;
+}
+
+static int histogram_run(int argc, char **argv) {
+    hist_options o;
+    memset(&o, 0, sizeof o);
+    dh_hist_params_init(&o.params);
+    const char **paths = calloc((size_t)argc, sizeof *paths);
+    size_t path_count = 0;
+    if (!paths) {
+        fprintf(stderr, "dicomhist: out of memory\n");
+        return CLI_EXIT_INPUT;
+    }
+    int status = parse_histogram_args(argc, argv, &o, paths, &path_count);
+    if (status >= 0) {
+        free(paths);
+        return status;
+    }
+    /* Said once, before any reading, rather than once per volume. */
+    if (o.params.device == DH_DEVICE_CUDA && !dh_cuda_available()) {
+        fprintf(stderr, "dicomhist: --device cuda: no usable CUDA GPU (this build has no CUDA "
+                        "support, or no GPU is present)\n");
+        free(paths);
+        return CLI_EXIT_INPUT;
+    }
+
+    dh_ctx *ctx = dh_ctx_create();
+    if (!ctx) {
+        free(paths);
+        fprintf(stderr, "dicomhist: out of memory\n");
+        return CLI_EXIT_INPUT;
+    }
+    int failed = 0;
+    status = CLI_EXIT_OK;
+    dh_volume_set *set = cli_load_inputs(ctx, paths, path_count, &failed);
+    if (set && o.output && dh_volume_set_count(set) > 1) {
+        status = cli_usage_error("histogram", "--output takes one volume, and the inputs hold %zu",
+                                 dh_volume_set_count(set));
+    } else if (set) {
+        status = histogram_volumes(ctx, set, &o);
+    }
+    if (failed && status == CLI_EXIT_OK)
+        status = CLI_EXIT_INPUT;
+    dh_volume_set_free(set);
+    dh_ctx_free(ctx);
+    free(paths);
+    return status;
+}
+
+const cli_command cli_command_histogram = {
+    "histogram",
+    "histogram of each volume (and of each slice): stored or modality units, CSV, JSON",
+    histogram_run,
+    histogram_help,
+};

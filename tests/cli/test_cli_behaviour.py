@@ -1,0 +1,255 @@
+#!/usr/bin/env python3
+"""test_cli_behaviour.py: how the dicomhist command behaves, apart from the numbers.
+
+Exit statuses 0/1/2 and usage errors, --help and --version, JSON lines that parse and carry
+exactly the documented fields (also for file names with quotes, backslashes, control characters
+and non-ASCII), CSV written atomically whose content equals the JSON counts (also per slice),
+per-slice totals and counts that add up to the volume, the text output for people (sparkline
+in UTF-8 or ASCII), and `--device cuda` without a GPU as a clear error.
+
+Usage: test_cli_behaviour.py DICOMHIST_BINARY SHARED_DICOM_DIR   (exit 77 when the folder of
+real files is absent; the real files are the inputs)
+"""
+import csv
+import json
+import math
+import os
+import shutil
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cli_testlib as t  # noqa: E402
+
+
+def check_usage(c, binary, ct):
+    r = t.run(binary)
+    c.equal(r.rc, 2, "no arguments: exit status")
+    r = t.run(binary, "--version")
+    c.equal(r.rc, 0, "--version: exit status")
+    c.check(r.out.startswith("dicomhist 0.1.0"), f"--version names the version: {r.out!r}")
+    r = t.run(binary, "--help")
+    c.equal(r.rc, 0, "--help: exit status")
+    c.check("info" in r.out and "histogram" in r.out, "--help lists the commands")
+    r = t.run(binary, "help", "histogram")
+    c.equal(r.rc, 0, "help histogram: exit status")
+    for command, options in [("info", ["--json"]),
+                             ("histogram", ["--bins", "--range", "--units", "--per-slice",
+                                            "--device", "--json", "--output"])]:
+        r = t.run(binary, command, "--help")
+        c.equal(r.rc, 0, f"{command} --help: exit status")
+        c.check(r.out.startswith(f"Usage: dicomhist {command}"), f"{command} --help: usage line")
+        for option in options:
+            c.check(option in r.out, f"{command} --help mentions {option}")
+    bad = [
+        ["frobnicate", ct], ["--frobnicate"], ["info"], ["histogram"],
+        ["info", "--bogus", ct], ["histogram", "--bogus", ct], ["histogram", "-x", ct],
+        ["info", "--json=1", ct],
+        ["histogram", "--bins", "0", ct], ["histogram", "--bins", "65537", ct],
+        ["histogram", "--bins", "abc", ct], ["histogram", "--bins", "-5", ct],
+        ["histogram", "--bins", "12x", ct], ["histogram", "--bins", "", ct],
+        ["histogram", "--range", "5:5", ct], ["histogram", "--range", "10:2", ct],
+        ["histogram", "--range", "a:b", ct], ["histogram", "--range", "5", ct],
+        ["histogram", "--range", "1:2:3", ct], ["histogram", "--range", "nan:5", ct],
+        ["histogram", "--range", "0:inf", ct], ["histogram", "--units", "hu", ct],
+        ["histogram", "--device", "gpu", ct], ["histogram", ct, "--bins"],
+    ]
+    for args in bad:
+        r = t.run(binary, *args)
+        c.equal(r.rc, 2, f"{args}: usage error exit status (stderr {r.err.strip()!r})")
+        c.check(r.err.startswith("dicomhist: "), f"{args}: message on stderr")
+        c.equal(r.out, "", f"{args}: nothing on stdout")
+    # Accepted spellings: --opt=value, a negative range as the next word, options after paths.
+    for args in (["--bins=256", ct], [ct, "--bins", "256"], ["--range", "-1024:3072", ct],
+                 ["--units=modality", "--range=-1024.5:3071.25", ct], ["--", ct],
+                 ["--device", "cpu", ct], ["--device", "auto", ct]):
+        r = t.run(binary, "histogram", "--json", *args)
+        c.equal(r.rc, 0, f"histogram {args}: accepted (stderr {r.err.strip()!r})")
+
+
+INFO_FIELDS = ["path", "series_uid", "modality", "rows", "columns", "slices", "bits_allocated",
+               "bits_stored", "signed", "photometric", "rescale_slope", "rescale_intercept",
+               "transfer_syntax", "stored_min", "stored_max", "modality_min", "modality_max",
+               "spacing", "warnings"]
+HIST_FIELDS = ["path", "units", "bins", "range", "total", "underflow", "overflow", "counts"]
+SLICE_FIELDS = ["index", "source", "frame", "position", "total", "underflow", "overflow",
+                "counts"]
+
+
+def check_json_and_exit_statuses(c, binary, shared, tmp):
+    ct = os.path.join(shared, "pydicom_CT_small.dcm")
+    series = os.path.join(shared, "series", "ct5n")
+    bad = os.path.join(shared, "malformed", "pydicom_MR_truncated.dcm")
+    missing = os.path.join(tmp, "no-such-file.dcm")
+
+    r = t.run(binary, "info", "--json", ct, series)
+    c.equal(r.rc, 0, "info two good inputs: exit status")
+    recs = r.json_lines()
+    c.equal(len(recs), 2, "info two inputs: one line each")
+    for rec in recs:
+        c.equal(list(rec), INFO_FIELDS, "info --json: fields in the documented order")
+    r = t.run(binary, "histogram", "--json", ct, series)
+    for rec in r.json_lines():
+        c.equal(list(rec), HIST_FIELDS, "histogram --json: fields")
+        c.equal(sum(rec["counts"]) + rec["underflow"] + rec["overflow"], rec["total"],
+                "histogram: counts + underflow + overflow = total")
+
+    for command in ("info", "histogram"):
+        r = t.run(binary, command, "--json", ct, bad, missing, series)
+        c.equal(r.rc, 1, f"{command} with bad inputs among good: exit status 1")
+        c.equal(len(r.json_lines()), 2, f"{command}: the good inputs are still reported")
+        c.check(f"dicomhist: {bad}: " in r.err, f"{command}: names the truncated file")
+        c.check(f"dicomhist: {missing}: " in r.err, f"{command}: names the missing file")
+        r = t.run(binary, command, missing)
+        c.equal(r.rc, 1, f"{command} on a missing file: exit status 1")
+
+    # File names JSON must escape, and non-ASCII that must come through as UTF-8.
+    odd_dir = os.path.join(tmp, "odd")
+    os.mkdir(odd_dir)
+    for name in ['quote"back\\slash.dcm', "tab\tnew\nline\x01.dcm", "Röntgen_胸部.dcm"]:
+        path = os.path.join(odd_dir, name)
+        shutil.copyfile(ct, path)
+        r = t.run(binary, "info", "--json", path)
+        c.equal(r.rc, 0, f"info {name!r}: exit status")
+        try:
+            rec = json.loads(r.out)
+            c.equal(rec["path"], path, f"info {name!r}: path round-trips through JSON")
+        except ValueError as e:
+            c.check(False, f"info {name!r}: invalid JSON {e}: {r.out[:200]!r}")
+
+
+def read_csv(path):
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f))
+    return rows[0], rows[1:]
+
+
+def check_csv(c, binary, shared, tmp):
+    series = os.path.join(shared, "series", "ct2_uneven")
+    out = os.path.join(tmp, "hist.csv")
+    for args in (["--bins", "64", "--range", "-1024:3072", "--units", "modality"],
+                 ["--bins", "300", "--range", "100.5:2000.25"], []):
+        r = t.run(binary, "histogram", "--json", "--per-slice", "--output", out, *args, series)
+        if not c.equal(r.rc, 0, f"histogram --output {args}: exit status ({r.err.strip()})"):
+            continue
+        rec = r.json_lines()[0]
+        header, rows = read_csv(out)
+        n = len(rec["slices"])
+        c.equal(header, ["bin_lo", "bin_hi", "count"] + [f"slice_{k}" for k in range(n)],
+                f"csv {args}: header")
+        c.equal(len(rows), rec["bins"] + 2, f"csv {args}: bins + underflow + overflow rows")
+        lo, hi = rec["range"]
+        c.check(rows[0][0] == "-inf" and float(rows[0][1]) == lo, f"csv {args}: underflow row")
+        c.check(float(rows[-1][0]) == hi and rows[-1][1] == "inf", f"csv {args}: overflow row")
+        col = [int(row[2]) for row in rows]
+        c.equal(col, [rec["underflow"]] + rec["counts"] + [rec["overflow"]],
+                f"csv {args}: count column equals JSON")
+        for k, s in enumerate(rec["slices"]):
+            colk = [int(row[3 + k]) for row in rows]
+            c.equal(colk, [s["underflow"]] + s["counts"] + [s["overflow"]],
+                    f"csv {args}: slice_{k} column equals JSON")
+        width = (hi - lo) / rec["bins"]
+        edges_ok = all(math.isclose(float(rows[1 + i][0]), lo + i * width, rel_tol=1e-12,
+                                    abs_tol=1e-9) and float(rows[1 + i][1]) == float(rows[2 + i][0])
+                       for i in range(rec["bins"]))
+        c.check(edges_ok, f"csv {args}: bin edges lo + i * (hi - lo) / bins, contiguous")
+        c.equal(sorted(os.listdir(tmp)).count("hist.csv"), 1, "csv: one file, no temporaries")
+    leftovers = [f for f in os.listdir(tmp) if f.startswith(".hist.csv")]
+    c.equal(leftovers, [], "csv: no temporary files left")
+
+    # Failures leave nothing: a folder that does not exist, several volumes for one file.
+    r = t.run(binary, "histogram", "--output", os.path.join(tmp, "nope", "h.csv"), series)
+    c.equal(r.rc, 1, "--output into a missing folder: exit status 1")
+    c.check(os.path.join(tmp, "nope", "h.csv") in r.err, "--output failure names the file")
+    two = os.path.join(tmp, "two.csv")
+    r = t.run(binary, "histogram", "--output", two, series, os.path.join(shared, "pydicom_CT_small.dcm"))
+    c.equal(r.rc, 2, "--output with two volumes: usage error")
+    c.check(not os.path.exists(two), "--output with two volumes: no file written")
+    # An existing file is replaced whole, never appended to or half written.
+    with open(out, "w") as f:
+        f.write("old content that is longer than nothing\n" * 1000)
+    r = t.run(binary, "histogram", "--bins", "4", "--output", out, series)
+    header, rows = read_csv(out)
+    c.equal((r.rc, header, len(rows)), (0, ["bin_lo", "bin_hi", "count"], 6),
+            "--output replaces an existing file")
+
+
+def check_per_slice(c, binary, shared):
+    for target in (os.path.join(shared, "series", "ct5n"),
+                   os.path.join(shared, "pydicom-data_emri_small_RLE.dcm")):
+        r = t.run(binary, "histogram", "--json", "--per-slice", "--bins", "500", target)
+        if not c.equal(r.rc, 0, f"--per-slice {target}: exit status"):
+            continue
+        rec = r.json_lines()[0]
+        slices = rec["slices"]
+        for s in slices:
+            c.equal(list(s), SLICE_FIELDS, "per-slice fields")
+        c.equal(sum(s["total"] for s in slices), rec["total"], f"{target}: slice totals sum")
+        c.equal(sum(s["underflow"] for s in slices), rec["underflow"], f"{target}: underflow sum")
+        c.equal(sum(s["overflow"] for s in slices), rec["overflow"], f"{target}: overflow sum")
+        summed = [sum(col) for col in zip(*(s["counts"] for s in slices))]
+        c.equal(summed, rec["counts"], f"{target}: slice counts sum to the volume's")
+        c.equal([s["index"] for s in slices], list(range(len(slices))), f"{target}: indices")
+        positions = [s["position"] for s in slices]
+        if all(p is not None for p in positions):
+            c.equal(positions, sorted(positions), f"{target}: slices in ascending position")
+    # 65536 bins per slice streams out whole.
+    r = t.run(binary, "histogram", "--json", "--per-slice", "--bins", "65536",
+              os.path.join(shared, "series", "ct5n"))
+    rec = r.json_lines()[0]
+    c.check(len(rec["counts"]) == 65536 and all(len(s["counts"]) == 65536 for s in rec["slices"]),
+            "65536 bins per slice written whole")
+
+
+def check_text(c, binary, shared):
+    ct = os.path.join(shared, "pydicom_CT_small.dcm")
+    r = t.run(binary, "info", ct)
+    c.equal(r.rc, 0, "info text: exit status")
+    for word in ("128 x 128 x 1", "16 of 16 bits, signed", "MONOCHROME2", "Explicit VR Little Endian"):
+        c.check(word in r.out, f"info text shows {word!r}")
+    r = t.run(binary, "info", os.path.join(shared, "series", "ct2_uneven"))
+    c.check("warning" in r.out, "info text shows the uneven spacing warning")
+    r = t.run(binary, "histogram", ct, env={"LC_ALL": "C.UTF-8"})
+    c.equal(r.rc, 0, "histogram text: exit status")
+    for word in ("p1 ", "p50 ", "p99 ", "min .. max", "\u2588"):
+        c.check(word in r.out, f"histogram text (UTF-8) shows {word!r}")
+    r = t.run(binary, "histogram", "--per-slice", os.path.join(shared, "series", "ct5n"),
+              env={"LC_ALL": "C", "LANG": ""})
+    c.check(r.rc == 0 and all(ord(ch) < 128 for ch in r.out), "histogram text in the C locale is ASCII")
+    c.check("@" in r.out and r.out.count("\n") >= 5 + 6, "ASCII sparkline and one line per slice")
+
+
+def check_device(c, binary, shared):
+    ct = os.path.join(shared, "pydicom_CT_small.dcm")
+    version = t.run(binary, "--version").out
+    r = t.run(binary, "histogram", "--json", "--device", "cuda", ct)
+    if "CUDA available" in version:
+        cpu = t.run(binary, "histogram", "--json", "--device", "cpu", ct)
+        c.equal(r.rc, 0, "--device cuda with a GPU: exit status")
+        c.equal(r.out, cpu.out, "--device cuda gives the CPU's counts")
+    else:
+        c.equal(r.rc, 1, "--device cuda without a GPU: exit status 1")
+        c.check("cuda" in r.err.lower() and r.err.startswith("dicomhist: "),
+                f"--device cuda without a GPU: clear message ({r.err.strip()!r})")
+        c.equal(r.out, "", "--device cuda without a GPU: no output")
+
+
+def main():
+    binary, shared = t.parse_argv()
+    t.require_shared(shared)
+    c = t.Checks()
+    tmp = tempfile.mkdtemp(prefix="dicomhist-cli-")
+    try:
+        check_usage(c, binary, os.path.join(shared, "pydicom_CT_small.dcm"))
+        check_json_and_exit_statuses(c, binary, shared, tmp)
+        check_csv(c, binary, shared, tmp)
+        check_per_slice(c, binary, shared)
+        check_text(c, binary, shared)
+        check_device(c, binary, shared)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    c.finish()
+
+
+if __name__ == "__main__":
+    main()
