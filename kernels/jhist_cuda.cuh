@@ -1,0 +1,55 @@
+/*
+ * jhist_cuda.cuh: the CUDA side of joint histograms and mutual information (jhist.h,
+ * mi_scores.h), callable from plain C: a GPU-resident prepared fixed image and the launchers that
+ * score batches of moving images against it. Compiled only when the build has CUDA
+ * (DH_HAVE_CUDA). Counts equal dh_jhist_cpu's and records equal dh_mi_scores_from_joint's, bit
+ * for bit. Every function returns 0, or -1 with a message (CUDA's own text included) in msg.
+ */
+#ifndef DH_KERNELS_JHIST_CUDA_CUH
+#define DH_KERNELS_JHIST_CUDA_CUH
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mi_scores.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Device buffers of one prepared fixed image: its bins (DH_JHIST_SKIP where it never counts),
+ * max_batch joint histograms, per-image moving ranges, staging for the host path. */
+typedef struct dh_jhist_gpu dh_jhist_gpu;
+
+/* Uploads the fixed bins (host array of n) and allocates everything an evaluation of up to
+ * max_batch images needs. fixed_valid and fixed_sum are the cached marginal's pixel count and
+ * fixed-order term sum (mi_scores.h). */
+int dh_jhist_gpu_create(const uint16_t *fixed_bins, size_t n, uint32_t bins_fixed,
+                        uint32_t bins_moving, uint32_t max_batch, uint64_t fixed_valid,
+                        double fixed_sum, dh_jhist_gpu **out, char *msg, size_t msg_len);
+void dh_jhist_gpu_free(dh_jhist_gpu *gpu);
+
+/* Scores count images at d_moving + k * stride samples (validity bytes at d_valid +
+ * k * valid_stride, or d_valid NULL) into d_out[count] (device), on stream; the moving range is
+ * [lo, hi] when has_range, else each image's min..max over its valid pixels. Enqueues only: no
+ * allocation, no synchronization. */
+int dh_jhist_gpu_evaluate(dh_jhist_gpu *gpu, const void *d_moving, int is_signed, size_t stride,
+                          uint32_t count, const uint8_t *d_valid, size_t valid_stride,
+                          int has_range, int32_t lo, int32_t hi, int log2, dh_mi_values *d_out,
+                          void *stream, char *msg, size_t msg_len);
+
+/* The same from host memory into host records: copies through staging buffers (allocated on
+ * first use) and waits for the result. */
+int dh_jhist_gpu_evaluate_host(dh_jhist_gpu *gpu, const void *moving, int is_signed,
+                               size_t stride, uint32_t count, const uint8_t *valid,
+                               size_t valid_stride, int has_range, int32_t lo, int32_t hi,
+                               int log2, dh_mi_values *out, char *msg, size_t msg_len);
+
+/* Copies joint histogram `item` of the last evaluation to host memory, after the GPU is done. */
+int dh_jhist_gpu_read_joint(dh_jhist_gpu *gpu, uint32_t item, uint32_t *counts, char *msg,
+                            size_t msg_len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* DH_KERNELS_JHIST_CUDA_CUH */
