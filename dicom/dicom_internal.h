@@ -16,6 +16,12 @@
 
 #include "dh_dicom.h"
 
+/* The dataset behind the C handle of dh_dicom_write.h: built there, or loaded from a source
+ * file by dicom_derive.cpp, and saved by the one atomic writer of dicom_write.cpp. */
+struct dh_dicom_dataset {
+    DcmFileFormat file;
+};
+
 namespace dh_dicom_impl {
 
 /* A failure with the status the C caller gets and the reason for its message. */
