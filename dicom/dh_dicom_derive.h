@@ -1,0 +1,42 @@
+/*
+ * dh_dicom_derive.h: writing a derived image over DCMTK. The source file's whole dataset is
+ * loaded and kept (patient, study, equipment, geometry, InstanceNumber, photometric
+ * interpretation), its pixels are replaced and every tag that would now lie is rewritten or
+ * removed; see dh_equalized_write_dicom in dicomhist.h for the list. Saving goes through
+ * dh_dicom_dataset_save (dh_dicom_write.h): atomic, never replacing a file. Internal.
+ */
+#ifndef DH_DICOM_DERIVE_H
+#define DH_DICOM_DERIVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dh_dicom.h" /* DH_DICOM_UID_LEN */
+#include "dicomhist.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct dh_dicom_derive {
+    const char *source_path; /* the original file (read only) */
+    const char *output_path; /* must not exist */
+    const char *series_uid;  /* the derived series' SeriesInstanceUID, shared by its files */
+    const char *sop_instance_uid; /* this file's new SOPInstanceUID */
+    uint32_t rows, columns, frames; /* must match the source */
+    uint32_t bits_stored;           /* 1..16 of 16 allocated; values unsigned */
+    const uint16_t *pixels;         /* rows * columns * frames, frame after frame */
+    const char *derivation_description; /* DerivationDescription (ST, cut to 1024 characters) */
+    const char *series_suffix;          /* appended to SeriesDescription (LO, cut to 64) */
+} dh_dicom_derive;
+
+/* Writes one derived file. Returns DH_OK, or the status with the reason in msg (the paths are
+ * named there): DH_ERR_IO (source unreadable, output exists or cannot be written),
+ * DH_ERR_MALFORMED / DH_ERR_UNSUPPORTED (source cannot be decoded), DH_ERR_MISMATCH (the
+ * source's geometry differs from the request), DH_ERR_INVALID_ARGUMENT. */
+dh_status dh_dicom_derive_write(const dh_dicom_derive *request, char *msg, size_t msg_len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* DH_DICOM_DERIVE_H */

@@ -1,0 +1,56 @@
+/*
+ * equalize_cuda.h: the CUDA side of kernels/equalize.h, compiled only with DH_HAVE_CUDA. Three
+ * stages, each one launch for all slices: histograms (the engine of hist_cuda.h, one bin per
+ * stored value), tables from histograms (one block per table: reductions for the window's
+ * count, span and clip excess, then a block-wide scan of the clipped counts and the formula),
+ * and table application. Tables and outputs equal the CPU twin bit for bit.
+ *
+ * Raw launchers take device pointers and a stream (void*, a cudaStream_t) and do not
+ * synchronize; a small host-side session (dh_eq_cuda_*) moves one volume through them for the
+ * library. Every function returns 0, or -1 with a message (CUDA's own text included) in msg.
+ */
+#ifndef DH_KERNELS_EQUALIZE_CUDA_H
+#define DH_KERNELS_EQUALIZE_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "equalize.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Tables from histograms: `tables` histograms of (len + 2) slots each (the hist_cuda.h layout,
+ * under/overflow ignored) at d_hist, windows d_windows[tables], into d_luts[tables * len]. */
+int dh_eq_lut_build_cuda(const uint64_t *d_hist, uint32_t tables, int32_t base, uint32_t len,
+                         const dh_eq_window *d_windows, uint32_t levels, double clip_limit,
+                         uint16_t *d_luts, void *stream, char *msg, size_t msg_len);
+
+/* Table application, same contract as dh_lut_apply_cpu, device pointers. */
+int dh_lut_apply_cuda(const void *d_data, int is_signed, size_t slice_len, size_t slices,
+                      const uint16_t *d_luts, int per_slice, int32_t base, uint32_t len,
+                      uint16_t *d_out, void *stream, char *msg, size_t msg_len);
+
+/* One volume on the GPU: its samples, histograms, tables and output. */
+typedef struct dh_eq_cuda dh_eq_cuda;
+
+/* Uploads the samples and computes the histograms (per slice or one), all slices in one launch. */
+int dh_eq_cuda_begin(const void *data, int is_signed, size_t slice_len, size_t slices,
+                     int per_slice, int32_t base, uint32_t len, dh_eq_cuda **out, char *msg,
+                     size_t msg_len);
+/* Copies the histograms to host memory: tables * (len + 2) slots. */
+int dh_eq_cuda_histograms(dh_eq_cuda *s, uint64_t *hist, char *msg, size_t msg_len);
+/* Builds the equalization tables on the GPU from its histograms (windows: one per table). */
+int dh_eq_cuda_equalize(dh_eq_cuda *s, const dh_eq_window *windows, uint32_t levels,
+                        double clip_limit, char *msg, size_t msg_len);
+/* Uploads tables built on the host (window/level). */
+int dh_eq_cuda_set_tables(dh_eq_cuda *s, const uint16_t *luts, char *msg, size_t msg_len);
+/* Applies the tables and copies the output and the tables back. */
+int dh_eq_cuda_finish(dh_eq_cuda *s, uint16_t *out, uint16_t *luts, char *msg, size_t msg_len);
+void dh_eq_cuda_free(dh_eq_cuda *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* DH_KERNELS_EQUALIZE_CUDA_H */

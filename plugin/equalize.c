@@ -1,0 +1,546 @@
+/*
+ * equalize.c: dh_equalize, section 6 of the public header. Checks the parameters, resolves the
+ * window of every table (given, from the file, or a rank statistic of its histogram), builds the
+ * tables and applies them, on the CPU twin or through the CUDA session of equalize_cuda.h; both
+ * paths use the same integer histograms, the same windows and the same formulas, so they give
+ * the same values. Also the source grouping and naming shared with the writers.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "context.h"
+#include "equalize.h"
+#include "equalize_internal.h"
+#include "volume.h"
+#ifdef DH_HAVE_CUDA
+#include "equalize_cuda.h"
+#include "hist_cuda.h"
+#endif
+
+void dh_equalize_params_init(dh_equalize_params *params)
+{
+    if (!params)
+        return;
+    memset(params, 0, sizeof *params);
+    params->struct_size = sizeof *params;
+    params->operation = DH_EQ_EQUALIZE;
+    params->window = DH_WINDOW_NONE;
+    params->voi = DH_VOI_LINEAR;
+    params->device = DH_DEVICE_AUTO;
+}
+
+void dh_equalized_free(dh_equalized *r)
+{
+    if (!r)
+        return;
+    free(r->data);
+    free(r->tables);
+    free(r->window_lo);
+    free(r->window_hi);
+    free(r->center);
+    free(r->width);
+    free(r);
+}
+
+static const char *voi_name(dh_voi_function f)
+{
+    return f == DH_VOI_LINEAR ? "LINEAR" : f == DH_VOI_LINEAR_EXACT ? "LINEAR_EXACT" : "SIGMOID";
+}
+
+static dh_status check_params(dh_ctx *ctx, const dh_volume *v, const dh_equalize_params *p)
+{
+    if (p->struct_size != sizeof *p)
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
+                           "dh_equalize_params.struct_size is %u, expected %zu",
+                           p->struct_size, sizeof *p);
+    if (p->operation != DH_EQ_EQUALIZE && p->operation != DH_EQ_WINDOW_LEVEL)
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "unknown operation %d",
+                           (int)p->operation);
+    if (p->voi != DH_VOI_LINEAR && p->voi != DH_VOI_LINEAR_EXACT && p->voi != DH_VOI_SIGMOID)
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "unknown VOI function %d", (int)p->voi);
+    if (p->output_bits != 0 && p->output_bits != 8 && p->output_bits != 12 &&
+        p->output_bits != 16)
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "output bits must be 8, 12 or 16, not %u",
+                           p->output_bits);
+    if (!(p->clip_limit >= 0) || isinf(p->clip_limit))
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
+                           "clip limit must be a finite number >= 0, not %g", p->clip_limit);
+    if (p->operation == DH_EQ_WINDOW_LEVEL && p->clip_limit > 0)
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "a clip limit needs equalization");
+    if (p->device != DH_DEVICE_AUTO && p->device != DH_DEVICE_CPU && p->device != DH_DEVICE_CUDA)
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "unknown device %d", (int)p->device);
+    switch (p->window) {
+    case DH_WINDOW_NONE:
+        if (p->operation == DH_EQ_WINDOW_LEVEL)
+            return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "window/level needs a window");
+        break;
+    case DH_WINDOW_CENTER_WIDTH:
+        if (!isfinite(p->center) || !isfinite(p->width) || p->width < 1)
+            return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
+                               "window center must be finite and width >= 1 (%g, %g)",
+                               p->center, p->width);
+        break;
+    case DH_WINDOW_RANGE:
+        if (!isfinite(p->lo) || !isfinite(p->hi) || p->lo > p->hi)
+            return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
+                               "window range needs finite lo <= hi (%g, %g)", p->lo, p->hi);
+        break;
+    case DH_WINDOW_FILE:
+        if (!v->has_window)
+            return dh_ctx_fail(ctx, DH_ERR_UNSUPPORTED, "%s: the file has no WindowCenter/Width",
+                               v->path);
+        if (!(v->window_width >= 1))
+            return dh_ctx_fail(ctx, DH_ERR_UNSUPPORTED, "%s: the file's WindowWidth %g is below 1",
+                               v->path, v->window_width);
+        break;
+    case DH_WINDOW_MINMAX:
+        break;
+    case DH_WINDOW_PERCENTILE:
+        if (!(p->percentile >= 0 && p->percentile < 50))
+            return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
+                               "percentile must be in [0, 50), not %g", p->percentile);
+        break;
+    default:
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "unknown window source %d",
+                           (int)p->window);
+    }
+    int needs_stored_window = p->operation == DH_EQ_EQUALIZE &&
+                              (p->window == DH_WINDOW_CENTER_WIDTH ||
+                               p->window == DH_WINDOW_RANGE || p->window == DH_WINDOW_FILE);
+    if (needs_stored_window && !(v->rescale_slope > 0))
+        return dh_ctx_fail(ctx, DH_ERR_UNSUPPORTED,
+                           "%s: a modality window needs a positive RescaleSlope, not %g", v->path,
+                           v->rescale_slope);
+    return DH_OK;
+}
+
+/* A center/width window as the closed interval of LINEAR's edges. */
+static void center_width_to_range(double c, double w, double *lo, double *hi)
+{
+    *lo = c - 0.5 - (w - 1) / 2;
+    *hi = c - 0.5 + (w - 1) / 2;
+}
+
+/* A closed range as the VOI window of a function (see the header's section 6). */
+static void range_to_center_width(double lo, double hi, dh_voi_function f, double *c, double *w)
+{
+    if (f == DH_VOI_LINEAR) {
+        *c = (lo + hi + 1) / 2;
+        *w = hi - lo + 1;
+    } else {
+        *c = (lo + hi) / 2;
+        *w = hi - lo > 1 ? hi - lo : 1;
+    }
+}
+
+static double modality(const dh_volume *v, int32_t s)
+{
+    return v->rescale_slope * s + v->rescale_intercept;
+}
+
+/* The work of one call, shared by the CPU and GPU paths. */
+typedef struct eq_job {
+    const dh_volume *v;
+    const dh_equalize_params *p;
+    dh_equalized *r;
+    int32_t base;
+    uint32_t len, levels, tables;
+    size_t slice_len;
+    uint64_t *hist;          /* tables * (len + 2), or NULL when no window needs it */
+    dh_eq_window *windows;   /* tables, stored values (equalization) */
+} eq_job;
+
+/* Resolves the window of table t into r's per-table fields and job->windows. */
+static dh_status resolve_window(dh_ctx *ctx, eq_job *j, uint32_t t)
+{
+    const dh_volume *v = j->v;
+    const dh_equalize_params *p = j->p;
+    dh_equalized *r = j->r;
+    double lo = NAN, hi = NAN;
+    dh_eq_window w = {j->base, j->base + (int32_t)j->len - 1};
+    int from_ranks = p->window == DH_WINDOW_MINMAX || p->window == DH_WINDOW_PERCENTILE;
+    if (from_ranks) {
+        const uint64_t *h = j->hist + (size_t)t * (j->len + 2);
+        double pct = p->window == DH_WINDOW_PERCENTILE ? p->percentile : 0;
+        if (dh_window_percentile(h, j->len, j->base, pct, &w) != 0)
+            return dh_ctx_fail(ctx, DH_ERR_INTERNAL, "%s: slice %u has no pixels", v->path, t);
+        lo = modality(v, w.lo);
+        hi = modality(v, w.hi);
+        if (lo > hi) { /* negative slope */
+            double tmp = lo;
+            lo = hi;
+            hi = tmp;
+        }
+    } else if (p->window == DH_WINDOW_CENTER_WIDTH) {
+        center_width_to_range(p->center, p->width, &lo, &hi);
+    } else if (p->window == DH_WINDOW_FILE) {
+        center_width_to_range(v->window_center, v->window_width, &lo, &hi);
+    } else if (p->window == DH_WINDOW_RANGE) {
+        lo = p->lo;
+        hi = p->hi;
+    }
+    r->window_lo[t] = lo;
+    r->window_hi[t] = hi;
+    if (p->operation == DH_EQ_WINDOW_LEVEL) {
+        if (p->window == DH_WINDOW_CENTER_WIDTH) {
+            r->center[t] = p->center;
+            r->width[t] = p->width;
+        } else if (p->window == DH_WINDOW_FILE) {
+            r->center[t] = v->window_center;
+            r->width[t] = v->window_width;
+        } else {
+            range_to_center_width(lo, hi, p->voi, &r->center[t], &r->width[t]);
+        }
+        return DH_OK;
+    }
+    r->center[t] = r->width[t] = NAN;
+    if (!from_ranks && p->window != DH_WINDOW_NONE &&
+        dh_window_to_stored(lo, hi, v->rescale_slope, v->rescale_intercept, j->base, j->len,
+                            &w) != 0)
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "%s: window [%g, %g] cannot be mapped",
+                           v->path, lo, hi);
+    j->windows[t] = w;
+    return DH_OK;
+}
+
+static void describe(eq_job *j)
+{
+    const dh_equalize_params *p = j->p;
+    dh_equalized *r = j->r;
+    char window[200] = "";
+    switch (p->window) {
+    case DH_WINDOW_NONE: snprintf(window, sizeof window, "full range"); break;
+    case DH_WINDOW_CENTER_WIDTH:
+        snprintf(window, sizeof window, "window center %g width %g", p->center, p->width);
+        break;
+    case DH_WINDOW_RANGE: snprintf(window, sizeof window, "window %g to %g", p->lo, p->hi); break;
+    case DH_WINDOW_FILE:
+        snprintf(window, sizeof window, "file window center %g width %g", j->v->window_center,
+                 j->v->window_width);
+        break;
+    case DH_WINDOW_MINMAX: snprintf(window, sizeof window, "min-max window"); break;
+    default:
+        snprintf(window, sizeof window, "percentile window %g%% cut at each end", p->percentile);
+        break;
+    }
+    if (j->tables == 1 && p->window != DH_WINDOW_NONE && p->window != DH_WINDOW_CENTER_WIDTH &&
+        p->window != DH_WINDOW_RANGE) {
+        size_t n = strlen(window);
+        snprintf(window + n, sizeof window - n, " (%g to %g)", r->window_lo[0],
+                 r->window_hi[0]);
+    }
+    char clip[48] = "";
+    if (p->clip_limit > 0)
+        snprintf(clip, sizeof clip, ", clip limit %g", p->clip_limit);
+    if (p->operation == DH_EQ_EQUALIZE)
+        snprintf(r->description, sizeof r->description,
+                 "dicomhist %s histogram equalization, per %s, %s%s, %u-bit output",
+                 DH_VERSION_STRING, p->per_slice ? "slice" : "volume", window, clip,
+                 r->output_bits);
+    else
+        snprintf(r->description, sizeof r->description,
+                 "dicomhist %s window/level %s, per %s, %s, %u-bit output", DH_VERSION_STRING,
+                 voi_name(p->voi), p->per_slice ? "slice" : "volume", window, r->output_bits);
+}
+
+static dh_status run_cpu(dh_ctx *ctx, eq_job *j)
+{
+    const dh_volume *v = j->v;
+    dh_equalized *r = j->r;
+    for (uint32_t t = 0; t < j->tables; t++) {
+        uint16_t *lut = r->tables + (size_t)t * j->len;
+        int rc;
+        if (j->p->operation == DH_EQ_EQUALIZE)
+            rc = dh_eq_lut_build(j->hist + (size_t)t * (j->len + 2), j->base, j->len,
+                                 j->windows[t], j->levels, j->p->clip_limit, lut);
+        else
+            rc = dh_voi_lut_build(j->base, j->len, v->rescale_slope, v->rescale_intercept,
+                                  r->center[t], r->width[t], (dh_eq_voi)j->p->voi, j->levels,
+                                  lut);
+        if (rc != 0)
+            return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
+                               "%s: cannot build the table (center %g, width %g)", v->path,
+                               r->center[t], r->width[t]);
+    }
+    if (dh_lut_apply_cpu(v->data, v->is_signed, j->slice_len, v->slices, r->tables,
+                         j->tables > 1, j->base, j->len, ctx->threads, r->data) != 0)
+        return dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "cannot start the worker threads");
+    r->device_used = DH_DEVICE_CPU;
+    return DH_OK;
+}
+
+static int needs_histograms(const dh_equalize_params *p)
+{
+    return p->operation == DH_EQ_EQUALIZE || p->window == DH_WINDOW_MINMAX ||
+           p->window == DH_WINDOW_PERCENTILE;
+}
+
+#ifdef DH_HAVE_CUDA
+static dh_status run_cuda(dh_ctx *ctx, eq_job *j)
+{
+    const dh_volume *v = j->v;
+    dh_equalized *r = j->r;
+    char msg[512];
+    dh_eq_cuda *s = NULL;
+    dh_status st = DH_OK;
+    int per_slice = j->tables > 1;
+    if (dh_eq_cuda_begin(v->data, v->is_signed, j->slice_len, v->slices, per_slice, j->base,
+                         j->len, &s, msg, sizeof msg) != 0)
+        return dh_ctx_fail(ctx, DH_ERR_CUDA, "%s: %s", v->path, msg);
+    int ranks = j->p->window == DH_WINDOW_MINMAX || j->p->window == DH_WINDOW_PERCENTILE;
+    if (ranks && dh_eq_cuda_histograms(s, j->hist, msg, sizeof msg) != 0) {
+        st = dh_ctx_fail(ctx, DH_ERR_CUDA, "%s: %s", v->path, msg);
+        goto done;
+    }
+    for (uint32_t t = 0; t < j->tables; t++)
+        if ((st = resolve_window(ctx, j, t)) != DH_OK)
+            goto done;
+    if (j->p->operation == DH_EQ_EQUALIZE) {
+        if (dh_eq_cuda_equalize(s, j->windows, j->levels, j->p->clip_limit, msg, sizeof msg) !=
+            0) {
+            st = dh_ctx_fail(ctx, DH_ERR_CUDA, "%s: %s", v->path, msg);
+            goto done;
+        }
+    } else {
+        for (uint32_t t = 0; t < j->tables; t++)
+            if (dh_voi_lut_build(j->base, j->len, v->rescale_slope, v->rescale_intercept,
+                                 r->center[t], r->width[t], (dh_eq_voi)j->p->voi, j->levels,
+                                 r->tables + (size_t)t * j->len) != 0) {
+                st = dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
+                                 "%s: cannot build the table (center %g, width %g)", v->path,
+                                 r->center[t], r->width[t]);
+                goto done;
+            }
+        if (dh_eq_cuda_set_tables(s, r->tables, msg, sizeof msg) != 0) {
+            st = dh_ctx_fail(ctx, DH_ERR_CUDA, "%s: %s", v->path, msg);
+            goto done;
+        }
+    }
+    if (dh_eq_cuda_finish(s, r->data, r->tables, msg, sizeof msg) != 0) {
+        st = dh_ctx_fail(ctx, DH_ERR_CUDA, "%s: %s", v->path, msg);
+        goto done;
+    }
+    r->device_used = DH_DEVICE_CUDA;
+done:
+    dh_eq_cuda_free(s);
+    return st;
+}
+#endif
+
+dh_status dh_equalize(dh_ctx *ctx, const dh_volume *v, const dh_equalize_params *params,
+                      dh_equalized **out)
+{
+    if (!ctx || !v || !out)
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "dh_equalize: NULL argument");
+    *out = NULL;
+    dh_equalize_params defaults;
+    if (!params) {
+        dh_equalize_params_init(&defaults);
+        params = &defaults;
+    }
+    dh_status st = check_params(ctx, v, params);
+    if (st != DH_OK)
+        return st;
+    int use_cuda = params->device == DH_DEVICE_CUDA;
+#ifdef DH_HAVE_CUDA
+    if (params->device == DH_DEVICE_AUTO)
+        use_cuda = dh_cuda_usable();
+    if (use_cuda && !dh_cuda_usable())
+        return dh_ctx_fail(ctx, DH_ERR_NO_DEVICE, "no usable CUDA device");
+#else
+    if (use_cuda)
+        return dh_ctx_fail(ctx, DH_ERR_NO_DEVICE, "this build of dicomhist has no CUDA");
+#endif
+
+    eq_job j = {0};
+    j.v = v;
+    j.p = params;
+    if (dh_eq_table_range(v->bits_stored, v->is_signed, &j.base, &j.len) != 0)
+        return dh_ctx_fail(ctx, DH_ERR_UNSUPPORTED, "%s: BitsStored %u", v->path,
+                           v->bits_stored);
+    uint32_t bits = params->output_bits ? params->output_bits : v->bits_stored;
+    j.levels = bits >= 16 ? 65536u : 1u << bits;
+    j.tables = params->per_slice ? v->slices : 1;
+    j.slice_len = (size_t)v->rows * v->columns;
+    size_t n = j.slice_len * v->slices;
+
+    dh_equalized *r = calloc(1, sizeof *r);
+    if (!r)
+        return dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "out of memory");
+    j.r = r;
+    r->rows = v->rows;
+    r->columns = v->columns;
+    r->slices = v->slices;
+    r->output_bits = bits;
+    r->table_count = j.tables;
+    r->table_base = j.base;
+    r->table_len = j.len;
+    r->data = malloc(n * sizeof *r->data);
+    r->tables = malloc((size_t)j.tables * j.len * sizeof *r->tables);
+    r->window_lo = malloc(j.tables * sizeof(double));
+    r->window_hi = malloc(j.tables * sizeof(double));
+    r->center = malloc(j.tables * sizeof(double));
+    r->width = malloc(j.tables * sizeof(double));
+    j.windows = malloc(j.tables * sizeof *j.windows);
+    int want_hist = needs_histograms(params) && !use_cuda;
+#ifdef DH_HAVE_CUDA
+    if (use_cuda && (params->window == DH_WINDOW_MINMAX || params->window == DH_WINDOW_PERCENTILE))
+        want_hist = 1;
+#endif
+    if (want_hist)
+        j.hist = malloc((size_t)j.tables * (j.len + 2) * sizeof *j.hist);
+    if (!r->data || !r->tables || !r->window_lo || !r->window_hi || !r->center || !r->width ||
+        !j.windows || (want_hist && !j.hist)) {
+        st = dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "%s: out of memory for %zu samples", v->path, n);
+        goto fail;
+    }
+
+    if (use_cuda) {
+#ifdef DH_HAVE_CUDA
+        st = run_cuda(ctx, &j);
+#endif
+    } else {
+        if (want_hist) {
+            dh_bin_map map;
+            dh_eq_bin_map_init(&map, j.base, j.len);
+            if (dh_hist_cpu(v->data, v->is_signed, j.slice_len, v->slices, j.tables > 1, &map,
+                            ctx->threads, j.hist) != 0) {
+                st = dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "cannot compute the histograms");
+                goto fail;
+            }
+        }
+        for (uint32_t t = 0; t < j.tables && st == DH_OK; t++)
+            st = resolve_window(ctx, &j, t);
+        if (st == DH_OK)
+            st = run_cpu(ctx, &j);
+    }
+    if (st != DH_OK)
+        goto fail;
+    describe(&j);
+    free(j.hist);
+    free(j.windows);
+    *out = r;
+    dh_ctx_clear(ctx);
+    return DH_OK;
+fail:
+    free(j.hist);
+    free(j.windows);
+    dh_equalized_free(r);
+    return st;
+}
+
+/* ---- sources and names, shared with the writers ---- */
+
+void dh_eq_sources_free(dh_eq_source *sources, size_t count)
+{
+    if (!sources)
+        return;
+    for (size_t i = 0; i < count; i++)
+        free(sources[i].slice_of_frame);
+    free(sources);
+}
+
+dh_status dh_eq_sources(dh_ctx *ctx, const dh_volume *v, dh_eq_source **out, size_t *count)
+{
+    dh_eq_source *s = calloc(v->slices, sizeof *s);
+    size_t k = 0;
+    if (!s)
+        return dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "out of memory");
+    /* Frames per file first (slices are few thousand at most: a quadratic scan is fine). */
+    for (uint32_t z = 0; z < v->slices; z++) {
+        size_t i = 0;
+        while (i < k && strcmp(s[i].path, v->slice[z].source) != 0)
+            i++;
+        if (i == k)
+            s[k++].path = v->slice[z].source;
+        if (v->slice[z].frame + 1 > s[i].frames)
+            s[i].frames = v->slice[z].frame + 1;
+    }
+    for (size_t i = 0; i < k; i++) {
+        s[i].slice_of_frame = malloc(s[i].frames * sizeof(uint32_t));
+        if (!s[i].slice_of_frame) {
+            dh_eq_sources_free(s, k);
+            return dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "out of memory");
+        }
+        for (uint32_t f = 0; f < s[i].frames; f++)
+            s[i].slice_of_frame[f] = UINT32_MAX;
+    }
+    for (uint32_t z = 0; z < v->slices; z++) {
+        size_t i = 0;
+        while (strcmp(s[i].path, v->slice[z].source) != 0)
+            i++;
+        uint32_t f = v->slice[z].frame;
+        if (s[i].slice_of_frame[f] != UINT32_MAX) {
+            dh_status st = dh_ctx_fail(ctx, DH_ERR_MALFORMED, "%s: frame %u appears twice",
+                                       s[i].path, f);
+            dh_eq_sources_free(s, k);
+            return st;
+        }
+        s[i].slice_of_frame[f] = z;
+    }
+    for (size_t i = 0; i < k; i++)
+        for (uint32_t f = 0; f < s[i].frames; f++)
+            if (s[i].slice_of_frame[f] == UINT32_MAX) {
+                dh_status st = dh_ctx_fail(ctx, DH_ERR_MALFORMED,
+                                           "%s: frame %u is missing from the volume", s[i].path, f);
+                dh_eq_sources_free(s, k);
+                return st;
+            }
+    *out = s;
+    *count = k;
+    return DH_OK;
+}
+
+const char *dh_eq_basename(const char *path)
+{
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/')
+        n--;
+    const char *end = path + n, *b = end;
+    while (b > path && b[-1] != '/')
+        b--;
+    return b;
+}
+
+char *dh_eq_output_folder(const char *dir, const dh_volume *v, size_t source_count)
+{
+    if (source_count <= 1)
+        return dh_strdup(dir);
+    const char *name = dh_eq_basename(v->path);
+    size_t name_len = strcspn(name, "/");
+    if (name_len == 0 || (name_len == 1 && name[0] == '.') ||
+        (name_len == 2 && name[0] == '.' && name[1] == '.')) {
+        name = "series";
+        name_len = 6;
+    }
+    size_t n = strlen(dir) + name_len + 2;
+    char *out = malloc(n);
+    if (out)
+        snprintf(out, n, "%s/%.*s", dir, (int)name_len, name);
+    return out;
+}
+
+int dh_eq_make_folder(const char *path)
+{
+    char *p = dh_strdup(path);
+    if (!p)
+        return -1;
+    for (char *c = p + 1; *c; c++) {
+        if (*c != '/')
+            continue;
+        *c = '\0';
+        if (mkdir(p, 0755) != 0 && errno != EEXIST) {
+            free(p);
+            return -1;
+        }
+        *c = '/';
+    }
+    int rc = mkdir(p, 0755) != 0 && errno != EEXIST ? -1 : 0;
+    free(p);
+    return rc;
+}

@@ -1,0 +1,36 @@
+/*
+ * equalize_internal.h: what the equalization files of the library share: how the slices of a
+ * volume map back onto its source files (one derived file, or one set of PNG previews, per
+ * source file and frame), and how those outputs are named.
+ */
+#ifndef DH_PLUGIN_EQUALIZE_INTERNAL_H
+#define DH_PLUGIN_EQUALIZE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dicomhist.h"
+
+/* One source file of a volume: its frames and the volume slice that holds each. */
+typedef struct dh_eq_source {
+    const char *path; /* owned by the volume */
+    uint32_t frames;
+    uint32_t *slice_of_frame; /* frames entries */
+} dh_eq_source;
+
+/* Groups the volume's slices by source file, in the order of each file's first slice. Fails
+ * (DH_ERR_MALFORMED) when a file's frames are not exactly 0..frames-1 once each. */
+dh_status dh_eq_sources(dh_ctx *ctx, const dh_volume *v, dh_eq_source **out, size_t *count);
+void dh_eq_sources_free(dh_eq_source *sources, size_t count);
+
+/* The output folder of a volume under dir: dir itself for one source file, else
+ * dir/<name of the series' folder>. Returns a new string or NULL (out of memory). */
+char *dh_eq_output_folder(const char *dir, const dh_volume *v, size_t source_count);
+
+/* Creates a folder and its missing parents (mode 0755); 0, or -1 with errno. */
+int dh_eq_make_folder(const char *path);
+
+/* The last component of a path (a pointer into it). */
+const char *dh_eq_basename(const char *path);
+
+#endif /* DH_PLUGIN_EQUALIZE_INTERNAL_H */

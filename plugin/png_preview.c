@@ -1,0 +1,132 @@
+/*
+ * png_preview.c: dh_equalized_write_png, 8-bit grayscale PNG previews of a result through
+ * libpng, one per slice, named after the derived DICOM files so the two sit side by side. Each
+ * file is written under a temporary name and linked into place, which fails rather than replace
+ * an existing file.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <png.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "context.h"
+#include "equalize_internal.h"
+#include "volume.h"
+
+/* Writes rows of 8-bit pixels to an open file; 0, or -1 when libpng failed. */
+static int write_png(FILE *f, const uint8_t *pixels, uint32_t rows, uint32_t columns)
+{
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+    png_infop info = png ? png_create_info_struct(png) : NULL;
+    if (!png || !info) {
+        png_destroy_write_struct(&png, &info);
+        return -1;
+    }
+    if (setjmp(png_jmpbuf(png))) {
+        png_destroy_write_struct(&png, &info);
+        return -1;
+    }
+    png_init_io(png, f);
+    png_set_IHDR(png, info, columns, rows, 8, PNG_COLOR_TYPE_GRAY, PNG_INTERLACE_NONE,
+                 PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_write_info(png, info);
+    for (uint32_t y = 0; y < rows; y++)
+        png_write_row(png, (png_const_bytep)(pixels + (size_t)y * columns));
+    png_write_end(png, NULL);
+    png_destroy_write_struct(&png, &info);
+    return 0;
+}
+
+/* One preview, atomically and never replacing. */
+static dh_status write_one(dh_ctx *ctx, const char *path, const uint8_t *pixels, uint32_t rows,
+                           uint32_t columns)
+{
+    size_t n = strlen(path) + 16;
+    char *tmp = malloc(n);
+    if (!tmp)
+        return dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "out of memory");
+    snprintf(tmp, n, "%s.XXXXXX", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        dh_status st = dh_ctx_fail(ctx, DH_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+        free(tmp);
+        return st;
+    }
+    FILE *f = fdopen(fd, "wb");
+    int rc = f ? write_png(f, pixels, rows, columns) : -1;
+    if (f) {
+        rc |= fflush(f) != 0 || fsync(fd) != 0 || fchmod(fd, 0644) != 0 ? -1 : 0;
+        rc |= fclose(f) != 0 ? -1 : 0;
+    } else {
+        close(fd);
+    }
+    if (rc == 0 && link(tmp, path) != 0)
+        rc = -1;
+    int e = errno;
+    unlink(tmp);
+    free(tmp);
+    if (rc != 0)
+        return dh_ctx_fail(ctx, DH_ERR_IO, "%s: cannot write the preview: %s", path,
+                           e == EEXIST ? "already exists (not replaced)" : strerror(e));
+    return DH_OK;
+}
+
+dh_status dh_equalized_write_png(dh_ctx *ctx, const dh_volume *v, const dh_equalized *r,
+                                 const char *dir)
+{
+    if (!ctx || !v || !r || !dir || !*dir)
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "dh_equalized_write_png: NULL argument");
+    if (r->rows != v->rows || r->columns != v->columns || r->slices != v->slices)
+        return dh_ctx_fail(ctx, DH_ERR_MISMATCH, "%s: the result does not belong to this volume",
+                           v->path);
+    dh_eq_source *src = NULL;
+    size_t count = 0;
+    dh_status st = dh_eq_sources(ctx, v, &src, &count);
+    if (st != DH_OK)
+        return st;
+    char *folder = dh_eq_output_folder(dir, v, count);
+    size_t slice_len = (size_t)v->rows * v->columns;
+    uint8_t *pixels = malloc(slice_len);
+    if (!folder || !pixels) {
+        st = dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "out of memory");
+        goto done;
+    }
+    if (dh_eq_make_folder(folder) != 0) {
+        st = dh_ctx_fail(ctx, DH_ERR_IO, "%s: cannot create the folder: %s", folder,
+                         strerror(errno));
+        goto done;
+    }
+    uint32_t top = r->output_bits >= 16 ? 65535u : (1u << r->output_bits) - 1;
+    int invert = v->photometric == DH_MONOCHROME1;
+    for (size_t i = 0; i < count && st == DH_OK; i++) {
+        const char *name = dh_eq_basename(src[i].path);
+        size_t stem = strlen(name);
+        if (stem > 4 && strcasecmp(name + stem - 4, ".dcm") == 0)
+            stem -= 4;
+        for (uint32_t f = 0; f < src[i].frames && st == DH_OK; f++) {
+            char path[4096];
+            if (src[i].frames > 1)
+                snprintf(path, sizeof path, "%s/%.*s_f%04u.png", folder, (int)stem, name, f);
+            else
+                snprintf(path, sizeof path, "%s/%.*s.png", folder, (int)stem, name);
+            const uint16_t *d = r->data + (size_t)src[i].slice_of_frame[f] * slice_len;
+            for (size_t k = 0; k < slice_len; k++) {
+                uint32_t g = (uint32_t)(((uint64_t)d[k] * 255 + top / 2) / top);
+                pixels[k] = (uint8_t)(invert ? 255 - g : g);
+            }
+            st = write_one(ctx, path, pixels, v->rows, v->columns);
+        }
+    }
+done:
+    free(pixels);
+    free(folder);
+    dh_eq_sources_free(src, count);
+    if (st == DH_OK)
+        dh_ctx_clear(ctx);
+    return st;
+}

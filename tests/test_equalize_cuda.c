@@ -1,0 +1,180 @@
+/*
+ * test_equalize_cuda.c: the GPU equalization equals the CPU twin bit for bit: tables from
+ * histograms (random windows, clip limits, 8/12/16-bit outputs, signed and unsigned data,
+ * constant and two-value slices) and the public dh_equalize on both devices, per volume and
+ * per slice, on random volumes and on the real files. Exits 77 (skipped) without a usable GPU.
+ * Runs in CK_NOFORK mode: CUDA and fork do not mix.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "dicomhist.h"
+#include "equalize.h"
+#include "equalize_cuda.h"
+#include "hist_cuda.h"
+#include "test_support.h"
+
+/* A volume of random slices, some of them constant or two-valued. */
+static void fill(uint16_t *d, size_t slice_len, size_t slices, int32_t base, uint32_t len,
+                 uint64_t seed)
+{
+    dh_test_rng rng;
+    dh_test_rng_seed(&rng, seed);
+    for (size_t z = 0; z < slices; z++) {
+        uint16_t *s = d + z * slice_len;
+        int kind = (int)(z % 4);
+        if (kind == 0 && len >= 4096) {
+            dh_test_fill_ct_like(s, slice_len, seed + z);
+            for (size_t i = 0; i < slice_len; i++)
+                s[i] = (uint16_t)(base + (int32_t)(s[i] % len));
+        } else {
+            uint32_t a = dh_test_rng_below(&rng, len), b = dh_test_rng_below(&rng, len);
+            for (size_t i = 0; i < slice_len; i++) {
+                uint32_t idx = kind == 1   ? a
+                               : kind == 2 ? (dh_test_rng_below(&rng, 3) ? a : b)
+                                           : dh_test_rng_below(&rng, len);
+                s[i] = (uint16_t)(base + (int32_t)idx);
+            }
+        }
+    }
+}
+
+START_TEST(tables_and_outputs_equal_the_cpu)
+{
+    static const struct { uint32_t bits; int sign; } fmt[] = {{12, 0}, {12, 1}, {16, 1}, {10, 0}};
+    static const uint32_t levels[] = {256, 4096, 65536};
+    static const double clips[] = {0, 1, 2.5, 40};
+    for (size_t f = 0; f < 4; f++)
+        for (int per_slice = 0; per_slice < 2; per_slice++) {
+            int32_t base;
+            uint32_t len;
+            dh_eq_table_range(fmt[f].bits, fmt[f].sign, &base, &len);
+            size_t slice_len = 97 * 131, slices = 9, n = slice_len * slices;
+            uint16_t *data = malloc(n * 2);
+            fill(data, slice_len, slices, base, len, 11 + f * 2 + (uint64_t)per_slice);
+            uint32_t tables = per_slice ? (uint32_t)slices : 1;
+            uint64_t *hist = malloc((size_t)tables * (len + 2) * 8);
+            dh_bin_map map;
+            dh_eq_bin_map_init(&map, base, len);
+            ck_assert_int_eq(dh_hist_cpu(data, fmt[f].sign, slice_len, slices, per_slice, &map,
+                                         1, hist), 0);
+            dh_test_rng rng;
+            dh_test_rng_seed(&rng, 5 + f);
+            for (int round = 0; round < 6; round++) {
+                dh_eq_window *w = malloc(tables * sizeof *w);
+                for (uint32_t t = 0; t < tables; t++) {
+                    w[t].lo = base - 2 + (int32_t)dh_test_rng_below(&rng, len / 2);
+                    w[t].hi = round == 0 ? base + (int32_t)len - 1
+                                         : w[t].lo + (int32_t)dh_test_rng_below(&rng, len);
+                }
+                uint32_t L = levels[round % 3];
+                double clip = clips[round % 4];
+                uint16_t *cpu_lut = malloc((size_t)tables * len * 2);
+                uint16_t *gpu_lut = malloc((size_t)tables * len * 2);
+                uint16_t *cpu_out = malloc(n * 2), *gpu_out = malloc(n * 2);
+                for (uint32_t t = 0; t < tables; t++)
+                    dh_eq_lut_build(hist + (size_t)t * (len + 2), base, len, w[t], L, clip,
+                                    cpu_lut + (size_t)t * len);
+                dh_lut_apply_cpu(data, fmt[f].sign, slice_len, slices, cpu_lut, per_slice, base,
+                                 len, 1, cpu_out);
+                char msg[512];
+                dh_eq_cuda *s = NULL;
+                ck_assert_msg(dh_eq_cuda_begin(data, fmt[f].sign, slice_len, slices, per_slice,
+                                               base, len, &s, msg, sizeof msg) == 0, "%s", msg);
+                ck_assert_msg(dh_eq_cuda_equalize(s, w, L, clip, msg, sizeof msg) == 0, "%s",
+                              msg);
+                ck_assert_msg(dh_eq_cuda_finish(s, gpu_out, gpu_lut, msg, sizeof msg) == 0, "%s",
+                              msg);
+                dh_eq_cuda_free(s);
+                for (size_t i = 0; i < (size_t)tables * len; i++)
+                    ck_assert_msg(cpu_lut[i] == gpu_lut[i],
+                                  "bits %u signed %d per_slice %d round %d entry %zu: %u != %u",
+                                  fmt[f].bits, fmt[f].sign, per_slice, round, i, cpu_lut[i],
+                                  gpu_lut[i]);
+                ck_assert_int_eq(memcmp(cpu_out, gpu_out, n * 2), 0);
+                free(w);
+                free(cpu_lut);
+                free(gpu_lut);
+                free(cpu_out);
+                free(gpu_out);
+            }
+            free(hist);
+            free(data);
+        }
+}
+END_TEST
+
+static void compare_devices(const dh_volume *v, dh_equalize_params p)
+{
+    dh_ctx *ctx = dh_ctx_create();
+    dh_equalized *a = NULL, *b = NULL;
+    p.device = DH_DEVICE_CPU;
+    ck_assert_msg(dh_equalize(ctx, v, &p, &a) == DH_OK, "%s", dh_ctx_error(ctx));
+    p.device = DH_DEVICE_CUDA;
+    ck_assert_msg(dh_equalize(ctx, v, &p, &b) == DH_OK, "%s", dh_ctx_error(ctx));
+    ck_assert_int_eq(b->device_used, DH_DEVICE_CUDA);
+    ck_assert_int_eq(memcmp(a->data, b->data, dh_volume_sample_count(v) * 2), 0);
+    ck_assert_int_eq(memcmp(a->tables, b->tables, (size_t)a->table_count * a->table_len * 2),
+                     0);
+    ck_assert_str_eq(a->description, b->description);
+    dh_equalized_free(a);
+    dh_equalized_free(b);
+    dh_ctx_free(ctx);
+}
+
+START_TEST(public_api_equal_on_both_devices)
+{
+    static const char *files[] = {"pylibjpeg-data_RG2_JPLL.dcm", "pydicom_CT_small.dcm",
+                                  "fo-dicom_D_CLUNIE_CT1_RLE_FRAGS.dcm",
+                                  "pydicom-data_emri_small.dcm", "fo-dicom_CR-MONO1-10-chest"};
+    for (size_t k = 0; k < sizeof files / sizeof files[0]; k++) {
+        const char *path = dh_test_shared(files[k]);
+        if (!path)
+            return;
+        dh_ctx *ctx = dh_ctx_create();
+        dh_volume *v = NULL;
+        ck_assert_int_eq(dh_volume_read_file(ctx, path, &v), DH_OK);
+        dh_equalize_params p;
+        dh_equalize_params_init(&p);
+        for (int per_slice = 0; per_slice < 2; per_slice++) {
+            p.per_slice = per_slice;
+            p.operation = DH_EQ_EQUALIZE;
+            p.window = DH_WINDOW_NONE;
+            p.clip_limit = 0;
+            compare_devices(v, p);
+            p.window = DH_WINDOW_PERCENTILE;
+            p.percentile = 1;
+            p.clip_limit = 2;
+            compare_devices(v, p);
+            p.window = DH_WINDOW_MINMAX;
+            p.clip_limit = 0;
+            p.output_bits = 8;
+            compare_devices(v, p);
+            p.operation = DH_EQ_WINDOW_LEVEL;
+            p.voi = DH_VOI_SIGMOID;
+            compare_devices(v, p);
+            p.output_bits = 0;
+        }
+        dh_volume_free(v);
+        dh_ctx_free(ctx);
+    }
+}
+END_TEST
+
+int main(void)
+{
+    if (!dh_cuda_usable())
+        return DH_TEST_SKIP;
+    Suite *s = suite_create("equalize_cuda");
+    TCase *tc = tcase_create("gpu_equals_cpu");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, tables_and_outputs_equal_the_cpu);
+    tcase_add_test(tc, public_api_equal_on_both_devices);
+    suite_add_tcase(s, tc);
+    SRunner *r = srunner_create(s);
+    srunner_set_fork_status(r, CK_NOFORK);
+    srunner_run_all(r, CK_NORMAL);
+    int failed = srunner_ntests_failed(r);
+    srunner_free(r);
+    return failed ? 1 : 0;
+}
