@@ -33,6 +33,42 @@ int dh_hist_cuda_device(const void *d_data, int is_signed, size_t slice_len, siz
                         int per_slice, const dh_bin_map *map, uint64_t *d_out, void *stream,
                         char *msg, size_t msg_len);
 
+/* --- Added by the CUDA engine: reusable GPU resources and tuning. --------------------------- */
+
+/* GPU resources reused between host-path calls (streams, events, pinned staging, device
+ * buffers), owned by one dh_ctx and used by one thread at a time. Creating one touches no CUDA;
+ * resources are made on first use and freed by dh_cuda_state_free (NULL accepted). */
+typedef struct dh_cuda_state dh_cuda_state;
+dh_cuda_state *dh_cuda_state_create(void);
+void dh_cuda_state_free(dh_cuda_state *state);
+
+/* dh_hist_cuda_host over a state's resources (dh_hist_cuda_host makes and frees a state per
+ * call). Returns 0, or -1 with a message. */
+int dh_hist_cuda_host_state(dh_cuda_state *state, const void *data, int is_signed,
+                            size_t slice_len, size_t slices, int per_slice, const dh_bin_map *map,
+                            uint64_t *out, char *msg, size_t msg_len);
+
+/* Launch shape, for the benchmark and tests: zero fields take the default. */
+typedef struct dh_cuda_tuning {
+    uint32_t smem_target;          /* bytes of wide-counter copies a block aims for */
+    uint32_t max_copies;           /* cap on wide-counter copies (power of two, <= 32) */
+    int force_packed;              /* 1: packed 16-bit counters at any bin count */
+    uint64_t min_samples_per_block; /* small inputs get fewer blocks */
+} dh_cuda_tuning;
+
+/* dh_hist_cuda_device with an explicit shape (NULL: defaults). zero_output 0 leaves d_out as
+ * it is and adds to it (the caller zeroed it). */
+int dh_hist_cuda_device_tuned(const void *d_data, int is_signed, size_t slice_len, size_t slices,
+                              int per_slice, const dh_bin_map *map, uint64_t *d_out, void *stream,
+                              const dh_cuda_tuning *tuning, int zero_output, char *msg,
+                              size_t msg_len);
+
+/* Per-slice histograms into d_slices (slices x (bins + 2)) and the whole volume's into d_total
+ * (bins + 2), both overwritten, from one pass over the samples; enqueued on `stream`. */
+int dh_hist_cuda_device_with_total(const void *d_data, int is_signed, size_t slice_len,
+                                   size_t slices, const dh_bin_map *map, uint64_t *d_total,
+                                   uint64_t *d_slices, void *stream, char *msg, size_t msg_len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -45,6 +45,7 @@ dh_ctx *dh_ctx_create(void)
 
 void dh_ctx_free(dh_ctx *ctx)
 {
+    dh_ctx_cuda_free(ctx);
     free(ctx);
 }
 

@@ -9,10 +9,18 @@
 
 #define DH_CTX_MESSAGE_LEN 1024
 
+struct dh_cuda_state; /* kernels/hist_cuda.h: streams, pinned staging, device buffers */
+
 struct dh_ctx {
     int threads; /* 0: one per processor */
     char message[DH_CTX_MESSAGE_LEN];
+    struct dh_cuda_state *cuda; /* made on first GPU use (dh_ctx_cuda), freed with the context */
 };
+
+/* The context's GPU resources, made on first use; NULL without a context, when out of memory or
+ * in builds without CUDA (callers then use a per-call state). plugin/histogram_device.c. */
+struct dh_cuda_state *dh_ctx_cuda(dh_ctx *ctx);
+void dh_ctx_cuda_free(dh_ctx *ctx);
 
 /* Records a failure on the context (printf-style message) and returns status, so that a
  * function can end with `return dh_ctx_fail(ctx, DH_ERR_..., "...")`. ctx may be NULL. */

@@ -5,6 +5,8 @@
  *   2. Status codes and the context (errors, options, GPU resources)
  *   3. Volumes: DICOM files, memory buffers and series read into stored values
  *   4. Histograms: whole volume or per slice, stored or modality units, CPU or CUDA
+ *   5. Joint histograms and mutual information: prepared fixed image, batched GPU scoring
+ *   6. Equalization and windowing: tables per volume or slice, derived DICOM and PNG out
  *
  * Rules that hold everywhere: nothing here exits or prints; every call that can fail returns a
  * dh_status and leaves a message in its context (dh_ctx_error); a context is used by one thread
@@ -107,14 +109,36 @@ DH_API dh_status dh_volume_read_file(dh_ctx *ctx, const char *path, dh_volume **
  * messages and as the slice source. */
 DH_API dh_status dh_volume_read_memory(dh_ctx *ctx, const void *data, size_t size,
                                        const char *name, dh_volume **out);
+/* Copies caller samples into a new volume, for hosts that hold their own pixels: rows * columns
+ * * slices values, slice after slice, uint16_t when is_signed is 0 and int16_t when it is 1,
+ * each of which must fit bits_stored (1..16) bits; a value that does not is refused
+ * (DH_ERR_INVALID_ARGUMENT naming it). The volume is MONOCHROME2 with slope 1, intercept 0, no
+ * geometry (locations are slice indices, spacing 0) and empty strings for path and UIDs. */
+DH_API dh_status dh_volume_from_samples(dh_ctx *ctx, uint32_t rows, uint32_t columns,
+                                        uint32_t slices, uint32_t bits_stored, int is_signed,
+                                        const void *samples, dh_volume **out);
 DH_API void dh_volume_free(dh_volume *volume);
 
 /* A set of volumes loaded from files and directories, grouped by SeriesInstanceUID, with the
  * inputs that failed kept beside them: one bad file never stops the others. */
 typedef struct dh_volume_set dh_volume_set;
 
-/* Loads every path (a file or a directory, read recursively); returns DH_OK even when some
- * inputs failed (see dh_volume_set_failure_*), and an error only when nothing could be tried. */
+/* Loads every path (a file or a directory, read recursively in byte order of names); returns
+ * DH_OK even when some inputs failed (see dh_volume_set_failure_*), and an error only when
+ * nothing could be tried (no paths, out of memory).
+ *
+ * Files are grouped by SeriesInstanceUID (a file without one, and every multi-frame file, is a
+ * volume of its own); volumes come in the order of their first file. Slices are ordered by
+ * ImagePositionPatient projected on the normal of ImageOrientationPatient, ascending; when a
+ * slice lacks either, the whole series falls back to InstanceNumber; file name and frame break
+ * ties. Slices of a series must agree on rows, columns, BitsAllocated, BitsStored, HighBit,
+ * signedness, photometric and rescale, else the series fails with DH_ERR_MISMATCH naming two
+ * files that differ. Uneven spacing and distinct slices sharing one position are warnings on
+ * the volume; the same SOPInstanceUID read twice is kept once, with a warning. A file that
+ * cannot be read is a failure of its own and its series is built from the others (with a
+ * warning naming it). Inside directories, hidden files, DICOMDIR and files that do not look like
+ * DICOM (no "DICM" marker and no plausible first tag) are skipped and listed as skipped; a file
+ * named explicitly is always read and reported. */
 DH_API dh_status dh_volume_set_load(dh_ctx *ctx, const char *const *paths, size_t count,
                                     dh_volume_set **out);
 DH_API void dh_volume_set_free(dh_volume_set *set);
@@ -125,6 +149,9 @@ DH_API size_t dh_volume_set_failure_count(const dh_volume_set *set);
 DH_API const char *dh_volume_set_failure_path(const dh_volume_set *set, size_t i);
 DH_API dh_status dh_volume_set_failure_status(const dh_volume_set *set, size_t i);
 DH_API const char *dh_volume_set_failure_message(const dh_volume_set *set, size_t i);
+/* Files found in directories and left aside as not images (see dh_volume_set_load). */
+DH_API size_t dh_volume_set_skipped_count(const dh_volume_set *set);
+DH_API const char *dh_volume_set_skipped_path(const dh_volume_set *set, size_t i);
 
 /* Geometry and pixel format. */
 DH_API uint32_t dh_volume_rows(const dh_volume *v);
@@ -173,7 +200,13 @@ DH_API void dh_volume_stored_range(const dh_volume *v, int32_t *min, int32_t *ma
  * Bins 1..65536 over a half-open range [lo, hi): bin = floor((v - lo) * bins / (hi - lo)),
  * computed exactly; values below lo count as underflow and values at or above hi as overflow
  * (never clamped into the edge bins). Counts are 64-bit. The defaults: stored units, one bin per
- * possible stored value (2^BitsStored, at most 65536) over the full representable range.
+ * possible stored value (2^BitsStored, at most 65536) over the full representable range:
+ * [0, 2^b) unsigned, [-2^(b-1), 2^(b-1)) signed; in modality units that range mapped through
+ * slope and intercept, one |slope|-wide step per stored value (reversed for a negative slope),
+ * and each stored value binned by its step so no rounded edge moves it. Other modality ranges:
+ * v = slope * stored + intercept and the formula above are evaluated in exact rational
+ * arithmetic on the double values of slope, intercept, lo and hi, once per possible stored value
+ * into a table that the CPU and the GPU both use, so both give identical counts.
  * ------------------------------------------------------------------------------------------- */
 typedef enum dh_units {
     DH_UNITS_STORED = 0,
@@ -199,7 +232,8 @@ typedef struct dh_histogram {
     uint32_t bins;
     double lo, hi;
     dh_units units;
-    uint64_t total, underflow, overflow;
+    uint64_t total;                /* every sample: in range, underflow and overflow */
+    uint64_t underflow, overflow; /* below lo; at or above hi */
     uint64_t *counts;
     uint32_t slices; /* 0 without per_slice */
     uint64_t *slice_counts;
@@ -207,13 +241,251 @@ typedef struct dh_histogram {
     dh_device device_used; /* DH_DEVICE_CPU or DH_DEVICE_CUDA */
 } dh_histogram;
 
-/* Computes the histogram of a volume; *out is freed with dh_histogram_free. */
+/* Computes the histogram of a volume; *out is freed with dh_histogram_free. params NULL means
+ * the defaults. Fails with DH_ERR_INVALID_ARGUMENT for parameters out of bounds (struct_size
+ * other than sizeof(dh_hist_params), bins above 65536, a range that is empty or not finite,
+ * modality units with slope 0), DH_ERR_NO_DEVICE for DH_DEVICE_CUDA where no GPU can run,
+ * DH_ERR_CUDA when the GPU fails (never a partial result). */
 DH_API dh_status dh_hist_compute(dh_ctx *ctx, const dh_volume *volume,
                                  const dh_hist_params *params, dh_histogram **out);
 DH_API void dh_histogram_free(dh_histogram *hist);
 
 /* Left edge of bin i (i = bins gives hi), in the histogram's units. */
 DH_API double dh_histogram_edge(const dh_histogram *hist, uint32_t i);
+
+/* --- Device-resident samples (registration pipelines whose data is already on the GPU) --------
+ * Histograms of slices x slice_len 16-bit stored values at the device pointer d_samples
+ * (uint16_t, or int16_t when is_signed; any 2-byte alignment) with bits_stored 1..16 giving the
+ * defaults as above. Stored units only, with integer range ends (DH_ERR_UNSUPPORTED otherwise);
+ * params->device is ignored. d_counts (device memory) receives (bins + 2) uint64 slots per
+ * histogram: counts[0..bins-1], underflow, overflow; the volume's histogram first, then with
+ * per_slice one per slice (all from one pass). The work is enqueued on cuda_stream (a
+ * cudaStream_t; NULL for the default stream) and the call returns without waiting; a fault
+ * inside the kernel surfaces at the caller's next synchronization. Returns DH_ERR_NO_DEVICE in
+ * builds without CUDA, DH_ERR_CUDA with CUDA's text when a CUDA call fails. */
+DH_API dh_status dh_hist_compute_device(dh_ctx *ctx, const void *d_samples, int is_signed,
+                                        uint32_t bits_stored, size_t slice_len, size_t slices,
+                                        const dh_hist_params *params, uint64_t *d_counts,
+                                        void *cuda_stream);
+
+/* ---------------------------------------------------------------------------------------------
+ * 5. Joint histograms and mutual information
+ *
+ * For intensity-based registration: a fixed image is prepared once (binned, its marginal and
+ * entropy cached, resident on the GPU when it runs there), then batches of moving images of the
+ * same number of pixels are scored against it, from host or device memory.
+ *
+ * Binning, per image: an inclusive range [lo, hi] of stored values and B bins (2..256; fixed and
+ * moving may differ), bin(v) = floor((v - lo) * B / (hi - lo + 1)), exact in integers. The range
+ * is given, or it is that image's min..max over its valid pixels. A pixel counts when its fixed
+ * value lies in the fixed range and the fixed mask, and its moving value in the moving range and
+ * the moving validity mask; N is the number of pixels that count.
+ *
+ * Scores, from the joint counts (0 log 0 = 0), in nats, or bits with log2:
+ *   H = -sum p log p,  MI = H(F) + H(M) - H(F,M),  NMI = (H(F) + H(M)) / H(F,M)  (Studholme),
+ *   ECC = 2 MI / (H(F) + H(M)).
+ * MI is returned as computed, never negated or clamped. Counts are integers and sums run in one
+ * fixed order, so results are the same bits run after run and on the CPU and the GPU.
+ * ------------------------------------------------------------------------------------------- */
+#define DH_MI_MIN_BINS 2
+#define DH_MI_MAX_BINS 256
+#define DH_MI_DEFAULT_BINS 64
+
+/* Bits of dh_mi_scores.status; undefined values are NaN, never 0 or a made-up number. */
+typedef enum dh_mi_flag {
+    DH_MI_EMPTY = 1,              /* no pixel counted: every score and entropy is NaN */
+    DH_MI_ZERO_JOINT_ENTROPY = 2, /* one joint bin holds every pixel: NMI and ECC are NaN */
+    DH_MI_FLAG_FORCE_INT32 = 0x7fffffff
+} dh_mi_flag;
+
+/* The score record of one moving image (72 bytes, the same on host and device). */
+typedef struct dh_mi_scores {
+    double mi, nmi, ecc;
+    double h_fixed, h_moving, h_joint;
+    uint64_t n;                   /* pixels counted */
+    uint32_t status;              /* 0, or dh_mi_flag bits */
+    int32_t moving_lo, moving_hi; /* the moving range used (given or found) */
+    uint32_t reserved;
+} dh_mi_scores;
+
+typedef struct dh_mi_params {
+    uint32_t struct_size;               /* sizeof(dh_mi_params), set by dh_mi_params_init */
+    uint32_t bins_fixed, bins_moving;   /* 2..256 each; default 64 */
+    int32_t has_range_fixed;            /* 0: the fixed image's min..max over its mask */
+    int32_t fixed_lo, fixed_hi;         /* inclusive stored values */
+    int32_t has_range_moving;           /* 0: each moving image's min..max over its valid pixels */
+    int32_t moving_lo, moving_hi;
+    int32_t log2;                       /* entropies and MI in bits instead of nats */
+    dh_device device;                   /* where the fixed image lives and evaluations run */
+    uint32_t max_batch;                 /* moving images per evaluation call, 1..65536; default 1 */
+} dh_mi_params;
+
+DH_API void dh_mi_params_init(dh_mi_params *params);
+
+/* A prepared fixed image with the buffers its evaluations need (on the GPU when it runs there).
+ * Used by one thread at a time; several may share one dh_ctx only from one thread. */
+typedef struct dh_mi_fixed dh_mi_fixed;
+
+/* What a prepared fixed image holds. */
+typedef struct dh_mi_fixed_info {
+    dh_device device;         /* DH_DEVICE_CPU or DH_DEVICE_CUDA */
+    size_t pixels;            /* n, the size of every moving image */
+    uint32_t bins_fixed, bins_moving;
+    int32_t fixed_lo, fixed_hi;
+    uint64_t fixed_valid;     /* fixed pixels in the mask and the range */
+    double h_fixed;           /* the fixed image's entropy over them, in the params' unit */
+    uint32_t max_batch;
+} dh_mi_fixed_info;
+
+/* Prepares the fixed image: n stored values (uint16_t, or int16_t when is_signed), an optional
+ * mask of n bytes (non-zero = use; NULL = every pixel). The data is not kept. Fails with
+ * DH_ERR_INVALID_ARGUMENT on bins or ranges out of bounds or more than 2^32 - 1 pixels, and with
+ * DH_ERR_NO_DEVICE when the GPU is asked for but absent. *out is freed with dh_mi_fixed_free. */
+DH_API dh_status dh_mi_fixed_create(dh_ctx *ctx, const void *fixed, int is_signed, size_t n,
+                                    const uint8_t *mask, const dh_mi_params *params,
+                                    dh_mi_fixed **out);
+DH_API void dh_mi_fixed_free(dh_mi_fixed *fixed);
+DH_API void dh_mi_fixed_get_info(const dh_mi_fixed *fixed, dh_mi_fixed_info *info);
+
+/* Scores `count` (1..max_batch) moving images in host memory: image k is the n samples at
+ * moving + k * stride (stride in samples, >= n; uint16_t, or int16_t when is_signed), with an
+ * optional validity mask of n bytes at valid + k * valid_stride (NULL: every pixel valid).
+ * Writes out[count]. Runs where the fixed image lives (copying through the GPU when it is there).
+ * Returns DH_OK even when records carry DH_MI_* flags. */
+DH_API dh_status dh_mi_evaluate(dh_ctx *ctx, dh_mi_fixed *fixed, const void *moving,
+                                int is_signed, size_t stride, uint32_t count,
+                                const uint8_t *valid, size_t valid_stride, dh_mi_scores *out);
+
+/* The same for images already in GPU memory: device pointers, out a device array of count
+ * records, everything enqueued on `stream` (a cudaStream_t; NULL = the default stream). Neither
+ * allocates nor synchronizes, so it can be captured in a CUDA graph; records are ready when the
+ * stream reaches them. Needs a fixed image prepared on the GPU (DH_ERR_NO_DEVICE otherwise). */
+DH_API dh_status dh_mi_evaluate_device(dh_ctx *ctx, dh_mi_fixed *fixed, const void *d_moving,
+                                       int is_signed, size_t stride, uint32_t count,
+                                       const uint8_t *d_valid, size_t valid_stride, void *stream,
+                                       dh_mi_scores *d_out);
+
+/* Copies the joint histogram of image `item` of the last evaluation into
+ * counts[bins_fixed * bins_moving] (host memory; row = fixed bin, column = moving bin), waiting
+ * for the GPU when it is there. */
+DH_API dh_status dh_mi_joint_histogram(dh_ctx *ctx, const dh_mi_fixed *fixed, uint32_t item,
+                                       uint32_t *counts);
+
+/* ---------------------------------------------------------------------------------------------
+ * 6. Equalization and windowing
+ *
+ * Contrast enhancement into new stored values 0 .. 2^output_bits - 1 (L levels), per volume (one
+ * histogram and table for all slices) or per slice, then written back as derived DICOM.
+ * docs/equalization.md has the formulas; in short, over one bin per stored value:
+ *   equalize:  out(v) = floor((cdf(v) - cdf_min) * (L - 1) / (N - cdf_min)) inside the window,
+ *              0 below it, L - 1 above it; cdf, cdf_min and N count only pixels inside the
+ *              window; a window with fewer than two distinct values present maps to 0.
+ *   clip:      clip_limit x > 0 caps every bin at max(1, floor(x * N / span)), span the bins
+ *              from the lowest to the highest value present, and spreads the excess evenly
+ *              over that span before the cdf is taken.
+ *   window/level: DICOM's LINEAR, LINEAR_EXACT or SIGMOID VOI function on modality values,
+ *              ymin 0, ymax L - 1, truncated.
+ * Windows are in modality units. A center/width window covers [c - 0.5 - (w-1)/2,
+ * c - 0.5 + (w-1)/2] (LINEAR's edges); a range LO:HI is that interval itself, and for
+ * window/level becomes c = (LO + HI + 1) / 2, w = HI - LO + 1 under LINEAR, c = (LO + HI) / 2,
+ * w = max(HI - LO, 1) otherwise. Min-max and percentile windows are rank statistics of the
+ * pixels (per slice in slice mode): percentile p cuts k = floor(N * p / 100) pixels at each end.
+ * The photometric interpretation is kept, so MONOCHROME1 stays MONOCHROME1 with its meaning.
+ * ------------------------------------------------------------------------------------------- */
+typedef enum dh_eq_operation {
+    DH_EQ_EQUALIZE = 0,     /* histogram equalization (windowed, contrast-limited) */
+    DH_EQ_WINDOW_LEVEL = 1, /* a VOI function alone */
+    DH_EQ_OPERATION_FORCE_INT32 = 0x7fffffff
+} dh_eq_operation;
+
+typedef enum dh_window_source {
+    DH_WINDOW_NONE = 0,         /* equalize over every representable value (not for window/level) */
+    DH_WINDOW_CENTER_WIDTH = 1, /* center and width given */
+    DH_WINDOW_RANGE = 2,        /* lo and hi given */
+    DH_WINDOW_FILE = 3,         /* the file's first WindowCenter/Width */
+    DH_WINDOW_MINMAX = 4,       /* lowest to highest value present */
+    DH_WINDOW_PERCENTILE = 5,   /* percentile p cut at each end, 0 <= p < 50 */
+    DH_WINDOW_SOURCE_FORCE_INT32 = 0x7fffffff
+} dh_window_source;
+
+typedef enum dh_voi_function {
+    DH_VOI_LINEAR = 0,
+    DH_VOI_LINEAR_EXACT = 1,
+    DH_VOI_SIGMOID = 2,
+    DH_VOI_FUNCTION_FORCE_INT32 = 0x7fffffff
+} dh_voi_function;
+
+typedef struct dh_equalize_params {
+    uint32_t struct_size; /* sizeof(dh_equalize_params), set by dh_equalize_params_init */
+    dh_eq_operation operation;
+    int32_t per_slice;       /* one table per slice (or frame) instead of one per volume */
+    dh_window_source window;
+    double center, width;    /* DH_WINDOW_CENTER_WIDTH; width >= 1 */
+    double lo, hi;           /* DH_WINDOW_RANGE; lo <= hi */
+    double percentile;       /* DH_WINDOW_PERCENTILE */
+    dh_voi_function voi;     /* DH_EQ_WINDOW_LEVEL */
+    double clip_limit;       /* DH_EQ_EQUALIZE; 0 = no clipping */
+    uint32_t output_bits;    /* 0 = the input's BitsStored; else 8, 12 or 16 */
+    dh_device device;
+} dh_equalize_params;
+
+/* Defaults: equalize per volume over the whole range, no clip, input bits, device auto. */
+DH_API void dh_equalize_params_init(dh_equalize_params *params);
+
+/* The result: new stored values (unsigned) and the tables that made them. */
+typedef struct dh_equalized {
+    uint32_t rows, columns, slices;
+    uint32_t output_bits;  /* the values are 0 .. 2^output_bits - 1 */
+    uint16_t *data;        /* rows * columns * slices, in the volume's slice order */
+    uint32_t table_count;  /* 1, or slices in slice mode */
+    int32_t table_base;    /* entry i of a table maps stored value table_base + i */
+    uint32_t table_len;    /* 2^BitsStored of the input */
+    uint16_t *tables;      /* table_count * table_len */
+    double *window_lo, *window_hi; /* per table, modality units; NaN when no window was used */
+    double *center, *width;        /* per table, the VOI window (window/level; else NaN) */
+    char description[512];         /* DerivationDescription: the operation and its parameters */
+    dh_device device_used;
+} dh_equalized;
+
+/* Equalizes or windows a volume. Fails with DH_ERR_INVALID_ARGUMENT for parameters out of
+ * bounds (naming the field), DH_ERR_UNSUPPORTED for DH_WINDOW_FILE on a volume without a window
+ * or a non-positive RescaleSlope, DH_ERR_NO_DEVICE for DH_DEVICE_CUDA without a GPU, DH_ERR_CUDA
+ * when the GPU fails. *out is freed with dh_equalized_free. */
+DH_API dh_status dh_equalize(dh_ctx *ctx, const dh_volume *volume,
+                             const dh_equalize_params *params, dh_equalized **out);
+DH_API void dh_equalized_free(dh_equalized *result);
+
+/* The files of one derived series as written. */
+typedef struct dh_derived_series {
+    char series_uid[65];
+    size_t file_count;
+    char **files;    /* written DICOM files, in the order of the volume's first slice in each */
+    char **sop_uids; /* their SOPInstanceUIDs */
+    char **sources;  /* the file each was derived from */
+} dh_derived_series;
+
+/* Writes the result as one derived series beside nothing else: for every source file of the
+ * volume, a file of the same name in output_dir (in output_dir/<series folder name>/ when the
+ * volume is a series of several files) with all the source's tags except: new SeriesInstanceUID
+ * (one for the series) and SOPInstanceUIDs under dicomhist's UID root, ImageType
+ * DERIVED\SECONDARY followed by the source's values from the third on, DerivationDescription,
+ * SourceImageSequence naming the source, SeriesDescription suffixed, a pixel module for the new
+ * data (unsigned, BitsStored = output_bits, BitsAllocated 16), no window, VOI LUT or modality
+ * LUT, and a rescale of slope 1, intercept 0, type US where the source had a rescale or the
+ * modality needs one (CT, DX). Multi-frame sources give multi-frame files. Files are written
+ * atomically; an existing file is never replaced and a path that is one of the volume's inputs
+ * is refused (DH_ERR_IO); a CT result of fewer than 12 bits is refused (DH_ERR_UNSUPPORTED: the
+ * CT Image module allows 12 to 16); on failure, files already written by this call are removed. */
+DH_API dh_status dh_equalized_write_dicom(dh_ctx *ctx, const dh_volume *volume,
+                                          const dh_equalized *result, const char *output_dir,
+                                          dh_derived_series **out);
+DH_API void dh_derived_series_free(dh_derived_series *series);
+
+/* Writes one 8-bit grayscale PNG per slice into dir (same naming as the DICOM files, ".png",
+ * "_fNNNN" before it for frames of multi-frame files): round(v * 255 / (2^output_bits - 1)),
+ * inverted for MONOCHROME1 so the picture looks as a viewer shows it. Never replaces a file. */
+DH_API dh_status dh_equalized_write_png(dh_ctx *ctx, const dh_volume *volume,
+                                        const dh_equalized *result, const char *dir);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,318 @@
+/*
+ * bench_hist.cu: the GPU histogram side by side with CUB and the memory ceiling, on the same
+ * device buffers in one run (docs/performance.md records the results).
+ *
+ * Data (made on the device, 512^3 16-bit samples = 256 MiB, far beyond L2): CT-like 12-bit
+ * (the mix of ../shared/docs/gpu.md: 40% air near 24, 15% fat near 924, 30% soft tissue near
+ * 1064, 15% bone around 1700), uniform 16-bit, and a constant volume. For each: the read-only
+ * ceiling kernel (16-byte loads), CUB DeviceHistogram::HistogramEven, and dh_hist_cuda_device
+ * (output zeroing included) at its default shape and a few others. Then per-slice mode against
+ * the whole volume, and one 512x512 slice at 4096 bins (zeroing included). Every figure is the
+ * median of event-timed repetitions after warm-up; GB/s counts input bytes (2 per sample).
+ * Our counts are checked against CUB's on every case.
+ *
+ * Usage: bench_hist [reps]   (default 60)
+ */
+#include <cub/device/device_histogram.cuh>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <vector>
+
+#include "hist.h"
+#include "hist_cuda.h"
+
+#define CK(call)                                                                                   \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+static const size_t SLICE = 512 * 512, SLICES = 512, N = SLICE * SLICES;
+static int g_reps = 60;
+
+__device__ uint32_t mix32(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    x ^= x >> 33;
+    return (uint32_t)x;
+}
+
+/* Roughly normal noise: the sum of four uniforms in [0, w], centred. */
+__device__ int32_t noise(uint64_t i, int k, uint32_t w)
+{
+    int32_t s = 0;
+    for (int j = 0; j < 4; j++)
+        s += (int32_t)(mix32(i * 8 + k * 4 + j + 1) % (w + 1));
+    return s - 2 * (int32_t)w;
+}
+
+__global__ void fill_kernel(uint16_t *d, size_t n, int kind)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        if (kind == 0) {
+            uint32_t p = mix32(i) % 100;
+            int32_t v = p < 40 ? 24 + noise(i, 0, 4)
+                      : p < 55 ? 924 + noise(i, 0, 10)
+                      : p < 85 ? 1064 + noise(i, 0, 15)
+                               : 1700 + noise(i, 0, 150);
+            d[i] = (uint16_t)(v < 0 ? 0 : v > 4095 ? 4095 : v);
+        } else if (kind == 1) {
+            d[i] = (uint16_t)mix32(i ^ 0x5bd1e995ull);
+        } else {
+            d[i] = 1064;
+        }
+    }
+}
+
+/* The memory ceiling: read everything with 16-byte loads, two in flight, keep one word. */
+__global__ void read_kernel(const uint4 *v, size_t nv, uint32_t *sink)
+{
+    uint32_t acc = 0;
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    for (; i + stride < nv; i += 2 * stride) {
+        uint4 a = __ldcs(v + i), b = __ldcs(v + i + stride);
+        acc ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w;
+    }
+    for (; i < nv; i += stride) {
+        uint4 a = __ldcs(v + i);
+        acc ^= a.x ^ a.y ^ a.z ^ a.w;
+    }
+    if (acc == 0x9e3779b9u)
+        sink[0] = acc;
+}
+
+/* Median time (ms) of fn() over the reps, each between two events, after warm-up. */
+template <class F> static double median_ms(F fn, int reps = -1)
+{
+    if (reps < 0)
+        reps = g_reps;
+    for (int i = 0; i < 5; i++)
+        fn(i);
+    CK(cudaDeviceSynchronize());
+    std::vector<cudaEvent_t> ev(2 * reps);
+    for (auto &e : ev)
+        CK(cudaEventCreate(&e));
+    for (int i = 0; i < reps; i++) {
+        CK(cudaEventRecord(ev[2 * i]));
+        fn(i);
+        CK(cudaEventRecord(ev[2 * i + 1]));
+    }
+    CK(cudaDeviceSynchronize());
+    std::vector<float> t(reps);
+    for (int i = 0; i < reps; i++)
+        CK(cudaEventElapsedTime(&t[i], ev[2 * i], ev[2 * i + 1]));
+    for (auto &e : ev)
+        CK(cudaEventDestroy(e));
+    std::sort(t.begin(), t.end());
+    return t[reps / 2];
+}
+
+static double gbs(size_t samples, double ms)
+{
+    return samples * 2.0 / (ms * 1e-3) / 1e9;
+}
+
+struct ctx {
+    uint32_t *sink;
+    void *cub_temp = nullptr;
+    size_t cub_temp_bytes = 0;
+    int *cub_hist;
+    uint64_t *ours;
+};
+
+static void run_cub(ctx &c, const uint16_t *d, size_t n, uint32_t bins, int lo, int hi,
+                    cudaStream_t s = 0)
+{
+    size_t need = 0;
+    CK(cub::DeviceHistogram::HistogramEven(nullptr, need, d, c.cub_hist, (int)bins + 1, lo, hi,
+                                           (int64_t)n, s));
+    if (need > c.cub_temp_bytes) {
+        CK(cudaDeviceSynchronize());
+        if (c.cub_temp)
+            CK(cudaFree(c.cub_temp));
+        CK(cudaMalloc(&c.cub_temp, need));
+        c.cub_temp_bytes = need;
+    }
+    CK(cub::DeviceHistogram::HistogramEven(c.cub_temp, need, d, c.cub_hist, (int)bins + 1, lo, hi,
+                                           (int64_t)n, s));
+}
+
+static void run_ours(const uint16_t *d, size_t slice_len, size_t slices, int per_slice,
+                     const dh_bin_map *map, uint64_t *out, const dh_cuda_tuning *t)
+{
+    char msg[512];
+    if (dh_hist_cuda_device_tuned(d, 0, slice_len, slices, per_slice, map, out, NULL, t, 1, msg,
+                                  sizeof msg)) {
+        fprintf(stderr, "dh_hist_cuda_device: %s\n", msg);
+        exit(1);
+    }
+}
+
+/* Our counts (without under/overflow) equal CUB's? */
+static const char *agree(ctx &c, uint32_t bins)
+{
+    CK(cudaDeviceSynchronize());
+    std::vector<int> cub(bins);
+    std::vector<uint64_t> ours(bins + 2);
+    CK(cudaMemcpy(cub.data(), c.cub_hist, bins * sizeof(int), cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(ours.data(), c.ours, (bins + 2) * sizeof(uint64_t), cudaMemcpyDeviceToHost));
+    for (uint32_t b = 0; b < bins; b++)
+        if ((uint64_t)cub[b] != ours[b])
+            return "DIFFER";
+    return "same";
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1)
+        g_reps = atoi(argv[1]) > 0 ? atoi(argv[1]) : g_reps;
+    int dev = 0;
+    cudaDeviceProp prop;
+    CK(cudaGetDevice(&dev));
+    CK(cudaGetDeviceProperties(&prop, dev));
+    int rt = 0, drv = 0;
+    CK(cudaRuntimeGetVersion(&rt));
+    CK(cudaDriverGetVersion(&drv));
+    printf("device: %s, %d SMs, %zu MB L2, runtime %d, driver %d, CUB %d\n", prop.name,
+           prop.multiProcessorCount, (size_t)prop.l2CacheSize >> 20, rt, drv, CUB_VERSION);
+    printf("reps per figure: %d (median)\n\n", g_reps);
+
+    uint16_t *vol[3];
+    const char *names[3] = {"CT-like 12-bit", "uniform 16-bit", "constant"};
+    for (int k = 0; k < 3; k++) {
+        CK(cudaMalloc(&vol[k], N * sizeof(uint16_t)));
+        fill_kernel<<<1024, 256>>>(vol[k], N, k);
+        CK(cudaGetLastError());
+    }
+    ctx c;
+    CK(cudaMalloc(&c.sink, 4));
+    CK(cudaMalloc(&c.cub_hist, 65536 * sizeof(int)));
+    CK(cudaMalloc(&c.ours, (size_t)SLICES * (65536 + 2) * sizeof(uint64_t)));
+    CK(cudaDeviceSynchronize());
+
+    const size_t nv = N / 8;
+    const int read_blocks = prop.multiProcessorCount * 8;
+    double ceiling_ms[3];
+    for (int k = 0; k < 3; k++)
+        ceiling_ms[k] = median_ms([&](int) {
+            read_kernel<<<read_blocks, 256>>>((const uint4 *)vol[k], nv, c.sink);
+        });
+    const double ceil_gbs = gbs(N, ceiling_ms[0]);
+    printf("read ceiling (16-byte loads, 256 MiB): %.0f GB/s (%.0f / %.0f on the other buffers)\n\n",
+           ceil_gbs, gbs(N, ceiling_ms[1]), gbs(N, ceiling_ms[2]));
+
+    struct shape {
+        const char *name;
+        dh_cuda_tuning t;
+    };
+    const shape shapes[] = {{"default", {0, 0, 0, 0}},
+                            {"smem 24K", {24000, 0, 0, 0}},
+                            {"smem 40K", {40000, 0, 0, 0}},
+                            {"smem 110K", {110000, 0, 0, 0}},
+                            {"packed16", {0, 0, 1, 0}}};
+    struct bcase {
+        int data;
+        uint32_t bins;
+        int lo, hi;
+    };
+    const bcase cases[] = {{0, 256, 0, 4096},   {0, 4096, 0, 4096},  {0, 65536, 0, 65536},
+                           {1, 256, 0, 65536},  {1, 4096, 0, 65536}, {1, 65536, 0, 65536},
+                           {2, 256, 0, 4096},   {2, 4096, 0, 4096},  {2, 65536, 0, 65536}};
+
+    printf("| data | bins | ceiling GB/s | CUB GB/s | ours GB/s | ours/ceiling | ours/CUB | "
+           "counts vs CUB | best other shape |\n");
+    printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+    for (const bcase &bc : cases) {
+        dh_bin_map map;
+        dh_bin_map_init_affine(&map, bc.bins, bc.lo, bc.hi);
+        const uint16_t *d = vol[bc.data];
+        const double cub_ms = median_ms([&](int) { run_cub(c, d, N, bc.bins, bc.lo, bc.hi); });
+        double best = 1e30;
+        const char *best_name = "";
+        double def_ms = 0;
+        for (const shape &s : shapes) {
+            const double ms =
+                median_ms([&](int) { run_ours(d, N, 1, 0, &map, c.ours, &s.t); });
+            if (&s == &shapes[0])
+                def_ms = ms;
+            else if (ms < best)
+                best = ms, best_name = s.name;
+        }
+        run_cub(c, d, N, bc.bins, bc.lo, bc.hi);
+        run_ours(d, N, 1, 0, &map, c.ours, nullptr);
+        const char *same = agree(c, bc.bins);
+        const double ceil_k = gbs(N, ceiling_ms[bc.data]);
+        printf("| %s | %u | %.0f | %.0f | %.0f | %.1f%% | %.1fx | %s | %s %.0f GB/s (%.1f%%) |\n",
+               names[bc.data], bc.bins, ceil_k, gbs(N, cub_ms), gbs(N, def_ms),
+               100 * gbs(N, def_ms) / ceil_k, cub_ms / def_ms, same, best_name, gbs(N, best),
+               100 * gbs(N, best) / ceil_k);
+        fflush(stdout);
+    }
+
+    /* Per-slice mode: 512 histograms in one launch against the whole-volume histogram. */
+    printf("\n| per-slice, CT-like 12-bit | bins | whole volume GB/s | per-slice GB/s | "
+           "per-slice/whole | per-slice/ceiling |\n| --- | --- | --- | --- | --- | --- |\n");
+    for (uint32_t bins : {256u, 4096u}) {
+        dh_bin_map map;
+        dh_bin_map_init_affine(&map, bins, 0, 4096);
+        const double whole = median_ms([&](int) { run_ours(vol[0], N, 1, 0, &map, c.ours, nullptr); });
+        const double per =
+            median_ms([&](int) { run_ours(vol[0], SLICE, SLICES, 1, &map, c.ours, nullptr); });
+        printf("| 512 slices of 512x512 | %u | %.0f | %.0f | %.1f%% | %.1f%% |\n", bins,
+               gbs(N, whole), gbs(N, per), 100 * whole / per, 100 * gbs(N, per) / ceil_gbs);
+    }
+
+    /* One 512x512 slice at 4096 bins, output zeroing included; slices rotate through the whole
+     * volume so the data does not sit in L2. */
+    {
+        dh_bin_map map;
+        dh_bin_map_init_affine(&map, 4096, 0, 4096);
+        const int reps = 400;
+        auto slice = [&](int i) { return vol[0] + (size_t)((i * 37) % SLICES) * SLICE; };
+        const double ours_ms =
+            median_ms([&](int i) { run_ours(slice(i), SLICE, 1, 0, &map, c.ours, nullptr); }, reps);
+        const double cub_ms =
+            median_ms([&](int i) { run_cub(c, slice(i), SLICE, 4096, 0, 4096); }, reps);
+        const double empty_ms = median_ms([&](int) { read_kernel<<<1, 32>>>(nullptr, 0, c.sink); },
+                                          reps);
+        /* Back to back without events between: what a pipeline of slices costs per slice. */
+        cudaEvent_t e0, e1;
+        CK(cudaEventCreate(&e0));
+        CK(cudaEventCreate(&e1));
+        CK(cudaEventRecord(e0));
+        for (int i = 0; i < reps; i++)
+            run_ours(slice(i), SLICE, 1, 0, &map, c.ours, nullptr);
+        CK(cudaEventRecord(e1));
+        CK(cudaEventSynchronize(e1));
+        float batch_ms = 0;
+        CK(cudaEventElapsedTime(&batch_ms, e0, e1));
+        printf("\none 512x512 slice, 4096 bins, zeroing included: ours %.2f us (median), CUB "
+               "%.2f us, empty launch %.2f us; back to back %.2f us per slice\n",
+               ours_ms * 1e3, cub_ms * 1e3, empty_ms * 1e3, batch_ms * 1e3 / reps);
+        /* Shapes for small inputs: samples per block and copies. */
+        for (uint64_t per_block : {2048ull, 4096ull, 8192ull, 16384ull}) {
+            for (uint32_t target : {1u, 40000u, 70000u}) {
+                dh_cuda_tuning t = {target, 0, 0, per_block};
+                const double ms = median_ms(
+                    [&](int i) { run_ours(slice(i), SLICE, 1, 0, &map, c.ours, &t); }, reps);
+                printf("  shape: %llu samples per block, smem target %u: %.2f us\n",
+                       (unsigned long long)per_block, target, ms * 1e3);
+            }
+        }
+    }
+    CK(cudaDeviceSynchronize());
+    return 0;
+}

@@ -1,0 +1,444 @@
+/*
+ * bench_mi.cu: mutual information on one GPU, in one run (issue 5's benchmark): latency of one
+ * evaluation (joint histogram + scores) for 256x256 and 512x512 pairs at 32, 64 and 256 bins
+ * (single launch timed with events, and CUDA-graph replay), batched throughput for 256x256 at
+ * batch 64, 256, 1024, and a 512^3 volume pair at 64 bins against a read-only kernel reading
+ * both volumes, plus a sweep of cluster layouts. Data: a CT-like 12-bit image and a shifted,
+ * noised copy. Every configuration is first checked against the CPU twin (counts and record
+ * bits); a mismatch is printed and makes the exit status 1.
+ *
+ * Usage: bench_mi [--quick]   (--quick: fewer repetitions, no volume)
+ */
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "jhist.h"
+#include "jhist_cuda.cuh"
+#include "mi_scores.h"
+
+#define CK(call)                                                                              \
+    do {                                                                                      \
+        cudaError_t e_ = (call);                                                              \
+        if (e_ != cudaSuccess) {                                                              \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                     \
+                    cudaGetErrorString(e_));                                                  \
+            exit(2);                                                                          \
+        }                                                                                     \
+    } while (0)
+
+static int g_failed = 0;
+
+static uint64_t rng_next(uint64_t *s)
+{
+    uint64_t x = (*s += 0x9E3779B97F4A7C15ull);
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+/* The CT mix of docs (40% air near 24, 15% fat near 924, 30% soft tissue near 1064, 15% bone
+ * around 1700) laid out in smooth regions so a shifted copy is a plausible registration pair. */
+static void fill_ct(uint16_t *img, size_t w, size_t h, size_t depth, uint64_t seed)
+{
+    uint64_t s = seed;
+    for (size_t z = 0; z < depth; z++)
+        for (size_t y = 0; y < h; y++)
+            for (size_t x = 0; x < w; x++) {
+                double dx = (double)x / w - 0.5, dy = (double)y / h - 0.5;
+                double r = dx * dx * 1.3 + dy * dy;
+                uint64_t u = rng_next(&s);
+                int v;
+                if (r > 0.2)
+                    v = 24 + (int)(u % 9) - 4; /* air outside the body */
+                else if (r > 0.17)
+                    v = 924 + (int)(u % 21) - 10; /* fat ring */
+                else if (((x / 24 + y / 24 + z / 24) % 5) == 0)
+                    v = 1700 + (int)(u % 301) - 150; /* bone blocks */
+                else
+                    v = 1064 + (int)(u % 31) - 15; /* soft tissue */
+                img[(z * h + y) * w + x] = (uint16_t)std::min(4095, std::max(0, v));
+            }
+}
+
+/* moving(x, y, z) = fixed(x - dx, y - dy, z) + noise in [-8, 8], clamped. */
+static void shifted_copy(const uint16_t *f, uint16_t *m, size_t w, size_t h, size_t depth, int dx,
+                         int dy, uint64_t seed)
+{
+    uint64_t s = seed;
+    for (size_t z = 0; z < depth; z++)
+        for (size_t y = 0; y < h; y++)
+            for (size_t x = 0; x < w; x++) {
+                long sx = std::min<long>((long)w - 1, std::max<long>(0, (long)x - dx));
+                long sy = std::min<long>((long)h - 1, std::max<long>(0, (long)y - dy));
+                int v = f[(z * h + sy) * w + sx] + (int)(rng_next(&s) % 17) - 8;
+                m[(z * h + y) * w + x] = (uint16_t)std::min(4095, std::max(0, v));
+            }
+}
+
+struct prepared {
+    std::vector<uint16_t> bins;
+    uint64_t valid;
+    double sum;
+};
+
+static prepared prepare(const uint16_t *fixed, size_t n, uint32_t bins)
+{
+    prepared p;
+    int32_t lo, hi;
+    dh_jhist_minmax(fixed, 0, n, nullptr, &lo, &hi);
+    dh_jaxis ax;
+    dh_jaxis_init(&ax, bins, lo, hi);
+    p.bins.resize(n);
+    uint64_t marg[DH_JHIST_MAX_BINS];
+    p.valid = dh_jhist_bin_fixed(fixed, 0, n, nullptr, &ax, p.bins.data(), marg);
+    p.sum = dh_mi_sum_terms_u64(marg, bins, p.valid, dh_mi_log((double)p.valid));
+    return p;
+}
+
+static dh_jhist_gpu *make_gpu(const prepared &p, size_t n, uint32_t bins, uint32_t batch,
+                              const dh_jhist_gpu_tuning *t)
+{
+    dh_jhist_gpu *g = nullptr;
+    char msg[512];
+    if (dh_jhist_gpu_create(p.bins.data(), n, bins, bins, batch, p.valid, p.sum, t, &g, msg,
+                            sizeof msg)) {
+        fprintf(stderr, "create: %s\n", msg);
+        exit(2);
+    }
+    return g;
+}
+
+static void evaluate(dh_jhist_gpu *g, const uint16_t *d_mov, size_t stride, uint32_t count,
+                     int has_range, dh_mi_values *d_out, cudaStream_t s)
+{
+    char msg[512];
+    if (dh_jhist_gpu_evaluate(g, d_mov, 0, stride, count, nullptr, 0, has_range, 0, 4095, 0,
+                              d_out, s, msg, sizeof msg)) {
+        fprintf(stderr, "evaluate: %s\n", msg);
+        exit(2);
+    }
+}
+
+/* GPU record and counts of image `item` against the CPU twin. */
+static bool check(dh_jhist_gpu *g, const prepared &p, const uint16_t *mov, size_t n, uint32_t bins,
+                  int has_range, const dh_mi_values *d_out, uint32_t item)
+{
+    CK(cudaDeviceSynchronize());
+    int32_t lo = 0, hi = 4095;
+    if (!has_range)
+        dh_jhist_minmax(mov, 0, n, nullptr, &lo, &hi);
+    dh_jaxis ax;
+    dh_jaxis_init(&ax, bins, lo, hi);
+    std::vector<uint32_t> cpu((size_t)bins * bins), gpu((size_t)bins * bins);
+    dh_jhist_cpu(p.bins.data(), bins, mov, 0, n, nullptr, &ax, cpu.data());
+    dh_mi_values want, got;
+    dh_mi_scores_from_joint(cpu.data(), bins, bins, p.valid, &p.sum, 0, &want);
+    want.moving_lo = lo;
+    want.moving_hi = hi;
+    want.reserved = 0;
+    char msg[512];
+    CK(cudaMemcpy(&got, d_out + item, sizeof got, cudaMemcpyDeviceToHost));
+    if (dh_jhist_gpu_read_joint(g, item, gpu.data(), msg, sizeof msg)) {
+        fprintf(stderr, "read_joint: %s\n", msg);
+        exit(2);
+    }
+    bool ok = cpu == gpu && memcmp(&want, &got, sizeof got) == 0;
+    if (!ok) {
+        fprintf(stderr, "MISMATCH n=%zu bins=%u item %u: counts %s, mi %.17g vs %.17g\n", n, bins,
+                item, cpu == gpu ? "equal" : "differ", want.mi, got.mi);
+        g_failed = 1;
+    }
+    return ok;
+}
+
+static double median(std::vector<float> v)
+{
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+/* Median device time (us) of `reps` single evaluations, each between two events. */
+static double time_single(dh_jhist_gpu *g, const uint16_t *d_mov, size_t stride, uint32_t count,
+                          int has_range, dh_mi_values *d_out, cudaStream_t s, int reps)
+{
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    for (int i = 0; i < 10; i++)
+        evaluate(g, d_mov, stride, count, has_range, d_out, s);
+    std::vector<float> t;
+    for (int i = 0; i < reps; i++) {
+        CK(cudaEventRecord(a, s));
+        evaluate(g, d_mov, stride, count, has_range, d_out, s);
+        CK(cudaEventRecord(b, s));
+        CK(cudaEventSynchronize(b));
+        float ms;
+        CK(cudaEventElapsedTime(&ms, a, b));
+        t.push_back(ms * 1000.0f);
+    }
+    CK(cudaEventDestroy(a));
+    CK(cudaEventDestroy(b));
+    return median(t);
+}
+
+/* Graph replay: one evaluation per graph (median us per replay), and `chain` evaluations in one
+ * graph (us per evaluation, launch cost amortized). */
+static void time_graph(dh_jhist_gpu *g, const uint16_t *d_mov, int has_range, dh_mi_values *d_out,
+                       cudaStream_t s, int reps, double *one, double *chained)
+{
+    const int chain = 100;
+    cudaGraph_t gr1, grn;
+    cudaGraphExec_t ex1, exn;
+    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    evaluate(g, d_mov, 0, 1, has_range, d_out, s);
+    CK(cudaStreamEndCapture(s, &gr1));
+    CK(cudaGraphInstantiate(&ex1, gr1, 0));
+    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    for (int i = 0; i < chain; i++)
+        evaluate(g, d_mov, 0, 1, has_range, d_out, s);
+    CK(cudaStreamEndCapture(s, &grn));
+    CK(cudaGraphInstantiate(&exn, grn, 0));
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    std::vector<float> t1, tn;
+    for (int i = 0; i < reps + 5; i++) {
+        CK(cudaEventRecord(a, s));
+        CK(cudaGraphLaunch(ex1, s));
+        CK(cudaEventRecord(b, s));
+        CK(cudaEventSynchronize(b));
+        float ms;
+        CK(cudaEventElapsedTime(&ms, a, b));
+        if (i >= 5)
+            t1.push_back(ms * 1000.0f);
+    }
+    for (int i = 0; i < 12; i++) {
+        CK(cudaEventRecord(a, s));
+        CK(cudaGraphLaunch(exn, s));
+        CK(cudaEventRecord(b, s));
+        CK(cudaEventSynchronize(b));
+        float ms;
+        CK(cudaEventElapsedTime(&ms, a, b));
+        if (i >= 2)
+            tn.push_back(ms * 1000.0f / chain);
+    }
+    *one = median(t1);
+    *chained = median(tn);
+    CK(cudaGraphExecDestroy(ex1));
+    CK(cudaGraphExecDestroy(exn));
+    CK(cudaGraphDestroy(gr1));
+    CK(cudaGraphDestroy(grn));
+    CK(cudaEventDestroy(a));
+    CK(cudaEventDestroy(b));
+}
+
+__global__ void read_only(const uint4 *x, const uint4 *y, size_t units, unsigned *sink)
+{
+    unsigned acc = 0;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < units;
+         i += (size_t)gridDim.x * blockDim.x) {
+        uint4 a = __ldg(x + i), b = __ldg(y + i);
+        acc ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w;
+    }
+    if (acc == 0x12345678u) /* practically never: keeps the loads */
+        sink[0] = acc;
+}
+
+int main(int argc, char **argv)
+{
+    const bool quick = argc > 1 && !strcmp(argv[1], "--quick");
+    const int reps = quick ? 50 : 300;
+    cudaDeviceProp prop;
+    int dev = 0;
+    CK(cudaGetDevice(&dev));
+    CK(cudaGetDeviceProperties(&prop, dev));
+    printf("# bench_mi on %s (%d SMs, sm_%d%d), CT-like 12-bit pair (fixed, shifted+noised "
+           "copy)\n",
+           prop.name, prop.multiProcessorCount, prop.major, prop.minor);
+    cudaStream_t s;
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    dh_mi_values *d_out;
+    CK(cudaMalloc(&d_out, 1024 * sizeof(dh_mi_values)));
+
+    /* 1. latency of one evaluation */
+    printf("\n## One evaluation (device us, median of %d; range given = one launch; found = "
+           "the image's min..max, still one launch)\n",
+           reps);
+    printf("| size | bins | C x G | check | single, range given | single, range found | graph "
+           "replay | graph, 100 chained (per eval) |\n|---|---|---|---|---|---|---|---|\n");
+    const uint32_t bins_list[] = {32, 64, 256};
+    for (size_t side : {256, 512}) {
+        size_t n = side * side;
+        std::vector<uint16_t> fixed(n), mov(n);
+        fill_ct(fixed.data(), side, side, 1, 1);
+        shifted_copy(fixed.data(), mov.data(), side, side, 1, 3, 2, 2);
+        uint16_t *d_mov;
+        CK(cudaMalloc(&d_mov, n * 2));
+        CK(cudaMemcpy(d_mov, mov.data(), n * 2, cudaMemcpyHostToDevice));
+        for (uint32_t bins : bins_list) {
+            prepared p = prepare(fixed.data(), n, bins);
+            dh_jhist_gpu *g = make_gpu(p, n, bins, 1, nullptr);
+            dh_jhist_gpu_tuning t;
+            dh_jhist_gpu_get_tuning(g, &t);
+            evaluate(g, d_mov, 0, 1, 1, d_out, s);
+            bool ok = check(g, p, mov.data(), n, bins, 1, d_out, 0);
+            evaluate(g, d_mov, 0, 1, 0, d_out, s);
+            ok = check(g, p, mov.data(), n, bins, 0, d_out, 0) && ok;
+            double given = time_single(g, d_mov, 0, 1, 1, d_out, s, reps);
+            double found = time_single(g, d_mov, 0, 1, 0, d_out, s, reps);
+            double one, chained;
+            time_graph(g, d_mov, 1, d_out, s, reps, &one, &chained);
+            printf("| %zux%zu | %u | %u x %u | %s | %.2f | %.2f | %.2f | %.2f |\n", side, side, bins,
+                   t.cluster, t.clusters_per_image, ok ? "ok" : "MISMATCH", given, found, one,
+                   chained);
+            fflush(stdout);
+            dh_jhist_gpu_free(g);
+        }
+        CK(cudaFree(d_mov));
+    }
+
+    /* 2. batched throughput, 256x256 */
+    printf("\n## Batched 256x256 pairs (range given; evaluations per second, median of 20 "
+           "launches)\n");
+    printf("| bins | batch | C x G | check | us per launch | evaluations/s |\n"
+           "|---|---|---|---|---|---|\n");
+    {
+        const size_t side = 256, n = side * side;
+        const uint32_t max_batch = 1024;
+        std::vector<uint16_t> fixed(n), movs((size_t)max_batch * n);
+        fill_ct(fixed.data(), side, side, 1, 1);
+        for (uint32_t k = 0; k < max_batch; k++) /* each pose a different shift and noise */
+            shifted_copy(fixed.data(), movs.data() + (size_t)k * n, side, side, 1,
+                         (int)(k % 9) - 4, (int)(k / 9 % 7) - 3, 100 + k);
+        uint16_t *d_movs;
+        CK(cudaMalloc(&d_movs, movs.size() * 2));
+        CK(cudaMemcpy(d_movs, movs.data(), movs.size() * 2, cudaMemcpyHostToDevice));
+        for (uint32_t bins : {64u, 256u}) {
+            prepared p = prepare(fixed.data(), n, bins);
+            for (uint32_t cl : {0u, 4u, 8u, 16u}) {
+                dh_jhist_gpu_tuning want = {cl, 0};
+                dh_jhist_gpu *g = make_gpu(p, n, bins, max_batch, &want);
+                dh_jhist_gpu_tuning t;
+                dh_jhist_gpu_get_tuning(g, &t);
+                for (uint32_t batch : {64u, 256u, 1024u}) {
+                    evaluate(g, d_movs, n, batch, 1, d_out, s);
+                    bool ok = check(g, p, movs.data(), n, bins, 1, d_out, 0) &&
+                              check(g, p, movs.data() + (size_t)(batch - 1) * n, n, bins, 1,
+                                    d_out, batch - 1);
+                    double us = time_single(g, d_movs, n, batch, 1, d_out, s, 20);
+                    printf("| %u | %u | %u x %u%s | %s | %.1f | %.3g |\n", bins, batch, t.cluster,
+                           t.clusters_per_image, cl ? "" : " (auto)", ok ? "ok" : "MISMATCH", us,
+                           batch / (us * 1e-6));
+                    fflush(stdout);
+                }
+                dh_jhist_gpu_free(g);
+            }
+        }
+        CK(cudaFree(d_movs));
+    }
+
+    /* 3. layouts for one 512x512 evaluation */
+    printf("\n## Layout sweep, one 512x512 evaluation, range given (device us, median)\n");
+    printf("| bins | C | G | check | us |\n|---|---|---|---|---|\n");
+    {
+        const size_t side = 512, n = side * side;
+        std::vector<uint16_t> fixed(n), mov(n);
+        fill_ct(fixed.data(), side, side, 1, 1);
+        shifted_copy(fixed.data(), mov.data(), side, side, 1, 3, 2, 2);
+        uint16_t *d_mov;
+        CK(cudaMalloc(&d_mov, n * 2));
+        CK(cudaMemcpy(d_mov, mov.data(), n * 2, cudaMemcpyHostToDevice));
+        for (uint32_t bins : {64u, 256u}) {
+            prepared p = prepare(fixed.data(), n, bins);
+            for (uint32_t cl : {4u, 8u, 16u})
+                for (uint32_t gc : {1u, 2u, 4u, 8u}) {
+                    dh_jhist_gpu_tuning want = {cl, gc};
+                    dh_jhist_gpu *g = make_gpu(p, n, bins, 1, &want);
+                    dh_jhist_gpu_tuning t;
+                    dh_jhist_gpu_get_tuning(g, &t);
+                    evaluate(g, d_mov, 0, 1, 1, d_out, s);
+                    bool ok = check(g, p, mov.data(), n, bins, 1, d_out, 0);
+                    evaluate(g, d_mov, 0, 1, 0, d_out, s); /* G > 1: the range kernel too */
+                    ok = check(g, p, mov.data(), n, bins, 0, d_out, 0) && ok;
+                    printf("| %u | %u | %u | %s | %.2f |\n", bins, t.cluster,
+                           t.clusters_per_image, ok ? "ok" : "MISMATCH",
+                           time_single(g, d_mov, 0, 1, 1, d_out, s, reps / 2));
+                    fflush(stdout);
+                    dh_jhist_gpu_free(g);
+                }
+        }
+        CK(cudaFree(d_mov));
+    }
+
+    /* 4. the 512^3 volume pair at 64 bins against reading both volumes */
+    if (!quick) {
+        const size_t side = 512, n = side * side * side;
+        std::vector<uint16_t> fixed(n), mov(n);
+        fill_ct(fixed.data(), side, side, side, 1);
+        shifted_copy(fixed.data(), mov.data(), side, side, side, 2, 1, 2);
+        prepared p = prepare(fixed.data(), n, 64);
+        uint16_t *d_mov, *d_fixed_copy;
+        unsigned *d_sink;
+        CK(cudaMalloc(&d_mov, n * 2));
+        CK(cudaMalloc(&d_fixed_copy, n * 2));
+        CK(cudaMalloc(&d_sink, 4));
+        CK(cudaMemcpy(d_mov, mov.data(), n * 2, cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(d_fixed_copy, p.bins.data(), n * 2, cudaMemcpyHostToDevice));
+        printf("\n## 512^3 volume pair, 64 bins (two 256 MiB volumes; median of 20)\n");
+        printf("| what | C x G | check | us | GB/s (both volumes) | vs read-only |\n"
+               "|---|---|---|---|---|---|\n");
+        cudaEvent_t a, b;
+        CK(cudaEventCreate(&a));
+        CK(cudaEventCreate(&b));
+        std::vector<float> tr;
+        for (int i = 0; i < 23; i++) {
+            CK(cudaEventRecord(a, s));
+            read_only<<<prop.multiProcessorCount * 4, 512, 0, s>>>(
+                (const uint4 *)d_fixed_copy, (const uint4 *)d_mov, n / 8, d_sink);
+            CK(cudaGetLastError());
+            CK(cudaEventRecord(b, s));
+            CK(cudaEventSynchronize(b));
+            float ms;
+            CK(cudaEventElapsedTime(&ms, a, b));
+            if (i >= 3)
+                tr.push_back(ms * 1000.0f);
+        }
+        double ro = median(tr);
+        const double gb = 4.0 * n / 1e9;
+        printf("| read-only kernel, 16-byte loads | - | - | %.1f | %.0f | 1.00 |\n", ro, gb / (ro * 1e-6));
+        for (uint32_t cl : {0u, 8u, 16u}) {
+            dh_jhist_gpu_tuning want = {cl, 0};
+            dh_jhist_gpu *g = make_gpu(p, n, 64, 1, &want);
+            dh_jhist_gpu_tuning t;
+            dh_jhist_gpu_get_tuning(g, &t);
+            evaluate(g, d_mov, 0, 1, 1, d_out, s);
+            bool ok = check(g, p, mov.data(), n, 64, 1, d_out, 0);
+            double us = time_single(g, d_mov, 0, 1, 1, d_out, s, 20);
+            printf("| MI, range given%s | %u x %u | %s | %.1f | %.0f | %.3f |\n",
+                   cl ? "" : " (auto)", t.cluster, t.clusters_per_image, ok ? "ok" : "MISMATCH",
+                   us, gb / (us * 1e-6), us / ro);
+            if (!cl) {
+                double found = time_single(g, d_mov, 0, 1, 0, d_out, s, 20);
+                printf("| MI, range found (+ range kernel) | %u x %u | - | %.1f | %.0f | %.3f |\n",
+                       t.cluster, t.clusters_per_image, found, gb / (found * 1e-6), found / ro);
+            }
+            fflush(stdout);
+            dh_jhist_gpu_free(g);
+        }
+        CK(cudaEventDestroy(a));
+        CK(cudaEventDestroy(b));
+        CK(cudaFree(d_mov));
+        CK(cudaFree(d_fixed_copy));
+        CK(cudaFree(d_sink));
+    }
+    CK(cudaFree(d_out));
+    CK(cudaStreamDestroy(s));
+    printf("\n%s\n", g_failed ? "RESULT: MISMATCH against the CPU twin" : "RESULT: all checks ok");
+    return g_failed;
+}

@@ -1,0 +1,443 @@
+/*
+ * hist_cuda.cu: the CUDA launchers of the 1D histogram (kernels/hist_cuda.h): the launch shape
+ * chosen from the bin count and the device, the device-pointer entry, and the host path that
+ * streams a host volume through pinned staging buffers in chunks. The kernel is in
+ * hist_cuda_kernel.cuh, the counting pieces in hist_cuda_count.cuh, the CPU twin in hist_cpu.c.
+ *
+ * Nothing here keeps global mutable state: device limits are read per call (cheap attribute
+ * queries the runtime caches), and reusable resources live in a dh_cuda_state owned by a context.
+ * Every CUDA call is checked; the message carries CUDA's own text and nothing is printed.
+ */
+#include "hist_cuda.h"
+#include "hist_cuda_kernel.cuh"
+
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+using namespace dh_cuda;
+
+namespace {
+
+/* Defaults of the launch shape (bench/NOTES.md has the measurements behind them). */
+const uint32_t DEFAULT_SMEM_TARGET = 24000;
+const uint32_t DEFAULT_MAX_COPIES = 32;
+const uint64_t DEFAULT_MIN_SAMPLES_PER_BLOCK = 4096;
+/* Host path: samples per staging chunk (64 MiB of 16-bit samples), two chunks in flight. */
+const size_t HOST_CHUNK_SAMPLES = (size_t)32 << 20;
+
+int fail(char *msg, size_t msg_len, const char *what, cudaError_t err)
+{
+    /* A failed call also sets CUDA's last error; clear it (when not sticky) so that the caller's
+     * own later check does not see ours a second time. */
+    (void)cudaGetLastError();
+    if (msg && msg_len)
+        snprintf(msg, msg_len, "CUDA histogram: %s failed: %s (%s)", what, cudaGetErrorString(err),
+                 cudaGetErrorName(err));
+    return -1;
+}
+
+int fail_text(char *msg, size_t msg_len, const char *text)
+{
+    if (msg && msg_len)
+        snprintf(msg, msg_len, "CUDA histogram: %s", text);
+    return -1;
+}
+
+#define DH_CK(call, what)                                                                          \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess)                                                                     \
+            return fail(msg, msg_len, what, e_);                                                   \
+    } while (0)
+
+typedef void (*kernel_fn)(const hist_args);
+
+/* [kind][signed][packed]: a constant table, not state. */
+const kernel_fn KERNELS[3][2][2] = {
+    {{hist_kernel<MAP_SHIFT, 0, 0>, hist_kernel<MAP_SHIFT, 0, 1>},
+     {hist_kernel<MAP_SHIFT, 1, 0>, hist_kernel<MAP_SHIFT, 1, 1>}},
+    {{hist_kernel<MAP_DIV, 0, 0>, hist_kernel<MAP_DIV, 0, 1>},
+     {hist_kernel<MAP_DIV, 1, 0>, hist_kernel<MAP_DIV, 1, 1>}},
+    {{hist_kernel<MAP_LUT, 0, 0>, hist_kernel<MAP_LUT, 0, 1>},
+     {hist_kernel<MAP_LUT, 1, 0>, hist_kernel<MAP_LUT, 1, 1>}},
+};
+
+int check_map(const dh_bin_map *map, int is_signed, char *msg, size_t msg_len)
+{
+    if (!map || map->bins == 0 || map->bins > DH_HIST_MAX_BINS)
+        return fail_text(msg, msg_len, "bins must be 1..65536");
+    if (map->lut) {
+        if (map->lut_len != 65536 || map->lut_base != (is_signed ? -32768 : 0))
+            return fail_text(msg, msg_len, "a table map must cover the whole 16-bit sample type");
+    } else if (map->lo >= map->hi) {
+        return fail_text(msg, msg_len, "the range must have lo < hi");
+    }
+    return 0;
+}
+
+/* Counts n samples at d_data (index `first` of the volume) into d_out, adding to it. A table
+ * map's lut must already be on the device. */
+int launch(const void *d_data, int is_signed, uint64_t n, uint64_t first, uint64_t seg_len,
+           const dh_bin_map *map, unsigned long long *d_out, unsigned long long *d_total,
+           cudaStream_t stream,
+           const dh_cuda_tuning *tuning, char *msg, size_t msg_len)
+{
+    if (n == 0)
+        return 0;
+    if ((uintptr_t)d_data & 1)
+        return fail_text(msg, msg_len, "16-bit samples must be 2-byte aligned");
+
+    int dev = 0, sms = 0, optin = 0;
+    DH_CK(cudaGetDevice(&dev), "cudaGetDevice");
+    DH_CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev),
+          "cudaDeviceGetAttribute(multiprocessors)");
+    DH_CK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev),
+          "cudaDeviceGetAttribute(shared memory per block)");
+
+    const uint32_t smem_target =
+        tuning && tuning->smem_target ? tuning->smem_target : DEFAULT_SMEM_TARGET;
+    const uint32_t max_copies =
+        tuning && tuning->max_copies ? tuning->max_copies : DEFAULT_MAX_COPIES;
+    const uint64_t min_per_block = tuning && tuning->min_samples_per_block
+                                       ? tuning->min_samples_per_block
+                                       : DEFAULT_MIN_SAMPLES_PER_BLOCK;
+
+    hist_args a;
+    memset(&a, 0, sizeof a);
+    a.data = (const uint16_t *)d_data;
+    a.n = n;
+    a.first = first;
+    a.seg_len = seg_len;
+    a.out = d_out;
+    a.total = d_total;
+    a.bins = map->bins;
+    a.slots = map->bins + 2;
+    a.lo = map->lo;
+    a.hi = map->hi;
+    a.shift = map->shift;
+    a.width = (uint64_t)((int64_t)map->hi - map->lo);
+    a.inv_width = a.width ? 1.0 / (double)a.width : 0.0;
+    a.lut = map->lut;
+    a.lut_base = map->lut_base;
+    a.head = (uint32_t)(((16 - ((uintptr_t)d_data & 15)) & 15) / 2);
+
+    /* Wide 32-bit counters whenever one copy fits; as many copies as the target allows. */
+    const uint32_t stride = a.slots | 1u;
+    int packed = tuning && tuning->force_packed;
+    size_t smem;
+    if (!packed && (size_t)stride * 4 <= (size_t)optin) {
+        uint32_t copies = 1;
+        while (copies * 2 <= max_copies && (size_t)copies * 2 * stride * 4 <= smem_target)
+            copies *= 2;
+        a.copies = copies;
+        a.stride = stride;
+        smem = (size_t)copies * stride * 4;
+    } else {
+        packed = 1;
+        a.words = (a.slots + 1) / 2;
+        smem = (size_t)a.words * 4;
+        if (smem > (size_t)optin)
+            return fail_text(msg, msg_len, "the device's shared memory is too small for the bins");
+    }
+
+    /* The shift kernel computes s - lo in int32: fine for any |lo| <= 2^30 (s is 16-bit);
+     * beyond that the division kernel, exact for any range, takes the map. */
+    const int shift_ok = map->shift >= 0 && map->lo >= -(1 << 30) && map->lo <= (1 << 30);
+    const int kind = map->lut ? MAP_LUT : shift_ok ? MAP_SHIFT : MAP_DIV;
+    const kernel_fn kernel = KERNELS[kind][is_signed ? 1 : 0][packed];
+    if (smem > 48 * 1024)
+        DH_CK(cudaFuncSetAttribute((const void *)kernel,
+                                   cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
+              "cudaFuncSetAttribute(shared memory)");
+    int per_sm = 0;
+    const int threads = packed ? shape<1>::threads : shape<0>::threads;
+    DH_CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem),
+          "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+    if (per_sm < 1)
+        return fail_text(msg, msg_len, "the kernel does not fit on this device");
+    uint64_t blocks = (uint64_t)sms * per_sm;
+    const uint64_t by_size = (n + min_per_block - 1) / min_per_block;
+    if (blocks > by_size)
+        blocks = by_size;
+    a.blocks = (uint32_t)(blocks ? blocks : 1);
+
+    kernel<<<a.blocks, threads, smem, stream>>>(a);
+    DH_CK(cudaGetLastError(), "histogram kernel launch");
+    return 0;
+}
+
+} // namespace
+
+struct dh_cuda_state {
+    int ready;
+    int device;
+    cudaStream_t stream[2];
+    cudaEvent_t done[2];
+    cudaEvent_t zeroed;
+    void *pinned[2];
+    void *dbuf[2];
+    size_t chunk_samples; /* capacity of each staging and device buffer */
+    unsigned long long *d_out;
+    size_t out_bytes;
+    uint32_t *d_lut;
+};
+
+extern "C" {
+
+/* Cheap to call again and again: cudaGetDeviceCount initializes the runtime once (state CUDA
+ * itself keeps, per process) and then only reads it; this file keeps nothing. */
+int dh_cuda_usable(void)
+{
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) {
+        (void)cudaGetLastError(); /* leave no error behind for the caller's next CUDA call */
+        return 0;
+    }
+    return count > 0;
+}
+
+int dh_hist_cuda_device_tuned(const void *d_data, int is_signed, size_t slice_len, size_t slices,
+                              int per_slice, const dh_bin_map *map, uint64_t *d_out, void *stream,
+                              const dh_cuda_tuning *tuning, int zero_output, char *msg,
+                              size_t msg_len)
+{
+    if (check_map(map, is_signed, msg, msg_len))
+        return -1;
+    if (!d_out)
+        return fail_text(msg, msg_len, "no output buffer");
+    const size_t n = slice_len * slices;
+    if (slices && n / slices != slice_len)
+        return fail_text(msg, msg_len, "sample count overflows size_t");
+    if (n && !d_data)
+        return fail_text(msg, msg_len, "no input buffer");
+    cudaStream_t st = (cudaStream_t)stream;
+    const size_t hists = per_slice ? slices : 1;
+    if (zero_output)
+        DH_CK(cudaMemsetAsync(d_out, 0, hists * (map->bins + 2) * sizeof(uint64_t), st),
+              "cudaMemsetAsync(counts)");
+    return launch(d_data, is_signed, n, 0, per_slice ? slice_len : n, map,
+                  (unsigned long long *)d_out, NULL, st, tuning, msg, msg_len);
+}
+
+int dh_hist_cuda_device_with_total(const void *d_data, int is_signed, size_t slice_len,
+                                   size_t slices, const dh_bin_map *map, uint64_t *d_total,
+                                   uint64_t *d_slices, void *stream, char *msg, size_t msg_len)
+{
+    if (check_map(map, is_signed, msg, msg_len))
+        return -1;
+    if (!d_total || !d_slices)
+        return fail_text(msg, msg_len, "no output buffer");
+    const size_t n = slice_len * slices;
+    if (slices && n / slices != slice_len)
+        return fail_text(msg, msg_len, "sample count overflows size_t");
+    if (n && !d_data)
+        return fail_text(msg, msg_len, "no input buffer");
+    cudaStream_t st = (cudaStream_t)stream;
+    const size_t slots = (size_t)map->bins + 2;
+    DH_CK(cudaMemsetAsync(d_total, 0, slots * sizeof(uint64_t), st), "cudaMemsetAsync(counts)");
+    DH_CK(cudaMemsetAsync(d_slices, 0, slices * slots * sizeof(uint64_t), st),
+          "cudaMemsetAsync(counts)");
+    return launch(d_data, is_signed, n, 0, slice_len, map, (unsigned long long *)d_slices,
+                  (unsigned long long *)d_total, st, NULL, msg, msg_len);
+}
+
+int dh_hist_cuda_device(const void *d_data, int is_signed, size_t slice_len, size_t slices,
+                        int per_slice, const dh_bin_map *map, uint64_t *d_out, void *stream,
+                        char *msg, size_t msg_len)
+{
+    return dh_hist_cuda_device_tuned(d_data, is_signed, slice_len, slices, per_slice, map, d_out,
+                                     stream, NULL, 1, msg, msg_len);
+}
+
+dh_cuda_state *dh_cuda_state_create(void)
+{
+    return (dh_cuda_state *)calloc(1, sizeof(dh_cuda_state));
+}
+
+/* Frees every resource (errors ignored: nothing useful can be done with them here). */
+static void state_release(dh_cuda_state *s)
+{
+    if (!s->ready)
+        return;
+    int current = 0;
+    const bool switched = cudaGetDevice(&current) == cudaSuccess && current != s->device;
+    if (switched)
+        cudaSetDevice(s->device);
+    for (int i = 0; i < 2; i++) {
+        if (s->stream[i])
+            cudaStreamSynchronize(s->stream[i]);
+        if (s->pinned[i])
+            cudaFreeHost(s->pinned[i]);
+        if (s->dbuf[i])
+            cudaFree(s->dbuf[i]);
+        if (s->done[i])
+            cudaEventDestroy(s->done[i]);
+        if (s->stream[i])
+            cudaStreamDestroy(s->stream[i]);
+    }
+    if (s->zeroed)
+        cudaEventDestroy(s->zeroed);
+    if (s->d_out)
+        cudaFree(s->d_out);
+    if (s->d_lut)
+        cudaFree(s->d_lut);
+    (void)cudaGetLastError();
+    if (switched)
+        cudaSetDevice(current);
+    memset(s, 0, sizeof *s);
+}
+
+void dh_cuda_state_free(dh_cuda_state *state)
+{
+    if (!state)
+        return;
+    state_release(state);
+    free(state);
+}
+
+/* Streams and events on the current device, made once per state. */
+static int state_ready(dh_cuda_state *s, char *msg, size_t msg_len)
+{
+    int dev = 0;
+    DH_CK(cudaGetDevice(&dev), "cudaGetDevice");
+    if (s->ready && s->device == dev)
+        return 0;
+    state_release(s);
+    s->ready = 1;
+    s->device = dev;
+    for (int i = 0; i < 2; i++) {
+        DH_CK(cudaStreamCreateWithFlags(&s->stream[i], cudaStreamNonBlocking), "cudaStreamCreate");
+        DH_CK(cudaEventCreateWithFlags(&s->done[i], cudaEventDisableTiming), "cudaEventCreate");
+    }
+    DH_CK(cudaEventCreateWithFlags(&s->zeroed, cudaEventDisableTiming), "cudaEventCreate");
+    return 0;
+}
+
+/* The host path proper; on failure the caller drains the streams before anything is reused. */
+static int host_run(dh_cuda_state *s, const void *data, int is_signed, size_t slice_len,
+                    size_t slices, int per_slice, const dh_bin_map *map, uint64_t *out, char *msg,
+                    size_t msg_len)
+{
+    const size_t n = slice_len * slices;
+    const size_t slots = (size_t)map->bins + 2;
+    const size_t out_bytes = (per_slice ? slices : 1) * slots * sizeof(uint64_t);
+
+    size_t free_bytes = 0, total_bytes = 0;
+    DH_CK(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+
+    if (s->out_bytes < out_bytes) {
+        if (s->d_out)
+            DH_CK(cudaFree(s->d_out), "cudaFree");
+        s->d_out = NULL;
+        s->out_bytes = 0;
+        DH_CK(cudaMalloc((void **)&s->d_out, out_bytes), "cudaMalloc(counts)");
+        s->out_bytes = out_bytes;
+        DH_CK(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+    }
+
+    dh_bin_map dmap = *map;
+    if (map->lut) {
+        if (!s->d_lut)
+            DH_CK(cudaMalloc((void **)&s->d_lut, 65536 * sizeof(uint32_t)), "cudaMalloc(table)");
+        DH_CK(cudaMemcpyAsync(s->d_lut, map->lut, 65536 * sizeof(uint32_t),
+                              cudaMemcpyHostToDevice, s->stream[0]),
+              "cudaMemcpyAsync(table)");
+        dmap.lut = s->d_lut;
+    }
+    DH_CK(cudaMemsetAsync(s->d_out, 0, out_bytes, s->stream[0]), "cudaMemsetAsync(counts)");
+    DH_CK(cudaEventRecord(s->zeroed, s->stream[0]), "cudaEventRecord");
+    DH_CK(cudaStreamWaitEvent(s->stream[1], s->zeroed, 0), "cudaStreamWaitEvent");
+
+    /* Chunk: at most HOST_CHUNK_SAMPLES, and the two device buffers within a quarter of what
+     * is free, so a volume larger than the GPU's memory streams through instead of failing. */
+    size_t chunk = n < HOST_CHUNK_SAMPLES ? n : HOST_CHUNK_SAMPLES;
+    const size_t fit = free_bytes / 8 / sizeof(uint16_t);
+    if (chunk > fit)
+        chunk = fit;
+    chunk = (chunk + 7) / 8 * 8;
+    if (n && chunk < (n < 4096 ? n : 4096))
+        return fail_text(msg, msg_len, "too little free GPU memory for staging buffers");
+    if (n && s->chunk_samples < chunk) {
+        for (int i = 0; i < 2; i++) {
+            /* Both streams are idle here (the last call synchronized), so freeing is safe. */
+            if (s->pinned[i])
+                DH_CK(cudaFreeHost(s->pinned[i]), "cudaFreeHost");
+            if (s->dbuf[i])
+                DH_CK(cudaFree(s->dbuf[i]), "cudaFree");
+            s->pinned[i] = s->dbuf[i] = NULL;
+        }
+        s->chunk_samples = 0;
+        for (int i = 0; i < 2; i++) {
+            DH_CK(cudaMallocHost(&s->pinned[i], chunk * sizeof(uint16_t)),
+                  "cudaMallocHost(staging)");
+            DH_CK(cudaMalloc(&s->dbuf[i], chunk * sizeof(uint16_t)), "cudaMalloc(samples)");
+        }
+        s->chunk_samples = chunk;
+    }
+
+    /* Chunk k goes through buffer k % 2 on stream k % 2: the CPU fills one staging buffer while
+     * the other is copied and counted. */
+    const uint64_t seg_len = per_slice ? slice_len : n;
+    size_t k = 0;
+    for (size_t off = 0; off < n; off += chunk, k++) {
+        const int b = (int)(k & 1);
+        const size_t len = n - off < chunk ? n - off : chunk;
+        if (k >= 2)
+            DH_CK(cudaEventSynchronize(s->done[b]), "cudaEventSynchronize");
+        memcpy(s->pinned[b], (const uint16_t *)data + off, len * sizeof(uint16_t));
+        DH_CK(cudaMemcpyAsync(s->dbuf[b], s->pinned[b], len * sizeof(uint16_t),
+                              cudaMemcpyHostToDevice, s->stream[b]),
+              "cudaMemcpyAsync(samples)");
+        if (launch(s->dbuf[b], is_signed, len, off, seg_len, &dmap, s->d_out, NULL, s->stream[b],
+                   NULL, msg, msg_len))
+            return -1;
+        DH_CK(cudaEventRecord(s->done[b], s->stream[b]), "cudaEventRecord");
+    }
+    if (k >= 2)
+        DH_CK(cudaStreamWaitEvent(s->stream[0], s->done[1], 0), "cudaStreamWaitEvent");
+    DH_CK(cudaMemcpyAsync(out, s->d_out, out_bytes, cudaMemcpyDeviceToHost, s->stream[0]),
+          "cudaMemcpyAsync(counts)");
+    DH_CK(cudaStreamSynchronize(s->stream[0]), "histogram on the GPU");
+    return 0;
+}
+
+int dh_hist_cuda_host_state(dh_cuda_state *state, const void *data, int is_signed,
+                            size_t slice_len, size_t slices, int per_slice, const dh_bin_map *map,
+                            uint64_t *out, char *msg, size_t msg_len)
+{
+    if (!state || !out)
+        return fail_text(msg, msg_len, "no state or output buffer");
+    if (check_map(map, is_signed, msg, msg_len))
+        return -1;
+    const size_t n = slice_len * slices;
+    if (slices && n / slices != slice_len)
+        return fail_text(msg, msg_len, "sample count overflows size_t");
+    if (n && !data)
+        return fail_text(msg, msg_len, "no input buffer");
+    if (state_ready(state, msg, msg_len))
+        return -1;
+    if (host_run(state, data, is_signed, slice_len, slices, per_slice, map, out, msg, msg_len)) {
+        /* Leave nothing in flight that still reads our buffers; the message already says why. */
+        cudaStreamSynchronize(state->stream[0]);
+        cudaStreamSynchronize(state->stream[1]);
+        return -1;
+    }
+    return 0;
+}
+
+int dh_hist_cuda_host(const void *data, int is_signed, size_t slice_len, size_t slices,
+                      int per_slice, const dh_bin_map *map, uint64_t *out, char *msg,
+                      size_t msg_len)
+{
+    dh_cuda_state *state = dh_cuda_state_create();
+    if (!state)
+        return fail_text(msg, msg_len, "out of memory");
+    const int rc = dh_hist_cuda_host_state(state, data, is_signed, slice_len, slices, per_slice,
+                                           map, out, msg, msg_len);
+    dh_cuda_state_free(state);
+    return rc;
+}
+
+} // extern "C"

@@ -1,0 +1,132 @@
+/*
+ * hist_cuda_count.cuh: the device-side pieces of the 1D histogram kernel (hist_cuda.cu): how a
+ * stored value becomes a slot (the same integers as dh_bin_map_slot in hist.h), and the two kinds
+ * of privatized shared-memory histogram a block counts into.
+ *
+ *  - Wide counters: `copies` interleaved copies of 32-bit counters, the copy chosen by lane, so
+ *    lanes that hit the same bin hit different addresses. Each copy is `stride` words apart, an
+ *    odd number, so the copies of one bin also sit in different banks. Used whenever one copy
+ *    fits the block's shared memory (up to about 58000 slots on Hopper).
+ *  - Packed counters: two 16-bit counters per 32-bit word (slot w in the low half of word w,
+ *    slot w + words in the high half), so 65536 bins + 2 need 128 KB. A low half that wraps
+ *    carries 1 into the high half, and a word that wraps loses 2^32; both events are seen from
+ *    the value the atomic returns and undone in the 64-bit global counts at once, so no count is
+ *    ever lost (see packed_add).
+ */
+#ifndef DH_KERNELS_HIST_CUDA_COUNT_CUH
+#define DH_KERNELS_HIST_CUDA_COUNT_CUH
+
+#include <stdint.h>
+
+namespace dh_cuda {
+
+enum map_kind { MAP_SHIFT = 0, MAP_DIV = 1, MAP_LUT = 2 };
+
+/* Everything a launch needs, passed by value. */
+struct hist_args {
+    const uint16_t *data;    /* this launch's samples (device; at least 2-byte aligned) */
+    uint64_t n;              /* samples in this launch */
+    uint64_t first;          /* index of data[0] in the whole volume (chunked host path) */
+    uint64_t seg_len;        /* samples per histogram: slice_len, or the whole volume */
+    unsigned long long *out; /* histogram s is out[s * slots .. + slots) */
+    unsigned long long *total; /* NULL, or one more histogram that every piece also adds to */
+    uint32_t slots;          /* bins + 2 */
+    uint32_t bins;
+    int32_t lo, hi, shift;
+    uint64_t width;          /* hi - lo */
+    double inv_width;        /* 1 / width, then corrected exactly (MAP_DIV) */
+    const uint32_t *lut;     /* MAP_LUT: slot by (s - lut_base), on the device */
+    int32_t lut_base;
+    uint32_t copies, stride; /* wide counters */
+    uint32_t words;          /* packed counters: ceil(slots / 2) */
+    uint32_t head;           /* samples before the first 16-byte boundary of data (0..7) */
+    uint32_t blocks;
+};
+
+/* Pieces never exceed this, so a 32-bit shared counter cannot wrap before its flush. */
+#define DH_CUDA_PIECE_MAX ((uint64_t)1 << 30)
+
+/* Inside a block, slots are kept in an internal order that makes the common map cheap:
+ * internal 0 is underflow, 1..bins the bins, bins + 1 overflow. Then the shift map is
+ * clamp((s - lo) >> shift, -1, bins) + 1 with an arithmetic shift: four instructions, no branch
+ * (valid while s - lo cannot overflow int32; the host picks MAP_DIV otherwise). */
+__device__ __forceinline__ uint32_t external_slot(uint32_t i, uint32_t bins)
+{
+    return i == 0 ? bins : i <= bins ? i - 1 : bins + 1;
+}
+
+template <int KIND>
+__device__ __forceinline__ uint32_t internal_slot(const hist_args &a, int32_t s)
+{
+    if (KIND == MAP_SHIFT) {
+        const int32_t t = (s - a.lo) >> a.shift;
+        return (uint32_t)(min(max(t, -1), (int32_t)a.bins) + 1);
+    }
+    uint32_t slot;
+    if (KIND == MAP_LUT) {
+        slot = __ldg(a.lut + (s - a.lut_base));
+    } else {
+        /* floor(d * bins / width) with d = s - lo in 32 unsigned bits (exact even for
+         * lo = INT32_MIN): d * bins < 2^48 is exact in a double, and the quotient from the
+         * precomputed reciprocal is off by at most one, which the remainder test corrects. */
+        const uint32_t d = (uint32_t)s - (uint32_t)a.lo;
+        const uint64_t num = (uint64_t)d * a.bins;
+        uint64_t q = (uint64_t)((double)num * a.inv_width);
+        const int64_t rem = (int64_t)(num - q * a.width);
+        q = rem < 0 ? q - 1 : (uint64_t)rem >= a.width ? q + 1 : q;
+        slot = (uint32_t)q;
+        slot = s >= a.hi ? a.bins + 1 : slot;
+        slot = s < a.lo ? a.bins : slot;
+    }
+    return slot == a.bins ? 0 : slot < a.bins ? slot + 1 : a.bins + 1;
+}
+
+template <int SIGNED>
+__device__ __forceinline__ int32_t lo16(uint32_t w)
+{
+    return SIGNED ? (int32_t)(int16_t)(w & 0xffffu) : (int32_t)(w & 0xffffu);
+}
+template <int SIGNED>
+__device__ __forceinline__ int32_t hi16(uint32_t w)
+{
+    return SIGNED ? ((int32_t)w >> 16) : (int32_t)(w >> 16);
+}
+
+/* Adds v (< 65536) to packed internal slot `slot` and repairs the 64-bit counts of the histogram `out`
+ * when a half or the word wraps. With L and H the true counts of the low and high slot,
+ * the word holds (L + 65536 H) mod 2^32, so L = low + 65536 * (low wraps) and
+ * H = high - (low wraps) + 65536 * (word wraps): each event's share goes to `out` here, the
+ * halves themselves at the flush. */
+__device__ __forceinline__ void packed_fix(unsigned long long *out, uint32_t w, uint32_t words,
+                                           uint32_t bins, bool low_wrap, bool word_wrap)
+{
+    unsigned long long *low = out + external_slot(w, bins);
+    unsigned long long *high = out + external_slot(w + words, bins);
+    if (low_wrap) {
+        atomicAdd(low, 65536ull);
+        atomicAdd(high, ~0ull); /* the carry it put in the high half: -1 */
+    }
+    if (word_wrap)
+        atomicAdd(high, 65536ull);
+}
+
+__device__ __forceinline__ void packed_add(uint32_t *smem, uint32_t words, uint32_t bins,
+                                           uint32_t slot, uint32_t v, unsigned long long *out,
+                                           unsigned long long *total)
+{
+    const bool high = slot >= words;
+    const uint32_t w = high ? slot - words : slot;
+    const uint32_t inc = high ? v << 16 : v;
+    const uint32_t old = atomicAdd(smem + w, inc);
+    const bool word_wrap = (uint64_t)old + inc > 0xffffffffull;
+    const bool low_wrap = !high && (old & 0xffffu) + v > 0xffffu;
+    if (__builtin_expect(word_wrap || low_wrap, 0)) {
+        packed_fix(out, w, words, bins, low_wrap, word_wrap);
+        if (total)
+            packed_fix(total, w, words, bins, low_wrap, word_wrap);
+    }
+}
+
+} // namespace dh_cuda
+
+#endif /* DH_KERNELS_HIST_CUDA_COUNT_CUH */

@@ -1,0 +1,272 @@
+/*
+ * hist_cuda_kernel.cuh: the 1D histogram kernel itself (launched by hist_cuda.cu).
+ *
+ * One kernel serves the whole volume and per-slice batches: the launch's samples are cut into
+ * one contiguous range per block (on the 16-byte grid), and a block walks its range in pieces
+ * that never cross a histogram boundary (a slice in per-slice mode, the whole volume otherwise)
+ * nor exceed 2^30 samples. Each piece is counted into the block's shared histogram, which is then
+ * flushed: non-zero slots are added to the 64-bit global counts (and, when asked, to a second
+ * whole-volume histogram, so per-slice and volume counts come from one pass) and zeroed again. A block thus
+ * flushes about once per slice it touches, so 512 slices cost about what one volume costs.
+ *
+ * Samples are read 8 at a time with 16-byte loads, the next group in flight while the current
+ * one is counted. Degenerate data stays fast: when a whole warp's 256 samples fall in one slot
+ * (a constant image, air) one lane adds 256 with one atomic; otherwise lanes add into different
+ * copies of the histogram, so equal values in a warp do not queue on one address.
+ */
+#ifndef DH_KERNELS_HIST_CUDA_KERNEL_CUH
+#define DH_KERNELS_HIST_CUDA_KERNEL_CUH
+
+#include "hist_cuda_count.cuh"
+
+namespace dh_cuda {
+
+#define DH_CUDA_UNROLL 4
+
+template <int PACKED>
+struct counter {
+    uint32_t *smem;
+    uint32_t copy_base; /* wide: this lane's copy offset */
+    uint32_t words, bins;
+    unsigned long long *out; /* the current piece's histogram */
+    unsigned long long *total;
+
+    __device__ __forceinline__ void add(uint32_t slot, uint32_t v) const
+    {
+        if (PACKED)
+            packed_add(smem, words, bins, slot, v, out, total);
+        else
+            atomicAdd(smem + copy_base + slot, v);
+    }
+};
+
+/* 8 internal slots of one 16-byte vector. */
+template <int KIND, int SIGNED>
+__device__ __forceinline__ void slots8(const hist_args &a, uint4 x, uint32_t s[8])
+{
+    s[0] = internal_slot<KIND>(a, lo16<SIGNED>(x.x));
+    s[1] = internal_slot<KIND>(a, hi16<SIGNED>(x.x));
+    s[2] = internal_slot<KIND>(a, lo16<SIGNED>(x.y));
+    s[3] = internal_slot<KIND>(a, hi16<SIGNED>(x.y));
+    s[4] = internal_slot<KIND>(a, lo16<SIGNED>(x.z));
+    s[5] = internal_slot<KIND>(a, hi16<SIGNED>(x.z));
+    s[6] = internal_slot<KIND>(a, lo16<SIGNED>(x.w));
+    s[7] = internal_slot<KIND>(a, hi16<SIGNED>(x.w));
+}
+
+/* Counts one vector per lane; called by all 32 lanes of the warp together (ok false for lanes
+ * past the end). Every add is unconditional (a branch per sample costs more than the add), and
+ * equal slots of different lanes land in different copies; only a warp whose 256 samples share
+ * one slot takes the other way: one add of 256. */
+template <int KIND, int SIGNED, int PACKED>
+__device__ __forceinline__ void count_vector(const hist_args &a, const counter<PACKED> &c, uint4 x,
+                                             bool ok, uint32_t lane)
+{
+    uint32_t s[8];
+    slots8<KIND, SIGNED>(a, x, s);
+    bool same = true;
+#pragma unroll
+    for (int k = 1; k < 8; k++)
+        same &= s[k] == s[0];
+    const unsigned live = __ballot_sync(0xffffffffu, ok);
+    const uint32_t leader = __ffs(live) - 1;
+    const uint32_t lead = __shfl_sync(0xffffffffu, s[0], leader);
+    if (__all_sync(0xffffffffu, !ok || (same && s[0] == lead))) {
+        if (lane == leader)
+            c.add(lead, 8u * __popc(live));
+        return;
+    }
+    if (!ok)
+        return;
+    if (!PACKED) {
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            atomicAdd(c.smem + c.copy_base + s[k], 1u);
+        return;
+    }
+    /* Packed: issue all eight adds, then look at what they returned; a wrap is rare. */
+    uint32_t old[8];
+    bool wrap = false;
+#pragma unroll
+    for (int k = 0; k < 8; k++) {
+        const bool high = s[k] >= c.words;
+        old[k] = atomicAdd(c.smem + (high ? s[k] - c.words : s[k]), high ? 0x10000u : 1u);
+        wrap |= high ? old[k] >= 0xffff0000u : (old[k] & 0xffffu) == 0xffffu;
+    }
+    if (__builtin_expect(wrap, 0)) {
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            const bool high = s[k] >= c.words;
+            const uint32_t w = high ? s[k] - c.words : s[k];
+            const bool word_wrap = high ? old[k] >= 0xffff0000u : old[k] == 0xffffffffu;
+            const bool low_wrap = !high && (old[k] & 0xffffu) == 0xffffu;
+            if (word_wrap || low_wrap) {
+                packed_fix(c.out, w, c.words, c.bins, low_wrap, word_wrap);
+                if (c.total)
+                    packed_fix(c.total, w, c.words, c.bins, low_wrap, word_wrap);
+            }
+        }
+    }
+}
+
+template <int KIND, int SIGNED, int PACKED>
+__device__ __forceinline__ void count_scalar(const hist_args &a, const counter<PACKED> &c,
+                                             uint64_t i)
+{
+    const int32_t s = SIGNED ? (int32_t)(int16_t)a.data[i] : (int32_t)a.data[i];
+    c.add(internal_slot<KIND>(a, s), 1);
+}
+
+/* Adds the shared histogram to the global counts (internal order back to the output's) and
+ * zeroes it. */
+template <int PACKED>
+__device__ void flush(const hist_args &a, uint32_t *smem, unsigned long long *out)
+{
+    __syncthreads();
+    if (PACKED) {
+        for (uint32_t w = threadIdx.x; w < a.words; w += blockDim.x) {
+            const uint32_t v = smem[w];
+            if (v) {
+                smem[w] = 0;
+                const uint32_t lo = v & 0xffffu, hi = v >> 16;
+                const uint32_t el = external_slot(w, a.bins), eh = external_slot(w + a.words, a.bins);
+                if (lo)
+                    atomicAdd(out + el, (unsigned long long)lo);
+                if (hi)
+                    atomicAdd(out + eh, (unsigned long long)hi);
+                if (a.total && lo)
+                    atomicAdd(a.total + el, (unsigned long long)lo);
+                if (a.total && hi)
+                    atomicAdd(a.total + eh, (unsigned long long)hi);
+            }
+        }
+    } else {
+        for (uint32_t i = threadIdx.x; i < a.slots; i += blockDim.x) {
+            uint32_t sum = 0;
+            for (uint32_t k = 0; k < a.copies; k++) {
+                sum += smem[k * a.stride + i];
+                smem[k * a.stride + i] = 0;
+            }
+            if (sum) {
+                const uint32_t e = external_slot(i, a.bins);
+                atomicAdd(out + e, (unsigned long long)sum);
+                if (a.total)
+                    atomicAdd(a.total + e, (unsigned long long)sum);
+            }
+        }
+    }
+    __syncthreads();
+}
+
+/* One group of UNROLL vectors per lane starting at the warp's index `base`. */
+__device__ __forceinline__ void load_group(const uint4 *v, uint32_t nv, uint32_t base,
+                                           uint32_t lane, uint4 x[DH_CUDA_UNROLL])
+{
+#pragma unroll
+    for (int u = 0; u < DH_CUDA_UNROLL; u++) {
+        const uint32_t idx = base + u * blockDim.x + lane;
+        x[u] = idx < nv ? __ldcs(v + idx) : make_uint4(0, 0, 0, 0);
+    }
+}
+
+template <int KIND, int SIGNED, int PACKED>
+__device__ __forceinline__ void count_group(const hist_args &a, const counter<PACKED> &c,
+                                            const uint4 x[DH_CUDA_UNROLL], uint32_t nv,
+                                            uint32_t base, uint32_t lane)
+{
+#pragma unroll
+    for (int u = 0; u < DH_CUDA_UNROLL; u++) {
+        const uint32_t first = base + u * blockDim.x;
+        if (first >= nv) /* the whole warp is past the end (uniform) */
+            break;
+        count_vector<KIND, SIGNED, PACKED>(a, c, x[u], first + lane < nv, lane);
+    }
+}
+
+/* Wide counters: 512 threads, two blocks per multiprocessor. Packed counters (128 KB of shared
+ * memory, one block per multiprocessor): 768 threads, the most that keep their registers
+ * (85 each) without spilling, so nearly as many loads stay in flight. */
+template <int PACKED>
+struct shape {
+    static const int threads = PACKED ? 768 : 512;
+    static const int min_blocks = PACKED ? 1 : 2;
+};
+
+template <int KIND, int SIGNED, int PACKED>
+__global__ void __launch_bounds__(shape<PACKED>::threads, shape<PACKED>::min_blocks)
+    hist_kernel(const hist_args a)
+{
+    extern __shared__ uint32_t smem[];
+    const uint32_t total_words = PACKED ? a.words : a.copies * a.stride;
+    for (uint32_t w = threadIdx.x; w < total_words; w += blockDim.x)
+        smem[w] = 0;
+    __syncthreads();
+
+    /* This block's range, cut on the 16-byte grid (index head + 8k) so that pieces of different
+     * blocks never share a vector. */
+    const uint64_t body = a.n > a.head ? (a.n - a.head) / 8 : 0;
+    uint64_t begin = blockIdx.x == 0 ? 0 : a.head + body * blockIdx.x / a.blocks * 8;
+    uint64_t end =
+        blockIdx.x + 1 == a.blocks ? a.n : a.head + body * (blockIdx.x + 1) / a.blocks * 8;
+    if (end > a.n)
+        end = a.n;
+    if (begin > end)
+        begin = end;
+
+    const uint32_t lane = threadIdx.x & 31;
+    const uint32_t warp = threadIdx.x >> 5;
+    counter<PACKED> c;
+    c.smem = smem;
+    c.words = a.words;
+    c.bins = a.bins;
+    c.total = a.total;
+    c.copy_base = PACKED ? 0 : (lane & (a.copies - 1)) * a.stride;
+
+    while (begin < end) {
+        const uint64_t seg = (a.first + begin) / a.seg_len;
+        uint64_t stop = (seg + 1) * a.seg_len - a.first;
+        if (stop > end)
+            stop = end;
+        if (stop - begin > DH_CUDA_PIECE_MAX)
+            stop = begin + DH_CUDA_PIECE_MAX;
+        c.out = a.out + seg * a.slots;
+
+        /* Scalar head up to the 16-byte grid, vector body, scalar tail. */
+        uint64_t vb = begin <= a.head ? a.head : a.head + (begin - a.head + 7) / 8 * 8;
+        if (vb > stop)
+            vb = stop;
+        const uint64_t nv = (stop - vb) / 8;
+        const uint64_t ve = vb + nv * 8;
+        for (uint64_t i = begin + threadIdx.x; i < vb; i += blockDim.x)
+            count_scalar<KIND, SIGNED, PACKED>(a, c, i);
+        for (uint64_t i = ve + threadIdx.x; i < stop; i += blockDim.x)
+            count_scalar<KIND, SIGNED, PACKED>(a, c, i);
+
+        /* Software pipeline: the next group of loads is issued before the current group is
+         * counted, so every lane keeps 16 * UNROLL bytes in flight while it counts; two register
+         * groups take turns (no copies between them). A piece is at most 2^30 samples, so
+         * vector indices fit 32 bits. */
+        const uint4 *v = reinterpret_cast<const uint4 *>(a.data + vb);
+        const uint32_t nv32 = (uint32_t)nv;
+        const uint32_t step = blockDim.x * DH_CUDA_UNROLL;
+        uint32_t base = warp * 32;
+        uint4 x[DH_CUDA_UNROLL], y[DH_CUDA_UNROLL];
+        load_group(v, nv32, base, lane, x);
+        while (base < nv32) {
+            load_group(v, nv32, base + step, lane, y);
+            count_group<KIND, SIGNED, PACKED>(a, c, x, nv32, base, lane);
+            base += step;
+            if (base >= nv32)
+                break;
+            load_group(v, nv32, base + step, lane, x);
+            count_group<KIND, SIGNED, PACKED>(a, c, y, nv32, base, lane);
+            base += step;
+        }
+        flush<PACKED>(a, smem, c.out);
+        begin = stop;
+    }
+}
+
+} // namespace dh_cuda
+
+#endif /* DH_KERNELS_HIST_CUDA_KERNEL_CUH */
