@@ -1,19 +1,35 @@
 /*
  * jhist_cuda.cu: joint histograms and mutual-information scores on the GPU (jhist_cuda.cuh), the
- * twin of jhist_cpu.c + mi_scores.c. One evaluation of K moving images is, on one stream:
- *   1. (only without an explicit moving range) one block per image finds its min..max over the
- *      valid pixels;
- *   2. a memset of the K joint histograms (a graph node like any other);
- *   3. the counting kernel: a grid of (blocks per image) x K; each block counts chunks of at most
- *      CHUNK pixels into 16-bit counters packed two per word in shared memory (256 x 256 bins fit
- *      in 128 KB), then adds the non-zero ones to the global uint32 histogram. A chunk is smaller
- *      than 65536, so no 16-bit counter can wrap however large the background bin is;
- *   4. the score kernel: one 256-thread block per image: integer row and column sums, then the
- *      entropy terms summed in mi_scores.h's lane-and-tree order with its logarithm, so the
- *      record equals dh_mi_scores_from_joint's bit for bit.
- * Counts are integers added by atomics, so any scheduling gives the same histogram. Nothing here
- * allocates or synchronizes during an evaluation (the host path excepted).
+ * twin of jhist_cpu.c + mi_scores.c. One evaluation of K moving images is ONE launch: no zeroing
+ * pass, no global atomics on counts, no host synchronization, nothing allocated.
+ *
+ * Each image is scored by one thread-block cluster (Hopper; C = 4, 8 or 16 blocks):
+ *   1. every block zeroes a private joint histogram in shared memory: 32-bit counters up to
+ *      16384 cells, above that 16-bit counters packed two per word (256 x 256 = 128 KB);
+ *   2. (no explicit moving range) the cluster finds the image's min..max over its valid pixels,
+ *      exchanged through distributed shared memory (DSMEM);
+ *   3. each block counts its share of pixels (16-byte loads of 8 samples, scalar tail; runs of
+ *      one cell inside the 8 are merged into one shared atomic, which tames the background bin);
+ *      packed counters are flushed before any can reach 65536;
+ *   4. flush: the non-zero private counters are added into the cluster's 32-bit histogram, which
+ *      is split over the blocks: block r owns the cells whose index mod 256 lies in its lane
+ *      range [r 256/C, (r + 1) 256/C) (remote shared atomics, integers: order-free);
+ *   5. scores: each block turns its owned counts into entropy terms in parallel, then its lanes
+ *      add their terms in mi_scores.h's order (lane t: entries t, t + 256, ... ascending, from
+ *      0.0): because a lane's entries all live in one block, the sums are the CPU's bits. Block 0
+ *      gathers the 256 lane sums and the row and column sums through DSMEM, runs the three
+ *      trees, calls dh_mi_finish and writes the record; every block writes its owned cells of
+ *      the joint histogram (always, so it can be read back).
+ * Large images (volumes) use G clusters per image: each writes its cluster histogram into a
+ * preallocated partial slot, and the last cluster to finish (a threadfence and a per-image counter
+ * that it resets) adds the G partials, integers again, and scores as above. Without an explicit
+ * range such an image needs its min..max before counting: a small range kernel writes per-block
+ * partial min/max first.
+ *
+ * All float work is __dadd_rn/__dmul_rn/__ddiv_rn through mi_scores.h (never contracted into
+ * FMAs) with the project's own logarithm, so records are bit-identical to the CPU's.
  */
+#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
 #include <climits>
@@ -26,12 +42,18 @@
 #include "jhist_cuda.cuh"
 #include "mi_scores.h"
 
+namespace cg = cooperative_groups;
+
 namespace {
 
-constexpr int COUNT_THREADS = 512;
-constexpr uint32_t CHUNK = 32768; /* pixels per block between flushes: < 65536 per counter */
-constexpr int SCORE_THREADS = DH_MI_LANES;
+constexpr int THREADS = 1024;
+/* Packed 16-bit counters: at most this many tiles (THREADS x 8 pixels) between flushes, so a
+ * counter holds at most 7 x 8192 = 57344 < 65536. */
+constexpr uint32_t PACKED_ROUND_TILES = 65535u / (THREADS * 8u);
+constexpr uint32_t PACKED_ABOVE_CELLS = 16384; /* 32-bit counters up to 64 KB */
+constexpr uint32_t NO_CELL = 0xFFFFFFFFu;
 constexpr int RANGE_THREADS = 512;
+constexpr uint32_t RANGE_BLOCKS = 128; /* per image, for multi-cluster images */
 
 int fail(char *msg, size_t len, const char *what, cudaError_t err)
 {
@@ -40,205 +62,492 @@ int fail(char *msg, size_t len, const char *what, cudaError_t err)
     return -1;
 }
 
-struct range_args {
-    const uint16_t *moving;
-    size_t stride;
-    const uint8_t *valid;
-    size_t valid_stride;
-    size_t n;
-    int is_signed;
-    int2 *ranges;
-};
-
-/* Min..max of image blockIdx.x over its valid pixels ({0, 0} when none is valid: then nothing
- * counts anyway). */
-__global__ void range_kernel(range_args a)
-{
-    __shared__ int smin[RANGE_THREADS], smax[RANGE_THREADS];
-    const uint16_t *img = a.moving + blockIdx.x * a.stride;
-    const uint8_t *val = a.valid ? a.valid + blockIdx.x * a.valid_stride : nullptr;
-    int mn = INT_MAX, mx = INT_MIN;
-    for (size_t i = threadIdx.x; i < a.n; i += blockDim.x) {
-        if (val && !val[i])
-            continue;
-        int v = a.is_signed ? (int)(int16_t)img[i] : (int)img[i];
-        mn = min(mn, v);
-        mx = max(mx, v);
-    }
-    smin[threadIdx.x] = mn;
-    smax[threadIdx.x] = mx;
-    __syncthreads();
-    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-        if ((int)threadIdx.x < s) {
-            smin[threadIdx.x] = min(smin[threadIdx.x], smin[threadIdx.x + s]);
-            smax[threadIdx.x] = max(smax[threadIdx.x], smax[threadIdx.x + s]);
-        }
-        __syncthreads();
-    }
-    if (threadIdx.x == 0)
-        a.ranges[blockIdx.x] = smin[0] > smax[0] ? make_int2(0, 0) : make_int2(smin[0], smax[0]);
-}
-
-struct count_args {
+struct eval_args {
     const uint16_t *fixed_bins;
-    const uint16_t *moving;
+    const uint16_t *moving; /* image k at moving + k * stride */
     size_t stride;
-    const uint8_t *valid;
+    const uint8_t *valid; /* or NULL */
     size_t valid_stride;
     size_t n;
     int is_signed;
-    uint32_t bins_fixed, bins_moving;
+    int vec; /* fixed, moving (and valid) allow 16-byte (8-byte) loads for every image */
+    uint32_t bins_fixed, bins_moving, cells;
+    uint32_t lb_shift;     /* lanes per block = 1 << lb_shift = 256 / C */
+    uint32_t region_bytes; /* private histogram / terms region; red follows */
     int has_range;
-    int32_t lo, hi;      /* when has_range */
-    const int2 *ranges;  /* otherwise, per image */
-    uint32_t *joint;     /* K histograms of bins_fixed * bins_moving, zeroed */
-};
-
-__global__ void __launch_bounds__(COUNT_THREADS) count_kernel(count_args a)
-{
-    extern __shared__ uint32_t packed[]; /* cell c: half (c & 1) of word c >> 1 */
-    const uint32_t k = blockIdx.y;
-    const uint32_t cells = a.bins_fixed * a.bins_moving, words = (cells + 1) / 2;
-    const uint16_t *img = a.moving + k * a.stride;
-    const uint8_t *val = a.valid ? a.valid + k * a.valid_stride : nullptr;
-    uint32_t *out = a.joint + (size_t)k * cells;
-    int32_t lo = a.lo, hi = a.hi;
-    if (!a.has_range) {
-        int2 r = a.ranges[k];
-        lo = r.x;
-        hi = r.y;
-    }
-    const uint32_t bm = a.bins_moving, width = (uint32_t)(hi - lo + 1);
-    const uint32_t magic = width == 1 ? 0u : (uint32_t)((1ull << 32) / width);
-
-    for (size_t start = (size_t)blockIdx.x * CHUNK; start < a.n;
-         start += (size_t)gridDim.x * CHUNK) {
-        for (uint32_t w = threadIdx.x; w < words; w += blockDim.x)
-            packed[w] = 0;
-        __syncthreads();
-        size_t end = start + CHUNK < a.n ? start + CHUNK : a.n;
-        for (size_t i = start + threadIdx.x; i < end; i += blockDim.x) {
-            uint32_t f = a.fixed_bins[i];
-            if (f == DH_JHIST_SKIP || (val && !val[i]))
-                continue;
-            int32_t v = a.is_signed ? (int32_t)(int16_t)img[i] : (int32_t)img[i];
-            uint32_t m = dh_jaxis_bin_fast(bm, lo, width, magic, v);
-            if (m == DH_JHIST_SKIP)
-                continue;
-            uint32_t c = f * bm + m;
-            atomicAdd(&packed[c >> 1], 1u << ((c & 1u) * 16u));
-        }
-        __syncthreads();
-        for (uint32_t w = threadIdx.x; w < words; w += blockDim.x) {
-            uint32_t x = packed[w];
-            if (x & 0xFFFFu)
-                atomicAdd(&out[2 * w], x & 0xFFFFu);
-            if (x >> 16)
-                atomicAdd(&out[2 * w + 1], x >> 16);
-        }
-        __syncthreads();
-    }
-}
-
-struct score_args {
-    const uint32_t *joint;
-    uint32_t bins_fixed, bins_moving;
+    int32_t lo, hi;
+    const int2 *range_parts; /* multi-cluster without a range: RANGE_BLOCKS per image */
     uint64_t fixed_valid;
     double fixed_sum;
     int log2;
-    int has_range;
-    int32_t lo, hi;
-    const int2 *ranges;
-    dh_mi_values *out;
+    uint32_t clusters; /* G per image */
+    uint32_t *partials; /* K x G x cells when G > 1 */
+    unsigned *counters; /* K, zero between evaluations */
+    uint32_t *joint;    /* K x cells, written */
+    dh_mi_values *out;  /* K records */
 };
 
-/* The tree half of mi_scores.h's order over lane[0..255]. */
-__device__ double lane_tree(double *lane)
+__device__ __forceinline__ int32_t sample(uint32_t raw, int is_signed)
 {
-    __syncthreads();
-    for (int s = DH_MI_LANES / 2; s >= 1; s >>= 1) {
-        if ((int)threadIdx.x < s)
-            lane[threadIdx.x] = __dadd_rn(lane[threadIdx.x], lane[threadIdx.x + s]);
-        __syncthreads();
+    return is_signed ? (int32_t)(int16_t)(uint16_t)raw : (int32_t)raw;
+}
+
+/* The cell of one pixel, or NO_CELL when it does not count. */
+__device__ __forceinline__ uint32_t cell_of(uint32_t f, uint32_t ok, int32_t v, uint32_t bm,
+                                            int32_t lo, uint32_t width, uint32_t magic)
+{
+    if (f == DH_JHIST_SKIP || !ok)
+        return NO_CELL;
+    uint32_t m = dh_jaxis_bin_fast(bm, lo, width, magic, v);
+    return m == DH_JHIST_SKIP ? NO_CELL : f * bm + m;
+}
+
+template <bool PACKED> __device__ __forceinline__ void add_private(uint32_t *hist, uint32_t c,
+                                                                   uint32_t r)
+{
+    if (PACKED)
+        atomicAdd(&hist[c >> 1], r << ((c & 1u) * 16u));
+    else
+        atomicAdd(&hist[c], r);
+}
+
+/* Adds count x of cell c into the owner block's share of the cluster histogram. */
+__device__ __forceinline__ void add_owned(cg::cluster_group &cluster, uint32_t *red, uint32_t c,
+                                          uint32_t x, uint32_t lb_shift)
+{
+    const uint32_t lane = c & 255u, owner = lane >> lb_shift;
+    const uint32_t local = ((c >> 8) << lb_shift) | (lane & ((1u << lb_shift) - 1u));
+    uint32_t *dst = cluster.map_shared_rank(red, owner);
+    atomicAdd(dst + local, x);
+}
+
+/* Moves every non-zero private counter into the cluster histogram (and zeroes it when asked). */
+template <bool PACKED>
+__device__ void flush(cg::cluster_group &cluster, uint32_t *hist, uint32_t *red, uint32_t cells,
+                      uint32_t lb_shift, bool clear)
+{
+    const uint32_t words = PACKED ? (cells + 1) / 2 : cells;
+    for (uint32_t w = threadIdx.x; w < words; w += blockDim.x) {
+        uint32_t x = hist[w];
+        if (!x)
+            continue;
+        if (clear)
+            hist[w] = 0;
+        if (PACKED) {
+            if (x & 0xFFFFu)
+                add_owned(cluster, red, 2 * w, x & 0xFFFFu, lb_shift);
+            if (x >> 16)
+                add_owned(cluster, red, 2 * w + 1, x >> 16, lb_shift);
+        } else {
+            add_owned(cluster, red, w, x, lb_shift);
+        }
     }
-    double r = lane[0];
+}
+
+__device__ __forceinline__ int2 minmax_merge(int2 a, int2 b)
+{
+    return make_int2(min(a.x, b.x), max(a.y, b.y));
+}
+
+/* Min..max over pixels [part * stride_units ...) of one image as this block's share: units of 8
+ * when vec, plus the scalar tail; {INT_MAX, INT_MIN} when it saw no valid pixel. */
+__device__ int2 share_minmax(const uint16_t *img, const uint8_t *val, size_t n, int is_signed,
+                             int vec, size_t part, size_t parts)
+{
+    int2 r = make_int2(INT_MAX, INT_MIN);
+    const size_t nv = vec ? n >> 3 : 0;
+    for (size_t u = part * blockDim.x + threadIdx.x; u < nv; u += parts * blockDim.x) {
+        uint4 q = __ldg((const uint4 *)img + u);
+        uint64_t ok = val ? *((const unsigned long long *)val + u) : ~0ull;
+        uint32_t w[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            if (!((ok >> (8 * j)) & 0xFFu))
+                continue;
+            int32_t v = sample((w[j >> 1] >> ((j & 1) * 16)) & 0xFFFFu, is_signed);
+            r.x = min(r.x, v);
+            r.y = max(r.y, v);
+        }
+    }
+    for (size_t i = nv * 8 + part * blockDim.x + threadIdx.x; i < n; i += parts * blockDim.x) {
+        if (val && !val[i])
+            continue;
+        int32_t v = sample(img[i], is_signed);
+        r.x = min(r.x, v);
+        r.y = max(r.y, v);
+    }
+    /* block reduction: warps, then warp 0 */
+    __shared__ int2 warp_r[32];
+    for (int o = 16; o > 0; o >>= 1) {
+        r.x = min(r.x, __shfl_xor_sync(0xFFFFFFFFu, r.x, o));
+        r.y = max(r.y, __shfl_xor_sync(0xFFFFFFFFu, r.y, o));
+    }
+    if ((threadIdx.x & 31) == 0)
+        warp_r[threadIdx.x >> 5] = r;
     __syncthreads();
+    r = make_int2(INT_MAX, INT_MIN);
+    for (uint32_t i = 0; i < (blockDim.x + 31) / 32; i++)
+        r = minmax_merge(r, warp_r[i]);
+    __syncthreads(); /* warp_r free for the next call */
     return r;
 }
 
-__global__ void __launch_bounds__(SCORE_THREADS) score_kernel(score_args a)
+/* Multi-cluster images without a range: RANGE_BLOCKS partial min/max per image. */
+__global__ void __launch_bounds__(RANGE_THREADS) range_kernel(eval_args a, int2 *parts)
 {
-    __shared__ double lane[DH_MI_LANES];
-    __shared__ unsigned long long total;
-    const uint32_t k = blockIdx.x, t = threadIdx.x;
-    const uint32_t bf = a.bins_fixed, bm = a.bins_moving;
-    const uint32_t *h = a.joint + (size_t)k * bf * bm;
-    uint64_t row = 0, col = 0;
-    if (t < bf)
-        for (uint32_t m = 0; m < bm; m++)
-            row += h[t * bm + m];
-    if (t < bm)
-        for (uint32_t f = 0; f < bf; f++)
-            col += h[f * bm + t];
-    if (t == 0)
-        total = 0;
-    __syncthreads();
-    if (t < bf)
-        atomicAdd(&total, (unsigned long long)row);
-    __syncthreads();
-    const uint64_t n = total;
-    const double ln_n = n ? dh_mi_log((double)n) : 0.0;
+    const uint32_t k = blockIdx.x / RANGE_BLOCKS, part = blockIdx.x % RANGE_BLOCKS;
+    const uint16_t *img = a.moving + (size_t)k * a.stride;
+    const uint8_t *val = a.valid ? a.valid + (size_t)k * a.valid_stride : nullptr;
+    int2 r = share_minmax(img, val, a.n, a.is_signed, a.vec, part, RANGE_BLOCKS);
+    if (threadIdx.x == 0)
+        parts[blockIdx.x] = r;
+}
 
-    double sf;
-    if (n == a.fixed_valid) {
-        sf = a.fixed_sum;
-    } else {
-        lane[t] = t < bf ? __dadd_rn(0.0, dh_mi_term(row, n, ln_n)) : 0.0;
-        sf = lane_tree(lane);
-    }
-    lane[t] = t < bm ? __dadd_rn(0.0, dh_mi_term(col, n, ln_n)) : 0.0;
-    double sm = lane_tree(lane);
-    double acc = 0.0;
-    for (uint32_t i = t; i < bf * bm; i += DH_MI_LANES)
-        acc = __dadd_rn(acc, dh_mi_term(h[i], n, ln_n));
-    lane[t] = acc;
-    double sj = lane_tree(lane);
-    if (t == 0) {
-        dh_mi_values r;
-        dh_mi_finish(n, sf, sm, sj, a.log2, &r);
-        if (a.has_range) {
-            r.moving_lo = a.lo;
-            r.moving_hi = a.hi;
-        } else {
-            r.moving_lo = a.ranges[k].x;
-            r.moving_hi = a.ranges[k].y;
+/* Counts this block's share of the image into its private histogram. */
+template <bool PACKED>
+__device__ void count_share(cg::cluster_group &cluster, const eval_args &a, const uint16_t *img,
+                            const uint8_t *val, uint32_t *hist, uint32_t *red, size_t part,
+                            size_t parts, int32_t lo, uint32_t width, uint32_t magic)
+{
+    const uint32_t bm = a.bins_moving;
+    const size_t n = a.n, nv = a.vec ? n >> 3 : 0;
+    const size_t tile = blockDim.x;
+    uint32_t tiles = 0;
+    for (size_t base = part * tile; base < nv; base += parts * tile) {
+        const size_t u = base + threadIdx.x;
+        if (u < nv) {
+            uint4 fq = __ldg((const uint4 *)a.fixed_bins + u);
+            uint4 mq = __ldg((const uint4 *)img + u);
+            uint64_t ok = val ? __ldg((const unsigned long long *)val + u) : ~0ull;
+            uint32_t fw[4] = {fq.x, fq.y, fq.z, fq.w}, mw[4] = {mq.x, mq.y, mq.z, mq.w};
+            uint32_t prev = NO_CELL, run = 0;
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                const uint32_t sh = (j & 1) * 16;
+                uint32_t c = cell_of((fw[j >> 1] >> sh) & 0xFFFFu, (uint32_t)(ok >> (8 * j)) & 0xFFu,
+                                     sample((mw[j >> 1] >> sh) & 0xFFFFu, a.is_signed), bm, lo,
+                                     width, magic);
+                if (c == prev) {
+                    run++;
+                } else {
+                    if (prev != NO_CELL)
+                        add_private<PACKED>(hist, prev, run);
+                    prev = c;
+                    run = 1;
+                }
+            }
+            if (prev != NO_CELL)
+                add_private<PACKED>(hist, prev, run);
         }
+        if (PACKED && ++tiles == PACKED_ROUND_TILES) { /* block-uniform: base is */
+            __syncthreads();
+            flush<PACKED>(cluster, hist, red, a.cells, a.lb_shift, true);
+            __syncthreads();
+            tiles = 0;
+        }
+    }
+    /* The scalar part: the < 8-pixel tail, or everything when loads cannot be vectors. A tile
+     * here is THREADS pixels, fewer than a vector tile, so the round bound still holds. */
+    for (size_t base = nv * 8 + part * tile; base < n; base += parts * tile) {
+        const size_t i = base + threadIdx.x;
+        if (i < n) {
+            uint32_t c = cell_of(a.fixed_bins[i], val ? val[i] : 1u, sample(img[i], a.is_signed),
+                                 bm, lo, width, magic);
+            if (c != NO_CELL)
+                add_private<PACKED>(hist, c, 1);
+        }
+        if (PACKED && ++tiles == PACKED_ROUND_TILES) {
+            __syncthreads();
+            flush<PACKED>(cluster, hist, red, a.cells, a.lb_shift, true);
+            __syncthreads();
+            tiles = 0;
+        }
+    }
+}
+
+/* The natural cell index of owned slot l of block `rank`. */
+__device__ __forceinline__ uint32_t owned_cell(uint32_t l, uint32_t rank, uint32_t lb_shift)
+{
+    return ((l >> lb_shift) << 8) | (rank << lb_shift) | (l & ((1u << lb_shift) - 1u));
+}
+
+/* lane[t] += lane[t + s] for s = 128 .. 1: the tree half of mi_scores.h's order (threads 0..255
+ * of the block take part; every thread reaches the barriers). */
+__device__ void tree3(double *x, double *y, double *z)
+{
+    for (int s = DH_MI_LANES / 2; s >= 1; s >>= 1) {
+        __syncthreads();
+        const int t = threadIdx.x;
+        if (t < s) {
+            x[t] = __dadd_rn(x[t], x[t + s]);
+            y[t] = __dadd_rn(y[t], y[t + s]);
+            z[t] = __dadd_rn(z[t], z[t + s]);
+        }
+    }
+    __syncthreads();
+}
+
+template <bool PACKED> __global__ void __launch_bounds__(THREADS, 1) mi_kernel(eval_args a)
+{
+    cg::cluster_group cluster = cg::this_cluster();
+    extern __shared__ __align__(16) unsigned char smem[];
+    __shared__ unsigned long long rowp[DH_MI_LANES], colp[DH_MI_LANES];
+    __shared__ double lane_f[DH_MI_LANES], lane_m[DH_MI_LANES], lane_j[DH_MI_LANES];
+    __shared__ unsigned long long s_n, s_total;
+    __shared__ int2 s_share, s_range;
+    __shared__ int s_last;
+    __shared__ double s_ln_n;
+
+    const uint32_t C = cluster.num_blocks(), rank = cluster.block_rank();
+    const uint32_t P = a.clusters * C;
+    const uint32_t k = blockIdx.x / P, b = blockIdx.x % P, g = b / C;
+    const uint32_t tid = threadIdx.x, T = blockDim.x;
+    const uint32_t cells = a.cells, lb_shift = a.lb_shift, LB = 1u << lb_shift;
+    const uint32_t owned = ((cells + 255) >> 8) << lb_shift;
+    uint32_t *hist = (uint32_t *)smem;
+    double *terms = (double *)smem; /* reuses the private histogram once it is flushed */
+    uint32_t *red = (uint32_t *)(smem + a.region_bytes);
+    const uint16_t *img = a.moving + (size_t)k * a.stride;
+    const uint8_t *val = a.valid ? a.valid + (size_t)k * a.valid_stride : nullptr;
+
+    /* 1. zero the private histogram, this block's share of the cluster histogram, the sums */
+    const uint32_t words = PACKED ? (cells + 1) / 2 : cells;
+    for (uint32_t w = tid; w < words; w += T)
+        hist[w] = 0;
+    for (uint32_t l = tid; l < owned; l += T)
+        red[l] = 0;
+    if (tid < DH_MI_LANES)
+        rowp[tid] = colp[tid] = 0;
+    if (tid == 0)
+        s_n = 0;
+
+    /* 2. the moving range */
+    int32_t lo = a.lo, hi = a.hi;
+    if (!a.has_range && a.clusters == 1) {
+        int2 r = share_minmax(img, val, a.n, a.is_signed, a.vec, b, P);
+        if (tid == 0)
+            s_share = r;
+    }
+    cluster.sync(); /* zeroed shares and the partial ranges are visible cluster-wide */
+    if (!a.has_range) {
+        if (tid < 32) {
+            int2 r = make_int2(INT_MAX, INT_MIN);
+            if (a.clusters == 1) {
+                if (tid < C)
+                    r = *cluster.map_shared_rank(&s_share, tid);
+            } else {
+                for (uint32_t i = tid; i < RANGE_BLOCKS; i += 32)
+                    r = minmax_merge(r, a.range_parts[(size_t)k * RANGE_BLOCKS + i]);
+            }
+            for (int o = 16; o > 0; o >>= 1) {
+                r.x = min(r.x, __shfl_xor_sync(0xFFFFFFFFu, r.x, o));
+                r.y = max(r.y, __shfl_xor_sync(0xFFFFFFFFu, r.y, o));
+            }
+            if (tid == 0) /* no valid pixel: 0:0, as on the CPU (nothing counts anyway) */
+                s_range = r.x > r.y ? make_int2(0, 0) : r;
+        }
+        __syncthreads();
+        lo = s_range.x;
+        hi = s_range.y;
+    }
+    const uint32_t width = (uint32_t)(hi - lo + 1);
+    const uint32_t magic = width == 1 ? 0u : (uint32_t)((1ull << 32) / width);
+
+    /* 3. count, 4. flush into the owners' shares */
+    count_share<PACKED>(cluster, a, img, val, hist, red, b, P, lo, width, magic);
+    __syncthreads();
+    flush<PACKED>(cluster, hist, red, cells, lb_shift, false);
+    cluster.sync(); /* every share complete; private histograms dead */
+
+    /* Multi-cluster images: publish this cluster's counts; the last cluster adds them all. */
+    if (a.clusters > 1) {
+        uint32_t *mine = a.partials + ((size_t)k * a.clusters + g) * cells;
+        for (uint32_t l = tid; l < owned; l += T) {
+            uint32_t c = owned_cell(l, rank, lb_shift);
+            if (c < cells)
+                mine[c] = red[l];
+        }
+        __threadfence();
+        cluster.sync();
+        if (rank == 0 && tid == 0)
+            s_last = atomicAdd(&a.counters[k], 1u) == a.clusters - 1;
+        cluster.sync();
+        const int last = *cluster.map_shared_rank(&s_last, 0);
+        cluster.sync(); /* block 0 stays until everyone has read its flag */
+        if (!last)
+            return;
+        __threadfence();
+        const uint32_t *all = a.partials + (size_t)k * a.clusters * cells;
+        for (uint32_t l = tid; l < owned; l += T) {
+            uint32_t c = owned_cell(l, rank, lb_shift), sum = 0;
+            if (c < cells)
+                for (uint32_t q = 0; q < a.clusters; q++)
+                    sum += __ldcg(all + (size_t)q * cells + c);
+            red[l] = sum;
+        }
+        if (rank == 0 && tid == 0)
+            a.counters[k] = 0; /* ready for the next evaluation, in stream order */
+        __syncthreads();
+    }
+
+    /* 5a. N, row and column sums of the owned cells (integers: any order); the joint histogram */
+    uint32_t *joint = a.joint + (size_t)k * cells;
+    const uint32_t bm = a.bins_moving;
+    unsigned long long mine_n = 0;
+    for (uint32_t l = tid; l < owned; l += T) {
+        uint32_t c = owned_cell(l, rank, lb_shift);
+        if (c >= cells)
+            continue;
+        uint32_t x = red[l];
+        joint[c] = x;
+        if (x) {
+            mine_n += x;
+            atomicAdd(&rowp[c / bm], (unsigned long long)x);
+            atomicAdd(&colp[c % bm], (unsigned long long)x);
+        }
+    }
+    for (int o = 16; o > 0; o >>= 1)
+        mine_n += __shfl_xor_sync(0xFFFFFFFFu, mine_n, o);
+    if ((tid & 31) == 0 && mine_n)
+        atomicAdd(&s_n, mine_n);
+    cluster.sync(); /* every block's s_n, rowp, colp complete */
+    if (tid < 32) {
+        unsigned long long v = tid < C ? *cluster.map_shared_rank(&s_n, tid) : 0ull;
+        for (int o = 16; o > 0; o >>= 1)
+            v += __shfl_xor_sync(0xFFFFFFFFu, v, o);
+        if (tid == 0) { /* apart from s_n, which the other blocks may still be reading */
+            s_total = v;
+            s_ln_n = v ? dh_mi_log((double)v) : 0.0;
+        }
+    }
+    __syncthreads();
+    const uint64_t n = s_total;
+    const double ln_n = s_ln_n;
+
+    /* 5b. the entropy terms of the owned cells, in parallel; then this block's lanes */
+    for (uint32_t l = tid; l < owned; l += T) {
+        uint32_t c = owned_cell(l, rank, lb_shift);
+        terms[l] = c < cells ? dh_mi_term(red[l], n, ln_n) : 0.0;
+    }
+    __syncthreads();
+    if (tid < LB) {
+        const uint32_t t = (rank << lb_shift) + tid;
+        double acc = 0.0;
+        for (uint32_t j = 0, c = t; c < cells; j++, c += 256)
+            acc = __dadd_rn(acc, terms[(j << lb_shift) + tid]);
+        lane_j[t] = acc;
+    }
+    /* block 0: the marginals, gathered over the cluster */
+    if (rank == 0 && tid >= 256 && tid < 512) {
+        const uint32_t t = tid - 256;
+        unsigned long long row = 0, col = 0;
+        for (uint32_t q = 0; q < C; q++) {
+            row += cluster.map_shared_rank(rowp, q)[t];
+            col += cluster.map_shared_rank(colp, q)[t];
+        }
+        lane_f[t] = t < a.bins_fixed ? __dadd_rn(0.0, dh_mi_term(row, n, ln_n)) : 0.0;
+        lane_m[t] = t < bm ? __dadd_rn(0.0, dh_mi_term(col, n, ln_n)) : 0.0;
+    }
+    cluster.sync(); /* every lane sum written */
+    if (rank == 0 && tid < DH_MI_LANES && (tid >> lb_shift) != 0)
+        lane_j[tid] = cluster.map_shared_rank(lane_j, tid >> lb_shift)[tid];
+    cluster.sync(); /* block 0 has read everything remote: the others may leave */
+    if (rank != 0)
+        return;
+    tree3(lane_f, lane_m, lane_j);
+    if (tid == 0) {
+        const double sf = n == a.fixed_valid ? a.fixed_sum : lane_f[0];
+        dh_mi_values r;
+        dh_mi_finish(n, sf, lane_m[0], lane_j[0], a.log2, &r);
+        r.moving_lo = lo;
+        r.moving_hi = hi;
         r.reserved = 0;
         a.out[k] = r;
     }
+}
+
+/* Private region (histogram, later the terms) and owned-share bytes for C blocks per cluster. */
+void smem_layout(uint32_t cells, uint32_t cluster, uint32_t *region, uint32_t *total)
+{
+    const uint32_t lanes = 256 / cluster, owned = (cells + 255) / 256 * lanes;
+    const uint32_t hist = cells > PACKED_ABOVE_CELLS ? (cells + 1) / 2 * 4 : cells * 4;
+    const uint32_t terms = owned * 8;
+    *region = ((hist > terms ? hist : terms) + 15) / 16 * 16;
+    *total = *region + owned * 4;
+}
+
+uint32_t log2u(uint32_t x)
+{
+    uint32_t s = 0;
+    while ((1u << s) < x)
+        s++;
+    return s;
 }
 
 } // namespace
 
 struct dh_jhist_gpu {
     size_t n;
-    uint32_t bins_fixed, bins_moving, max_batch;
+    uint32_t bins_fixed, bins_moving, cells, max_batch;
     uint64_t fixed_valid;
     double fixed_sum;
-    int blocks_per_image; /* of the counting kernel */
-    size_t shared_bytes;
+    uint32_t cluster, clusters; /* C, G */
+    uint32_t region_bytes, smem_bytes;
+    bool packed;
     uint16_t *d_fixed_bins;
     uint32_t *d_joint;
-    int2 *d_ranges;
+    uint32_t *d_partials; /* G > 1 */
+    unsigned *d_counters;
+    int2 *d_range_parts; /* G > 1 */
     /* host path staging, grown on demand */
     void *d_stage;
     size_t stage_bytes;
 };
 
+namespace {
+
+cudaError_t configure(void (*kernel)(eval_args), uint32_t smem)
+{
+    cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           (int)smem);
+    if (err == cudaSuccess)
+        err = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+    return err;
+}
+
+void (*kernel_for(bool packed))(eval_args)
+{
+    return packed ? mi_kernel<true> : mi_kernel<false>;
+}
+
+/* How many clusters of C blocks can be resident at once (0: this size cannot launch). */
+int active_clusters(bool packed, uint32_t cluster, uint32_t smem)
+{
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = cluster;
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    cfg.gridDim = dim3(cluster * 64, 1, 1);
+    cfg.blockDim = dim3(THREADS, 1, 1);
+    cfg.dynamicSmemBytes = smem;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    int num = 0;
+    if (cudaOccupancyMaxActiveClusters(&num, kernel_for(packed), &cfg) != cudaSuccess) {
+        cudaGetLastError(); /* clear it: a refused size is an answer here */
+        return 0;
+    }
+    return num;
+}
+
+} // namespace
+
 extern "C" int dh_jhist_gpu_create(const uint16_t *fixed_bins, size_t n, uint32_t bins_fixed,
                                    uint32_t bins_moving, uint32_t max_batch, uint64_t fixed_valid,
-                                   double fixed_sum, dh_jhist_gpu **out, char *msg,
-                                   size_t msg_len)
+                                   double fixed_sum, const dh_jhist_gpu_tuning *tuning,
+                                   dh_jhist_gpu **out, char *msg, size_t msg_len)
 {
     *out = nullptr;
     dh_jhist_gpu *g = new (std::nothrow) dh_jhist_gpu();
@@ -249,36 +558,75 @@ extern "C" int dh_jhist_gpu_create(const uint16_t *fixed_bins, size_t n, uint32_
     g->n = n;
     g->bins_fixed = bins_fixed;
     g->bins_moving = bins_moving;
+    g->cells = bins_fixed * bins_moving;
     g->max_batch = max_batch;
     g->fixed_valid = fixed_valid;
     g->fixed_sum = fixed_sum;
-    size_t cells = (size_t)bins_fixed * bins_moving;
-    g->shared_bytes = (cells + 1) / 2 * sizeof(uint32_t);
-    cudaError_t err;
-    int dev = 0, sms = 0;
-    if ((err = cudaGetDevice(&dev)) != cudaSuccess ||
-        (err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess ||
-        (err = cudaFuncSetAttribute(count_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    (int)g->shared_bytes)) != cudaSuccess) {
+    g->packed = g->cells > PACKED_ABOVE_CELLS;
+
+    /* Cluster size: small images favour small clusters (more images at once, cheaper barriers),
+     * one large slice a large one; take the largest size at or below the wish that launches. */
+    uint32_t want = tuning && tuning->cluster ? tuning->cluster
+                    : n <= (1u << 17)         ? 4u
+                    : n <= (1u << 20)         ? 16u
+                                              : 8u;
+    if (want != 4 && want != 8 && want != 16) {
+        snprintf(msg, msg_len, "cluster size %u is not 4, 8 or 16", want);
         delete g;
-        return fail(msg, msg_len, "querying the device", err);
+        return -1;
     }
-    /* Enough blocks per image to fill the GPU once for one image, never more than it has
-     * chunks; a batch multiplies the grid by K. */
-    size_t chunks = (n + CHUNK - 1) / CHUNK;
-    int per_sm = g->shared_bytes > 100 * 1024 ? 1 : 2;
-    size_t want = (size_t)sms * per_sm;
-    g->blocks_per_image = (int)(chunks < want ? chunks : want);
+    cudaError_t err = cudaSuccess;
+    int resident = 0;
+    for (uint32_t c = want; c >= 4; c /= 2) {
+        smem_layout(g->cells, c, &g->region_bytes, &g->smem_bytes);
+        if ((err = configure(kernel_for(g->packed), g->smem_bytes)) != cudaSuccess)
+            break;
+        if ((resident = active_clusters(g->packed, c, g->smem_bytes)) > 0) {
+            g->cluster = c;
+            break;
+        }
+    }
+    if (err != cudaSuccess || !g->cluster) {
+        delete g;
+        if (err == cudaSuccess)
+            err = cudaErrorInvalidConfiguration;
+        return fail(msg, msg_len, "no thread-block cluster fits this device (needs sm_90)", err);
+    }
+    /* Clusters per image: one up to about a megapixel; beyond, enough to fill the GPU once. */
+    uint32_t clusters = 1;
+    if (tuning && tuning->clusters_per_image)
+        clusters = tuning->clusters_per_image;
+    else if (n > (1u << 20)) {
+        size_t by_size = (n + (1u << 20) - 1) >> 20;
+        clusters = (uint32_t)(by_size < (size_t)resident ? by_size : (size_t)resident);
+        if (clusters < 1)
+            clusters = 1;
+    }
+    g->clusters = clusters;
+
+    const size_t cells = g->cells;
     if ((err = cudaMalloc(&g->d_fixed_bins, n * sizeof(uint16_t))) != cudaSuccess ||
         (err = cudaMalloc(&g->d_joint, (size_t)max_batch * cells * sizeof(uint32_t))) !=
             cudaSuccess ||
-        (err = cudaMalloc(&g->d_ranges, (size_t)max_batch * sizeof(int2))) != cudaSuccess ||
+        (err = cudaMalloc(&g->d_counters, (size_t)max_batch * sizeof(unsigned))) !=
+            cudaSuccess ||
+        (err = cudaMemset(g->d_counters, 0, (size_t)max_batch * sizeof(unsigned))) !=
+            cudaSuccess ||
         (err = cudaMemcpy(g->d_fixed_bins, fixed_bins, n * sizeof(uint16_t),
                           cudaMemcpyHostToDevice)) != cudaSuccess ||
         (err = cudaMemset(g->d_joint, 0, (size_t)max_batch * cells * sizeof(uint32_t))) !=
             cudaSuccess) {
         dh_jhist_gpu_free(g);
         return fail(msg, msg_len, "allocating the fixed image on the GPU", err);
+    }
+    if (clusters > 1 &&
+        ((err = cudaMalloc(&g->d_partials,
+                           (size_t)max_batch * clusters * cells * sizeof(uint32_t))) !=
+             cudaSuccess ||
+         (err = cudaMalloc(&g->d_range_parts,
+                           (size_t)max_batch * RANGE_BLOCKS * sizeof(int2))) != cudaSuccess)) {
+        dh_jhist_gpu_free(g);
+        return fail(msg, msg_len, "allocating the multi-cluster workspace", err);
     }
     *out = g;
     return 0;
@@ -290,9 +638,17 @@ extern "C" void dh_jhist_gpu_free(dh_jhist_gpu *g)
         return;
     cudaFree(g->d_fixed_bins);
     cudaFree(g->d_joint);
-    cudaFree(g->d_ranges);
+    cudaFree(g->d_partials);
+    cudaFree(g->d_counters);
+    cudaFree(g->d_range_parts);
     cudaFree(g->d_stage);
     delete g;
+}
+
+extern "C" void dh_jhist_gpu_get_tuning(const dh_jhist_gpu *g, dh_jhist_gpu_tuning *t)
+{
+    t->cluster = g->cluster;
+    t->clusters_per_image = g->clusters;
 }
 
 extern "C" int dh_jhist_gpu_evaluate(dh_jhist_gpu *g, const void *d_moving, int is_signed,
@@ -302,30 +658,60 @@ extern "C" int dh_jhist_gpu_evaluate(dh_jhist_gpu *g, const void *d_moving, int 
                                      size_t msg_len)
 {
     cudaStream_t s = (cudaStream_t)stream;
-    const size_t cells = (size_t)g->bins_fixed * g->bins_moving;
+    if (count == 1) { /* one image: strides are never used, so they cannot break alignment */
+        stride = 0;
+        valid_stride = 0;
+    }
+    eval_args a = {};
+    a.fixed_bins = g->d_fixed_bins;
+    a.moving = (const uint16_t *)d_moving;
+    a.stride = stride;
+    a.valid = d_valid;
+    a.valid_stride = valid_stride;
+    a.n = g->n;
+    a.is_signed = is_signed;
+    a.vec = ((uintptr_t)d_moving % 16 == 0) && (stride % 8 == 0) &&
+            (!d_valid || ((uintptr_t)d_valid % 8 == 0 && valid_stride % 8 == 0));
+    a.bins_fixed = g->bins_fixed;
+    a.bins_moving = g->bins_moving;
+    a.cells = g->cells;
+    a.lb_shift = log2u(256 / g->cluster);
+    a.region_bytes = g->region_bytes;
+    a.has_range = has_range;
+    a.lo = lo;
+    a.hi = hi;
+    a.range_parts = g->d_range_parts;
+    a.fixed_valid = g->fixed_valid;
+    a.fixed_sum = g->fixed_sum;
+    a.log2 = log2;
+    a.clusters = g->clusters;
+    a.partials = g->d_partials;
+    a.counters = g->d_counters;
+    a.joint = g->d_joint;
+    a.out = d_out;
     cudaError_t err;
-    if (!has_range) {
-        range_args ra{(const uint16_t *)d_moving, stride, d_valid, valid_stride, g->n, is_signed,
-                      g->d_ranges};
-        range_kernel<<<count, RANGE_THREADS, 0, s>>>(ra);
+    if (!has_range && g->clusters > 1) {
+        range_kernel<<<count * RANGE_BLOCKS, RANGE_THREADS, 0, s>>>(a, g->d_range_parts);
         if ((err = cudaGetLastError()) != cudaSuccess)
             return fail(msg, msg_len, "launching the range kernel", err);
     }
-    if ((err = cudaMemsetAsync(g->d_joint, 0, (size_t)count * cells * sizeof(uint32_t), s)) !=
-        cudaSuccess)
-        return fail(msg, msg_len, "clearing the joint histograms", err);
-    count_args ca{g->d_fixed_bins, (const uint16_t *)d_moving, stride, d_valid, valid_stride,
-                  g->n, is_signed, g->bins_fixed, g->bins_moving, has_range, lo, hi,
-                  g->d_ranges, g->d_joint};
-    dim3 grid((unsigned)g->blocks_per_image, count);
-    count_kernel<<<grid, COUNT_THREADS, g->shared_bytes, s>>>(ca);
-    if ((err = cudaGetLastError()) != cudaSuccess)
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = g->cluster;
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    cfg.gridDim = dim3(count * g->clusters * g->cluster, 1, 1);
+    cfg.blockDim = dim3(THREADS, 1, 1);
+    cfg.dynamicSmemBytes = g->smem_bytes;
+    cfg.stream = s;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    err = cudaLaunchKernelEx(&cfg, kernel_for(g->packed), a);
+    if (err == cudaSuccess)
+        err = cudaGetLastError();
+    if (err != cudaSuccess)
         return fail(msg, msg_len, "launching the joint-histogram kernel", err);
-    score_args sa{g->d_joint, g->bins_fixed, g->bins_moving, g->fixed_valid, g->fixed_sum, log2,
-                  has_range, lo, hi, g->d_ranges, d_out};
-    score_kernel<<<count, SCORE_THREADS, 0, s>>>(sa);
-    if ((err = cudaGetLastError()) != cudaSuccess)
-        return fail(msg, msg_len, "launching the score kernel", err);
     return 0;
 }
 
@@ -335,9 +721,11 @@ extern "C" int dh_jhist_gpu_evaluate_host(dh_jhist_gpu *g, const void *moving, i
                                           int32_t hi, int log2, dh_mi_values *out, char *msg,
                                           size_t msg_len)
 {
-    /* Packed staging: images back to back (stride n), masks after them, records last. */
-    size_t img_bytes = (size_t)count * g->n * sizeof(uint16_t);
-    size_t mask_bytes = valid ? (size_t)count * g->n : 0;
+    /* Staging: images back to back with a stride rounded up to 8 samples (16-byte loads), masks
+     * after them with a stride rounded up to 8 bytes, records last. */
+    const size_t img_stride = (g->n + 7) / 8 * 8, mask_stride = img_stride;
+    size_t img_bytes = (size_t)count * img_stride * sizeof(uint16_t);
+    size_t mask_bytes = valid ? (size_t)count * mask_stride : 0;
     size_t rec_off = (img_bytes + mask_bytes + 15) / 16 * 16;
     size_t need = rec_off + (size_t)count * sizeof(dh_mi_values);
     cudaError_t err;
@@ -353,16 +741,16 @@ extern "C" int dh_jhist_gpu_evaluate_host(dh_jhist_gpu *g, const void *moving, i
     uint16_t *d_img = (uint16_t *)base;
     uint8_t *d_mask = valid ? (uint8_t *)(base + img_bytes) : nullptr;
     dh_mi_values *d_out = (dh_mi_values *)(base + rec_off);
-    if ((err = cudaMemcpy2D(d_img, g->n * sizeof(uint16_t), moving,
+    if ((err = cudaMemcpy2D(d_img, img_stride * sizeof(uint16_t), moving,
                             (count > 1 ? stride : g->n) * sizeof(uint16_t),
                             g->n * sizeof(uint16_t), count, cudaMemcpyHostToDevice)) !=
         cudaSuccess)
         return fail(msg, msg_len, "copying the moving images", err);
-    if (valid && (err = cudaMemcpy2D(d_mask, g->n, valid, count > 1 ? valid_stride : g->n, g->n,
-                                     count, cudaMemcpyHostToDevice)) != cudaSuccess)
+    if (valid && (err = cudaMemcpy2D(d_mask, mask_stride, valid, count > 1 ? valid_stride : g->n,
+                                     g->n, count, cudaMemcpyHostToDevice)) != cudaSuccess)
         return fail(msg, msg_len, "copying the validity masks", err);
-    if (dh_jhist_gpu_evaluate(g, d_img, is_signed, g->n, count, d_mask, g->n, has_range, lo, hi,
-                              log2, d_out, nullptr, msg, msg_len))
+    if (dh_jhist_gpu_evaluate(g, d_img, is_signed, img_stride, count, d_mask, mask_stride,
+                              has_range, lo, hi, log2, d_out, nullptr, msg, msg_len))
         return -1;
     if ((err = cudaMemcpy(out, d_out, (size_t)count * sizeof(dh_mi_values),
                           cudaMemcpyDeviceToHost)) != cudaSuccess)
@@ -373,7 +761,7 @@ extern "C" int dh_jhist_gpu_evaluate_host(dh_jhist_gpu *g, const void *moving, i
 extern "C" int dh_jhist_gpu_read_joint(dh_jhist_gpu *g, uint32_t item, uint32_t *counts,
                                        char *msg, size_t msg_len)
 {
-    size_t cells = (size_t)g->bins_fixed * g->bins_moving;
+    size_t cells = g->cells;
     cudaError_t err;
     if ((err = cudaDeviceSynchronize()) != cudaSuccess ||
         (err = cudaMemcpy(counts, g->d_joint + item * cells, cells * sizeof(uint32_t),

@@ -1,9 +1,12 @@
 /*
  * jhist_cuda.cuh: the CUDA side of joint histograms and mutual information (jhist.h,
- * mi_scores.h), callable from plain C: a GPU-resident prepared fixed image and the launchers that
- * score batches of moving images against it. Compiled only when the build has CUDA
+ * mi_scores.h), callable from plain C: a GPU-resident prepared fixed image and the launcher that
+ * scores batches of moving images against it. Compiled only when the build has CUDA
  * (DH_HAVE_CUDA). Counts equal dh_jhist_cpu's and records equal dh_mi_scores_from_joint's, bit
  * for bit. Every function returns 0, or -1 with a message (CUDA's own text included) in msg.
+ *
+ * One evaluation is one launch of one kernel (jhist_cuda.cu says how); only a volume-sized image
+ * without an explicit moving range adds a small range kernel before it.
  */
 #ifndef DH_KERNELS_JHIST_CUDA_CUH
 #define DH_KERNELS_JHIST_CUDA_CUH
@@ -18,21 +21,33 @@ extern "C" {
 #endif
 
 /* Device buffers of one prepared fixed image: its bins (DH_JHIST_SKIP where it never counts),
- * max_batch joint histograms, per-image moving ranges, staging for the host path. */
+ * max_batch joint histograms, the workspace of multi-cluster images, staging for the host path. */
 typedef struct dh_jhist_gpu dh_jhist_gpu;
+
+/* How an evaluation is spread over the GPU; 0 = chosen from the image size and the device. For
+ * benchmarks and tests: every choice gives the same bits. */
+typedef struct dh_jhist_gpu_tuning {
+    uint32_t cluster;            /* blocks per thread-block cluster: 4, 8 or 16 */
+    uint32_t clusters_per_image; /* 1, or more for large images (a second, deterministic stage) */
+} dh_jhist_gpu_tuning;
 
 /* Uploads the fixed bins (host array of n) and allocates everything an evaluation of up to
  * max_batch images needs. fixed_valid and fixed_sum are the cached marginal's pixel count and
- * fixed-order term sum (mi_scores.h). */
+ * fixed-order term sum (mi_scores.h). tuning may be NULL (automatic). */
 int dh_jhist_gpu_create(const uint16_t *fixed_bins, size_t n, uint32_t bins_fixed,
                         uint32_t bins_moving, uint32_t max_batch, uint64_t fixed_valid,
-                        double fixed_sum, dh_jhist_gpu **out, char *msg, size_t msg_len);
+                        double fixed_sum, const dh_jhist_gpu_tuning *tuning, dh_jhist_gpu **out,
+                        char *msg, size_t msg_len);
 void dh_jhist_gpu_free(dh_jhist_gpu *gpu);
+
+/* The layout chosen (after automatic choices are resolved). */
+void dh_jhist_gpu_get_tuning(const dh_jhist_gpu *gpu, dh_jhist_gpu_tuning *tuning);
 
 /* Scores count images at d_moving + k * stride samples (validity bytes at d_valid +
  * k * valid_stride, or d_valid NULL) into d_out[count] (device), on stream; the moving range is
  * [lo, hi] when has_range, else each image's min..max over its valid pixels. Enqueues only: no
- * allocation, no synchronization. */
+ * allocation, no synchronization, so it can be captured in a CUDA graph. One evaluation at a
+ * time per fixed image (its workspace is shared). */
 int dh_jhist_gpu_evaluate(dh_jhist_gpu *gpu, const void *d_moving, int is_signed, size_t stride,
                           uint32_t count, const uint8_t *d_valid, size_t valid_stride,
                           int has_range, int32_t lo, int32_t hi, int log2, dh_mi_values *d_out,

@@ -143,7 +143,7 @@ dh_status dh_mi_fixed_create(dh_ctx *ctx, const void *fixed, int is_signed, size
 #ifdef DH_HAVE_CUDA
     if (device == DH_DEVICE_CUDA) {
         if (dh_jhist_gpu_create(f->bins, n, p->bins_fixed, p->bins_moving, p->max_batch, valid,
-                                f->fixed_sum, &f->gpu, f->msg, sizeof f->msg)) {
+                                f->fixed_sum, NULL, &f->gpu, f->msg, sizeof f->msg)) {
             dh_status cuda_status = DH_ERR_CUDA;
             dh_ctx_fail(ctx, cuda_status, "mi: preparing the fixed image on the GPU: %s", f->msg);
             dh_mi_fixed_free(f);

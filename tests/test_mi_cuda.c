@@ -2,7 +2,9 @@
  * test_mi_cuda.c: mutual information on the GPU equals the CPU twin bit for bit: joint counts
  * read back and whole score records (memcmp), for bins 2..256, non-square bins, masks, explicit
  * and per-image ranges, batches 1..256, odd sizes, a huge background bin, through both the host
- * path and device pointers; repeated runs give the same bits. Exits 77 without a usable GPU.
+ * path (16-byte loads) and device pointers at odd offsets (scalar loads), one and several
+ * clusters per image, every cluster layout; repeated runs give the same bits. Exits 77 without a
+ * usable GPU.
  * Runs without fork (CK_FORK=no): CUDA and fork do not mix.
  */
 #define _POSIX_C_SOURCE 200809L /* setenv */
@@ -10,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../kernels/jhist.h"
+#include "../kernels/jhist_cuda.cuh"
 #include "dicomhist.h"
 #include "test_support.h"
 
@@ -68,14 +72,20 @@ static void compare(uint32_t bf, uint32_t bm, size_t n, uint32_t k, int masks, i
     void *d_moving = NULL, *d_valid = NULL, *d_out = NULL;
     cudaStream_t stream;
     ck_assert_int_eq(cudaStreamCreate(&stream), cudaSuccess);
-    ck_assert_int_eq(cudaMalloc(&d_moving, (size_t)k * n * 2), cudaSuccess);
-    ck_assert_int_eq(cudaMalloc(&d_valid, (size_t)k * n), cudaSuccess);
+    /* The host path stages 16-byte aligned rows (vector loads); here the images sit at an odd
+     * offset with an odd stride, which takes the scalar loads. */
+    const size_t ds = n + 1;
+    ck_assert_int_eq(cudaMalloc(&d_moving, ((size_t)k * ds + 1) * 2), cudaSuccess);
+    ck_assert_int_eq(cudaMalloc(&d_valid, (size_t)k * ds + 1), cudaSuccess);
     ck_assert_int_eq(cudaMalloc(&d_out, k * sizeof *c), cudaSuccess);
-    cudaMemcpy(d_moving, moving, (size_t)k * n * 2, cudaMemcpyHostToDevice);
-    cudaMemcpy(d_valid, valid, (size_t)k * n, cudaMemcpyHostToDevice);
+    uint16_t *dm = (uint16_t *)d_moving + 1;
+    uint8_t *dv = (uint8_t *)d_valid + 1;
+    ck_assert_int_eq(cudaMemcpy2D(dm, ds * 2, moving, n * 2, n * 2, k, cudaMemcpyHostToDevice),
+                     cudaSuccess);
+    ck_assert_int_eq(cudaMemcpy2D(dv, ds, valid, n, n, k, cudaMemcpyHostToDevice), cudaSuccess);
     for (int rep = 0; rep < 3; rep++) {
-        ck_assert_int_eq(dh_mi_evaluate_device(ctx, gpu, d_moving, 0, n, k,
-                                               masks ? d_valid : NULL, n, stream, d_out),
+        ck_assert_int_eq(dh_mi_evaluate_device(ctx, gpu, dm, 0, ds, k, masks ? dv : NULL, ds,
+                                               stream, d_out),
                          DH_OK);
         ck_assert_int_eq(cudaStreamSynchronize(stream), cudaSuccess);
         cudaMemcpy(c, d_out, k * sizeof *c, cudaMemcpyDeviceToHost);
@@ -104,6 +114,78 @@ START_TEST(test_bins)
     compare(256, 3, 512 * 512, 2, 0, 1, 1, 41);
     compare(64, 64, 1, 1, 0, 0, 0, 42);           /* one pixel */
     compare(64, 64, 64 * 64 * 64, 1, 1, 0, 1, 43); /* a small volume, huge background */
+    compare(256, 256, 512 * 512, 1, 1, 0, 1, 44);  /* packed counters, one large cluster */
+    compare(64, 64, 512 * 512, 2, 0, 1, 0, 45);
+    /* Over a megapixel: several clusters per image, partials and the last-cluster stage, the
+     * range kernel (no explicit range), and at 256 bins mid-count flushes of packed counters. */
+    compare(64, 64, 1031 * 1030, 2, 1, 0, 1, 46);
+    compare(256, 256, 1031 * 1030, 1, 0, 0, 0, 47);
+    compare(100, 33, 1024 * 1024 + 5, 1, 1, 1, 0, 48);
+}
+END_TEST
+
+/* Every cluster layout gives the CPU twin's counts and record bits: cluster sizes 4, 8, 16,
+ * one to five clusters per image, signed and unsigned samples, given and found ranges. */
+static void compare_layout(uint32_t bins_f, uint32_t bins_m, size_t n, uint32_t cluster,
+                           uint32_t per_image, int is_signed, int has_range, uint64_t seed)
+{
+    uint16_t *fixed = malloc(n * 2), *moving = malloc(n * 2), *fbins = malloc(n * 2);
+    dh_test_fill_ct_like(fixed, n, seed);
+    dh_test_fill_ct_like(moving, n, seed + 7);
+    if (is_signed)
+        for (size_t i = 0; i < n; i++) { /* around zero: -2048..2047 as int16 */
+            fixed[i] = (uint16_t)(int16_t)(fixed[i] - 2048);
+            moving[i] = (uint16_t)(int16_t)(moving[i] - 2048);
+        }
+    int32_t flo, fhi, lo = -100, hi = 1900;
+    dh_jhist_minmax(fixed, is_signed, n, NULL, &flo, &fhi);
+    if (!has_range)
+        dh_jhist_minmax(moving, is_signed, n, NULL, &lo, &hi);
+    dh_jaxis fa, ma;
+    ck_assert_int_eq(dh_jaxis_init(&fa, bins_f, flo, fhi), 0);
+    ck_assert_int_eq(dh_jaxis_init(&ma, bins_m, lo, hi), 0);
+    uint64_t marg[256];
+    uint64_t valid = dh_jhist_bin_fixed(fixed, is_signed, n, NULL, &fa, fbins, marg);
+    double fsum = dh_mi_sum_terms_u64(marg, bins_f, valid, dh_mi_log((double)valid));
+    uint32_t *want = malloc((size_t)bins_f * bins_m * 4), *got = malloc((size_t)bins_f * bins_m * 4);
+    dh_jhist_cpu(fbins, bins_f, moving, is_signed, n, NULL, &ma, want);
+    dh_mi_values rec_want, rec_got;
+    dh_mi_scores_from_joint(want, bins_f, bins_m, valid, &fsum, 0, &rec_want);
+    rec_want.moving_lo = lo, rec_want.moving_hi = hi, rec_want.reserved = 0;
+
+    dh_jhist_gpu_tuning t = {cluster, per_image};
+    dh_jhist_gpu *g = NULL;
+    char msg[512];
+    ck_assert_msg(dh_jhist_gpu_create(fbins, n, bins_f, bins_m, 1, valid, fsum, &t, &g, msg,
+                                      sizeof msg) == 0, "%s", msg);
+    for (int rep = 0; rep < 2; rep++) {
+        ck_assert_msg(dh_jhist_gpu_evaluate_host(g, moving, is_signed, n, 1, NULL, 0, has_range,
+                                                 lo, hi, 0, &rec_got, msg, sizeof msg) == 0,
+                      "%s", msg);
+        ck_assert_int_eq(dh_jhist_gpu_read_joint(g, 0, got, msg, sizeof msg), 0);
+        ck_assert_msg(memcmp(want, got, (size_t)bins_f * bins_m * 4) == 0,
+                      "counts differ: bins %u:%u n %zu cluster %u x %u", bins_f, bins_m, n,
+                      cluster, per_image);
+        ck_assert_msg(memcmp(&rec_want, &rec_got, sizeof rec_got) == 0,
+                      "record differs: cluster %u x %u: mi %.17g vs %.17g", cluster, per_image,
+                      rec_want.mi, rec_got.mi);
+    }
+    dh_jhist_gpu_free(g);
+    free(fixed), free(moving), free(fbins), free(want), free(got);
+}
+
+START_TEST(test_layouts)
+{
+    static const uint32_t clusters[] = {4, 8, 16};
+    static const uint32_t per_image[] = {1, 2, 5};
+    for (size_t c = 0; c < 3; c++)
+        for (size_t g = 0; g < 3; g++) {
+            uint64_t seed = 70 + 3 * c + g;
+            compare_layout(64, 64, 300 * 301, clusters[c], per_image[g], 0, 1, seed);
+            compare_layout(256, 256, 300 * 301, clusters[c], per_image[g], 1, 0, seed);
+            compare_layout(255, 129, 777 * 333, clusters[c], per_image[g], 1, 1, seed);
+            compare_layout(2, 3, 1001, clusters[c], per_image[g], 0, 0, seed);
+        }
 }
 END_TEST
 
@@ -127,6 +209,7 @@ int main(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_bins);
     tcase_add_test(tc, test_batches);
+    tcase_add_test(tc, test_layouts);
     suite_add_tcase(s, tc);
     return dh_test_run(s);
 }
