@@ -8,19 +8,29 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+/* The compiled-in folder, or $DH_SHARED_DICOM at run time: a build carried to another machine
+ * (the GPU host) finds the real files wherever they were copied. */
+static const char *shared_root(void)
+{
+    const char *env = getenv("DH_SHARED_DICOM");
+    return env && *env ? env : DH_SHARED_DICOM;
+}
+
 const char *dh_test_shared(const char *relative)
 {
     static _Thread_local char path[4096];
     if (!dh_test_have_shared())
         return NULL;
-    snprintf(path, sizeof path, "%s/%s", DH_SHARED_DICOM, relative);
+    snprintf(path, sizeof path, "%s/%s", shared_root(), relative);
     return path;
 }
 
 int dh_test_have_shared(void)
 {
     struct stat st;
-    return stat(DH_SHARED_DICOM "/MANIFEST.tsv", &st) == 0;
+    char manifest[4096];
+    snprintf(manifest, sizeof manifest, "%s/MANIFEST.tsv", shared_root());
+    return stat(manifest, &st) == 0;
 }
 
 void dh_test_rng_seed(dh_test_rng *rng, uint64_t seed)
