@@ -1,23 +1,30 @@
 /*
  * cli_args.h: the command line, read the same way by every subcommand. Long options as
- * `--name value` or `--name=value`, `-h` for `--help`, `--` ending the options; operands (the
- * paths) may come before, between or after options. Bad input is a usage error: a message on
- * stderr naming the command, a pointer to its --help, and exit status 2.
+ * `--name value` or `--name=value`, a few short ones (`-h` for `--help`, `-o DIR` where a
+ * command declares it), `--` ending the options; operands (the paths) may come before, between
+ * or after options; an option given twice counts as given last. Options that several commands
+ * share (--json, --device) are read here once. Bad input is a usage error: a message on stderr
+ * naming the command, a pointer to its --help, and exit status 2.
  */
 #ifndef DH_CLI_ARGS_H
 #define DH_CLI_ARGS_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+
+#include "dicomhist.h"
 
 #define CLI_EXIT_OK 0
 #define CLI_EXIT_INPUT 1 /* some input (or output) failed; the rest was still done */
 #define CLI_EXIT_USAGE 2
 
-/* One long option a command accepts. */
+/* One option a command accepts. */
 typedef struct cli_option {
     const char *name; /* without the dashes: "bins" */
     int takes_value;
-    int id; /* what cli_next returns for it; positive */
+    int id;           /* what cli_next returns for it; positive */
+    char short_name;  /* 'o' for -o, or 0 for none */
 } cli_option;
 
 /* What cli_next returns besides an option id. */
@@ -27,6 +34,12 @@ enum {
     CLI_ERROR = -2,   /* a usage error, already reported */
     CLI_HELP = -3     /* -h or --help */
 };
+
+/* The options several commands share: a command that accepts one lists it in its table, and
+ * cli_read_command_line reads it into the cli_command_line. */
+enum { CLI_OPT_JSON = 1000, CLI_OPT_DEVICE };
+#define CLI_OPTION_JSON {"json", 0, CLI_OPT_JSON, 0}
+#define CLI_OPTION_DEVICE {"device", 1, CLI_OPT_DEVICE, 0}
 
 typedef struct cli_parser {
     const char *command; /* "histogram", for messages */
@@ -42,6 +55,31 @@ void cli_parser_init(cli_parser *p, const char *command, int argc, char **argv);
  * `options` ends with an entry whose name is NULL. */
 int cli_next(cli_parser *p, const cli_option *options, const char **value);
 
+/* What every command's command line holds besides the command's own options. */
+typedef struct cli_command_line {
+    const char *command;
+    const char **paths; /* the operands, in order */
+    size_t path_count;
+    int json;          /* --json */
+    dh_device device;  /* --device, DH_DEVICE_AUTO when absent */
+} cli_command_line;
+
+/* Reads a command's own option (id from its table, value when it takes one) into state;
+ * returns -1 to go on, or the exit status to stop with (cli_usage_error's, after a bad value). */
+typedef int (*cli_option_reader)(void *state, const char *command, int id, const char *value);
+
+/* Reads argv (argv[0] the command's name) against `options`: the shared options and the
+ * operands into cl, the others through read_option. Returns -1 to go on, or the exit status to
+ * return at once: 0 after --help (written by `help`), 2 after a usage error, 1 when out of
+ * memory. cl is to be released with cli_command_line_free either way. */
+int cli_read_command_line(cli_command_line *cl, const char *command, int argc, char **argv,
+                          const cli_option *options, void (*help)(FILE *),
+                          cli_option_reader read_option, void *state);
+void cli_command_line_free(cli_command_line *cl);
+
+/* Writes a --help text to stdout; returns 0, or 1 (reported) when stdout cannot be written. */
+int cli_show_help(void (*help)(FILE *));
+
 /* Reports a usage error for `command` and returns CLI_EXIT_USAGE. */
 int cli_usage_error(const char *command, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -51,6 +89,10 @@ int cli_usage_error(const char *command, const char *fmt, ...)
 
 /* A whole decimal integer in [min, max]; returns 0, or -1 when the text is not one. */
 int cli_parse_u32(const char *text, uint32_t min, uint32_t max, uint32_t *out);
+/* A finite decimal number and nothing else (no spaces, no hex, no inf or nan); returns 0 or -1. */
+int cli_parse_double(const char *text, double *out);
+/* "A:B" with two finite numbers (any order); returns 0, or -1 when the text is not that. */
+int cli_parse_pair(const char *text, double *a, double *b);
 /* "LO:HI" with two finite numbers and LO < HI; returns 0, or -1 with a reason in *why. */
 int cli_parse_range(const char *text, double *lo, double *hi, const char **why);
 

@@ -1,8 +1,9 @@
 /*
  * cli_commands.h: what a subcommand is (a row of main.c's table) and what the subcommands
- * share: loading the PATH operands into volumes and reporting the inputs that failed. A new
- * command is one cmd_*.c file defining a cli_command, one extern line here and one row in
- * main.c.
+ * share: opening a context, loading the PATH operands into volumes, reporting the inputs that
+ * failed, and the one body (cli_run_on_volumes) that info, histogram, equalize and window
+ * wrap around their per-volume work. A new command is one cmd_*.c file defining a
+ * cli_command, one extern line here and one row in main.c.
  */
 #ifndef DH_CLI_COMMANDS_H
 #define DH_CLI_COMMANDS_H
@@ -10,6 +11,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "cli_args.h"
+#include "cli_output.h"
 #include "dicomhist.h"
 
 typedef struct cli_command {
@@ -31,10 +34,24 @@ extern const cli_command cli_command_window;
  * message without the leading "WHAT: " when it already names it. */
 void cli_report_failure(const char *what, const char *message);
 
+/* What a command needs before reading anything: `--device cuda` without a usable GPU is said
+ * once here rather than once per volume, then the context is created. Returns -1 with *ctx set
+ * to go on, or the exit status (1, reported). */
+int cli_open_context(dh_device device, dh_ctx **ctx);
+
 /* Loads the paths through dh_volume_set_load and reports each input that failed. Returns the
  * set (NULL, after reporting, when nothing could be tried at all); *failed is set to 1 when
  * some input failed. */
 dh_volume_set *cli_load_inputs(dh_ctx *ctx, const char *const *paths, size_t count, int *failed);
+
+/* A command's work on the loaded volumes: one record per volume through `out` (text) or `json`
+ * (cl->json), each input that fails reported with cli_report_failure. Returns the exit status. */
+typedef int (*cli_volumes_fn)(void *state, const cli_command_line *cl, dh_ctx *ctx,
+                              const dh_volume_set *set, cli_sink *out, cli_json *json);
+
+/* Opens the context, loads cl's paths, hands the volumes to `work` and flushes stdout. Returns
+ * the exit status: work's, made 1 when an input could not be read or stdout not written. */
+int cli_run_on_volumes(const cli_command_line *cl, cli_volumes_fn work, void *state);
 
 /* Modality value of the volume's stored minimum and maximum, in ascending order (a negative
  * slope swaps them). */

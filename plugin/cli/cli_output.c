@@ -19,12 +19,20 @@
 void cli_sink_init(cli_sink *s, FILE *file) {
     s->file = file;
     s->failed = 0;
+    s->error = 0;
     s->len = 0;
 }
 
+static void sink_fail(cli_sink *s) {
+    if (!s->failed)
+        s->error = errno ? errno : EIO;
+    s->failed = 1;
+}
+
 static void sink_drain(cli_sink *s) {
+    errno = 0;
     if (s->len > 0 && !s->failed && fwrite(s->buf, 1, s->len, s->file) != s->len)
-        s->failed = 1;
+        sink_fail(s);
     s->len = 0;
 }
 
@@ -32,8 +40,9 @@ void cli_sink_write(cli_sink *s, const char *data, size_t n) {
     if (n > sizeof s->buf - s->len) {
         sink_drain(s);
         if (n > sizeof s->buf) { /* larger than the buffer: straight through */
+            errno = 0;
             if (!s->failed && fwrite(data, 1, n, s->file) != n)
-                s->failed = 1;
+                sink_fail(s);
             return;
         }
     }
@@ -63,7 +72,8 @@ void cli_sink_printf(cli_sink *s, const char *fmt, ...) {
     }
     char *big = malloc((size_t)n + 1);
     if (!big) {
-        s->failed = 1;
+        errno = ENOMEM;
+        sink_fail(s);
         return;
     }
     va_start(ap, fmt);
@@ -117,9 +127,29 @@ void cli_sink_double(cli_sink *s, double v) {
 
 int cli_sink_flush(cli_sink *s) {
     sink_drain(s);
+    errno = 0;
     if (!s->failed && fflush(s->file) != 0)
-        s->failed = 1;
+        sink_fail(s);
     return s->failed ? -1 : 0;
+}
+
+static cli_sink stdout_sink;
+static int stdout_sink_ready;
+
+cli_sink *cli_stdout_sink(void) {
+    if (!stdout_sink_ready) {
+        cli_sink_init(&stdout_sink, stdout);
+        stdout_sink_ready = 1;
+    }
+    return &stdout_sink;
+}
+
+int cli_stdout_finish(void) {
+    cli_sink *s = cli_stdout_sink();
+    if (cli_sink_flush(s) == 0)
+        return 0;
+    fprintf(stderr, "dicomhist: standard output: write error: %s\n", strerror(s->error));
+    return -1;
 }
 
 /* ------------------------------------------------------------------ JSON */

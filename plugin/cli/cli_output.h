@@ -17,6 +17,7 @@
 typedef struct cli_sink {
     FILE *file;
     int failed; /* a write to `file` failed; later writes are dropped */
+    int error;  /* errno of that first failure (EIO when the C library gave none) */
     size_t len;
     char buf[CLI_SINK_BUFFER];
 } cli_sink;
@@ -36,6 +37,13 @@ void cli_sink_i64(cli_sink *s, int64_t v);
 void cli_sink_double(cli_sink *s, double v);
 /* Writes out what is buffered; returns 0, or -1 when any write so far failed. */
 int cli_sink_flush(cli_sink *s);
+
+/* The sink over stdout that every command writes its report through: one per process, its
+ * 64 KiB buffer kept off the stack. */
+cli_sink *cli_stdout_sink(void);
+/* Flushes cli_stdout_sink; returns 0, or -1 after reporting `dicomhist: standard output: reason`
+ * on stderr (a full disk, a closed pipe). */
+int cli_stdout_finish(void);
 
 /* Formats v as the shortest of %.15g, %.16g, %.17g that parses back to v exactly. */
 void cli_format_double(char *out, size_t size, double v);

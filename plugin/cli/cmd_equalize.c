@@ -4,13 +4,9 @@
  * (cmd_window.c): options, one dh_equalize and one dh_equalized_write_dicom per volume, a
  * JSON line or a line of text per volume naming the outputs and the parameters used.
  */
-#include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "cli_args.h"
 #include "cli_commands.h"
-#include "cli_output.h"
 #include "cmd_equalize.h"
 
 static void equalize_help(FILE *out) {
@@ -35,44 +31,49 @@ static void equalize_help(FILE *out) {
             "  --window percentile:P  cut P%% of the pixels at each end (0 <= P < 50)\n"
             "  --window-range LO:HI   the window as a closed range of modality values\n"
             "  --clip-limit X         contrast limit: cap each bin at X times the mean count of\n"
-            "                         the occupied span, spreading the excess evenly (X > 0)\n"
-            "  --bits 8|12|16         output bits stored (default: the input's)\n"
-            "  --device auto|cpu|cuda where to compute (default auto)\n"
-            "  --png DIR              also an 8-bit PNG preview per slice\n"
-            "  --json                 one JSON object per volume, one per line\n"
-            "  -h, --help             this text\n"
-            "\n"
-            "Exit status: 0 all inputs done, 1 some input or output failed, 2 usage error.\n");
+            "                         the occupied span, spreading the excess evenly (X > 0)\n");
+    cli_derived_help_tail(out);
 }
 
-enum {
-    OPT_OUTPUT = 1,
-    OPT_MODE,
-    OPT_WINDOW,
-    OPT_WINDOW_RANGE,
-    OPT_CLIP,
-    OPT_BITS,
-    OPT_DEVICE,
-    OPT_PNG,
-    OPT_JSON,
-    OPT_VOI,
-};
+void cli_derived_help_tail(FILE *out) {
+    fprintf(out,
+            "  --bits 8|12|16         output bits stored (default: the input's)\n"
+            "  --device auto|cpu|cuda where to compute (default auto: the GPU when usable);\n"
+            "                         cuda without a usable GPU is an error\n"
+            "  --png DIR              also an 8-bit PNG preview per slice\n"
+            "  --json                 one JSON object per volume, one per line (the fields\n"
+            "                         are listed in docs/command-line.md)\n"
+            "  -h, --help             this text\n"
+            "\n"
+            "Inputs that cannot be read or written are reported on stderr as\n"
+            "'dicomhist: FILE: reason'; the others are still processed. Exit status: 0 all\n"
+            "inputs done, 1 some input or output failed, 2 usage error.\n");
+}
 
+enum { OPT_OUTPUT = 1, OPT_MODE, OPT_WINDOW, OPT_WINDOW_RANGE, OPT_CLIP, OPT_BITS, OPT_PNG, OPT_VOI };
+
+static const cli_option equalize_options[] = {
+    {"output", 1, OPT_OUTPUT, 'o'},          {"mode", 1, OPT_MODE, 0},
+    {"window", 1, OPT_WINDOW, 0},            {"window-range", 1, OPT_WINDOW_RANGE, 0},
+    {"clip-limit", 1, OPT_CLIP, 0},          {"bits", 1, OPT_BITS, 0},
+    {"png", 1, OPT_PNG, 0},                  CLI_OPTION_DEVICE,
+    CLI_OPTION_JSON,                         {NULL, 0, 0, 0}};
+
+/* window's: equalize's without --clip-limit, with --function. */
+static const cli_option window_options[] = {
+    {"output", 1, OPT_OUTPUT, 'o'},          {"mode", 1, OPT_MODE, 0},
+    {"window", 1, OPT_WINDOW, 0},            {"window-range", 1, OPT_WINDOW_RANGE, 0},
+    {"function", 1, OPT_VOI, 0},             {"bits", 1, OPT_BITS, 0},
+    {"png", 1, OPT_PNG, 0},                  CLI_OPTION_DEVICE,
+    CLI_OPTION_JSON,                         {NULL, 0, 0, 0}};
+
+/* The options of equalize's and window's own (--device and --json are read into the
+ * cli_command_line). */
 typedef struct eq_options {
     dh_equalize_params params;
     const char *output, *png;
-    int json;
+    int windows; /* how many --window and --window-range were given */
 } eq_options;
-
-/* A number and nothing else. */
-static int parse_double(const char *text, double *out) {
-    char *end = NULL;
-    double v = strtod(text, &end);
-    if (!*text || *end || !isfinite(v))
-        return -1;
-    *out = v;
-    return 0;
-}
 
 static int parse_window(const char *cmd, const char *value, dh_equalize_params *p) {
     if (strcmp(value, "file") == 0) {
@@ -80,20 +81,15 @@ static int parse_window(const char *cmd, const char *value, dh_equalize_params *
     } else if (strcmp(value, "minmax") == 0) {
         p->window = DH_WINDOW_MINMAX;
     } else if (strncmp(value, "percentile:", 11) == 0) {
-        if (parse_double(value + 11, &p->percentile) != 0 || p->percentile < 0 ||
+        if (cli_parse_double(value + 11, &p->percentile) != 0 || p->percentile < 0 ||
             p->percentile >= 50)
             return cli_usage_error(cmd, "--window '%s': the percentile must be 0 <= P < 50", value);
         p->window = DH_WINDOW_PERCENTILE;
+    } else if (!strchr(value, ':')) {
+        return cli_usage_error(cmd, "--window '%s': expected C:W, file, minmax or percentile:P",
+                               value);
     } else {
-        const char *colon = strchr(value, ':');
-        char buf[128];
-        if (!colon || (size_t)(colon - value) >= sizeof buf)
-            return cli_usage_error(cmd, "--window '%s': expected C:W, file, minmax or percentile:P",
-                                   value);
-        memcpy(buf, value, (size_t)(colon - value));
-        buf[colon - value] = '\0';
-        if (parse_double(buf, &p->center) != 0 || parse_double(colon + 1, &p->width) != 0 ||
-            p->width < 1)
+        if (cli_parse_pair(value, &p->center, &p->width) != 0 || p->width < 1)
             return cli_usage_error(cmd, "--window '%s': expected CENTER:WIDTH with WIDTH >= 1",
                                    value);
         p->window = DH_WINDOW_CENTER_WIDTH;
@@ -101,112 +97,76 @@ static int parse_window(const char *cmd, const char *value, dh_equalize_params *
     return -1;
 }
 
-/* Returns -1 to go on, or the exit status. */
-static int parse_args(int argc, char **argv, dh_eq_operation op, eq_options *o, const char **paths,
-                      size_t *path_count) {
-    const char *cmd = op == DH_EQ_EQUALIZE ? "equalize" : "window";
-    static const cli_option equalize_options[] = {
-        {"output", 1, OPT_OUTPUT}, {"mode", 1, OPT_MODE},   {"window", 1, OPT_WINDOW},
-        {"window-range", 1, OPT_WINDOW_RANGE}, {"clip-limit", 1, OPT_CLIP},
-        {"bits", 1, OPT_BITS},     {"device", 1, OPT_DEVICE}, {"png", 1, OPT_PNG},
-        {"json", 0, OPT_JSON},     {NULL, 0, 0}};
-    static const cli_option window_options[] = {
-        {"output", 1, OPT_OUTPUT}, {"mode", 1, OPT_MODE},   {"window", 1, OPT_WINDOW},
-        {"window-range", 1, OPT_WINDOW_RANGE}, {"function", 1, OPT_VOI},
-        {"bits", 1, OPT_BITS},     {"device", 1, OPT_DEVICE}, {"png", 1, OPT_PNG},
-        {"json", 0, OPT_JSON},     {NULL, 0, 0}};
-    cli_parser p;
-    cli_parser_init(&p, cmd, argc, argv);
-    const char *value, *why = NULL;
-    int windows = 0;
-    for (;;) {
-        int id = cli_next(&p, op == DH_EQ_EQUALIZE ? equalize_options : window_options, &value);
-        int rc;
-        switch (id) {
-        case CLI_END:
-            if (!o->output)
-                return cli_usage_error(cmd, "-o OUTDIR is required");
-            if (*path_count == 0)
-                return cli_usage_error(cmd, "no PATH given");
-            if (windows > 1)
-                return cli_usage_error(cmd, "give one --window or --window-range");
-            if (op == DH_EQ_WINDOW_LEVEL && windows == 0)
-                return cli_usage_error(cmd, "a window is required (--window or --window-range)");
-            return -1;
-        case CLI_ERROR:
-            return CLI_EXIT_USAGE;
-        case CLI_HELP:
-            return -2;
-        case CLI_OPERAND:
-            paths[(*path_count)++] = value;
-            break;
-        case OPT_OUTPUT:
-            if (!*value)
-                return cli_usage_error(cmd, "-o needs a folder");
-            o->output = value;
-            break;
-        case OPT_PNG:
-            if (!*value)
-                return cli_usage_error(cmd, "--png needs a folder");
-            o->png = value;
-            break;
-        case OPT_MODE:
-            if (strcmp(value, "volume") == 0)
-                o->params.per_slice = 0;
-            else if (strcmp(value, "slice") == 0)
-                o->params.per_slice = 1;
-            else
-                return cli_usage_error(cmd, "--mode '%s': expected volume or slice", value);
-            break;
-        case OPT_WINDOW:
-            windows++;
-            if ((rc = parse_window(cmd, value, &o->params)) >= 0)
-                return rc;
-            break;
-        case OPT_WINDOW_RANGE:
-            windows++;
-            if (cli_parse_range(value, &o->params.lo, &o->params.hi, &why) != 0)
-                return cli_usage_error(cmd, "--window-range '%s': %s", value, why);
-            o->params.window = DH_WINDOW_RANGE;
-            break;
-        case OPT_CLIP:
-            if (parse_double(value, &o->params.clip_limit) != 0 || !(o->params.clip_limit > 0))
-                return cli_usage_error(cmd, "--clip-limit '%s': expected a number > 0", value);
-            break;
-        case OPT_BITS:
-            if (cli_parse_u32(value, 8, 16, &o->params.output_bits) != 0 ||
-                (o->params.output_bits != 8 && o->params.output_bits != 12 &&
-                 o->params.output_bits != 16))
-                return cli_usage_error(cmd, "--bits '%s': expected 8, 12 or 16", value);
-            break;
-        case OPT_VOI:
-            if (strcmp(value, "linear") == 0 || strcmp(value, "LINEAR") == 0)
-                o->params.voi = DH_VOI_LINEAR;
-            else if (strcmp(value, "linear-exact") == 0 || strcmp(value, "LINEAR_EXACT") == 0)
-                o->params.voi = DH_VOI_LINEAR_EXACT;
-            else if (strcmp(value, "sigmoid") == 0 || strcmp(value, "SIGMOID") == 0)
-                o->params.voi = DH_VOI_SIGMOID;
-            else
-                return cli_usage_error(cmd, "--function '%s': expected linear, linear-exact or "
-                                            "sigmoid", value);
-            break;
-        case OPT_DEVICE:
-            if (strcmp(value, "auto") == 0)
-                o->params.device = DH_DEVICE_AUTO;
-            else if (strcmp(value, "cpu") == 0)
-                o->params.device = DH_DEVICE_CPU;
-            else if (strcmp(value, "cuda") == 0)
-                o->params.device = DH_DEVICE_CUDA;
-            else
-                return cli_usage_error(cmd, "--device '%s': expected auto, cpu or cuda", value);
-            break;
-        case OPT_JSON:
-            o->json = 1;
-            break;
-        default:
-            return cli_usage_error(cmd, "internal: unhandled option");
-        }
+/* One of equalize's or window's own options into the eq_options; -1 to go on, else the exit
+ * status. */
+static int read_eq_option(void *state, const char *cmd, int id, const char *value) {
+    eq_options *o = state;
+    const char *why = NULL;
+    switch (id) {
+    case OPT_OUTPUT:
+        if (!*value)
+            return cli_usage_error(cmd, "-o needs a folder");
+        o->output = value;
+        return -1;
+    case OPT_PNG:
+        if (!*value)
+            return cli_usage_error(cmd, "--png needs a folder");
+        o->png = value;
+        return -1;
+    case OPT_MODE:
+        if (strcmp(value, "volume") == 0)
+            o->params.per_slice = 0;
+        else if (strcmp(value, "slice") == 0)
+            o->params.per_slice = 1;
+        else
+            return cli_usage_error(cmd, "--mode '%s': expected volume or slice", value);
+        return -1;
+    case OPT_WINDOW:
+        o->windows++;
+        return parse_window(cmd, value, &o->params);
+    case OPT_WINDOW_RANGE:
+        o->windows++;
+        if (cli_parse_range(value, &o->params.lo, &o->params.hi, &why) != 0)
+            return cli_usage_error(cmd, "--window-range '%s': %s", value, why);
+        o->params.window = DH_WINDOW_RANGE;
+        return -1;
+    case OPT_CLIP:
+        if (cli_parse_double(value, &o->params.clip_limit) != 0 || !(o->params.clip_limit > 0))
+            return cli_usage_error(cmd, "--clip-limit '%s': expected a number > 0", value);
+        return -1;
+    case OPT_BITS:
+        if (cli_parse_u32(value, 8, 16, &o->params.output_bits) != 0 ||
+            (o->params.output_bits != 8 && o->params.output_bits != 12 &&
+             o->params.output_bits != 16))
+            return cli_usage_error(cmd, "--bits '%s': expected 8, 12 or 16", value);
+        return -1;
+    case OPT_VOI:
+        if (strcmp(value, "linear") == 0 || strcmp(value, "LINEAR") == 0)
+            o->params.voi = DH_VOI_LINEAR;
+        else if (strcmp(value, "linear-exact") == 0 || strcmp(value, "LINEAR_EXACT") == 0)
+            o->params.voi = DH_VOI_LINEAR_EXACT;
+        else if (strcmp(value, "sigmoid") == 0 || strcmp(value, "SIGMOID") == 0)
+            o->params.voi = DH_VOI_SIGMOID;
+        else
+            return cli_usage_error(cmd, "--function '%s': expected linear, linear-exact or "
+                                        "sigmoid", value);
+        return -1;
+    default:
+        return cli_usage_error(cmd, "internal: unhandled option");
     }
+}
+
+/* What must hold once the whole command line is read; -1 when it does, else 2 (reported). */
+static int check_eq_command_line(const char *cmd, const cli_command_line *cl, const eq_options *o) {
+    if (!o->output)
+        return cli_usage_error(cmd, "-o OUTDIR is required");
+    if (cl->path_count == 0)
+        return cli_usage_error(cmd, "no PATH given");
+    if (o->windows > 1)
+        return cli_usage_error(cmd, "give one --window or --window-range");
+    if (o->params.operation == DH_EQ_WINDOW_LEVEL && o->windows == 0)
+        return cli_usage_error(cmd, "a window is required (--window or --window-range)");
+    return -1;
 }
 
 static const char *window_source_name(dh_window_source w) {
@@ -284,12 +244,10 @@ static void report_json(cli_json *j, const dh_volume *v, const eq_options *o,
     cli_json_end_line(j);
 }
 
-static int process(dh_ctx *ctx, const dh_volume_set *set, const eq_options *o) {
-    static cli_sink sink;
-    cli_json j;
+static int eq_volumes(void *state, const cli_command_line *cl, dh_ctx *ctx,
+                      const dh_volume_set *set, cli_sink *out, cli_json *json) {
+    const eq_options *o = state;
     int status = CLI_EXIT_OK;
-    cli_sink_init(&sink, stdout);
-    cli_json_init(&j, &sink);
     for (size_t i = 0; i < dh_volume_set_count(set); i++) {
         const dh_volume *v = dh_volume_set_volume(set, i);
         dh_equalized *r = NULL;
@@ -299,86 +257,39 @@ static int process(dh_ctx *ctx, const dh_volume_set *set, const eq_options *o) {
             (o->png && dh_equalized_write_png(ctx, v, r, o->png) != DH_OK)) {
             cli_report_failure(dh_volume_path(v), dh_ctx_error(ctx));
             status = CLI_EXIT_INPUT;
-            dh_equalized_free(r);
-            dh_derived_series_free(s);
-            continue;
-        }
-        if (o->json) {
-            report_json(&j, v, o, r, s);
+        } else if (cl->json) {
+            report_json(json, v, o, r, s);
         } else {
-            cli_sink_printf(&sink, "%s: %zu file%s in series %s (%s)\n", dh_volume_path(v),
+            cli_sink_printf(out, "%s: %zu file%s in series %s (%s)\n", dh_volume_path(v),
                             s->file_count, s->file_count == 1 ? "" : "s", s->series_uid,
                             r->description);
             for (size_t k = 0; k < s->file_count; k++)
-                cli_sink_printf(&sink, "  %s\n", s->files[k]);
+                cli_sink_printf(out, "  %s\n", s->files[k]);
         }
         dh_equalized_free(r);
         dh_derived_series_free(s);
-    }
-    if (cli_sink_flush(&sink) != 0) {
-        fprintf(stderr, "dicomhist: standard output: write error\n");
-        status = CLI_EXIT_INPUT;
     }
     return status;
 }
 
 int cli_equalize_main(int argc, char **argv, dh_eq_operation op) {
+    const char *cmd = op == DH_EQ_EQUALIZE ? "equalize" : "window";
     eq_options o;
     memset(&o, 0, sizeof o);
     dh_equalize_params_init(&o.params);
     o.params.operation = op;
-    /* -o is the one short option besides -h: spell it long for the shared parser. */
-    char **args = calloc((size_t)argc + 1, sizeof *args);
-    const char **paths = calloc((size_t)argc, sizeof *paths);
-    size_t path_count = 0;
-    if (!args || !paths) {
-        free(args);
-        free(paths);
-        fprintf(stderr, "dicomhist: out of memory\n");
-        return CLI_EXIT_INPUT;
+    cli_command_line cl;
+    int status = cli_read_command_line(&cl, cmd, argc, argv,
+                                       op == DH_EQ_EQUALIZE ? equalize_options : window_options,
+                                       op == DH_EQ_EQUALIZE ? equalize_help : cli_window_help,
+                                       read_eq_option, &o);
+    if (status < 0)
+        status = check_eq_command_line(cmd, &cl, &o);
+    if (status < 0) {
+        o.params.device = cl.device;
+        status = cli_run_on_volumes(&cl, eq_volumes, &o);
     }
-    static char long_output[] = "--output";
-    int dashes = 0;
-    for (int i = 0; i < argc; i++) {
-        dashes |= strcmp(argv[i], "--") == 0;
-        args[i] = !dashes && strcmp(argv[i], "-o") == 0 ? long_output : argv[i];
-    }
-    int status = parse_args(argc, args, op, &o, paths, &path_count);
-    if (status == -2) {
-        if (op == DH_EQ_EQUALIZE)
-            equalize_help(stdout);
-        else
-            cli_window_help(stdout);
-        status = CLI_EXIT_OK;
-    }
-    if (status >= 0) {
-        free(args);
-        free(paths);
-        return status;
-    }
-    if (o.params.device == DH_DEVICE_CUDA && !dh_cuda_available()) {
-        fprintf(stderr, "dicomhist: --device cuda: no usable CUDA GPU (this build has no CUDA "
-                        "support, or no GPU is present)\n");
-        free(args);
-        free(paths);
-        return CLI_EXIT_INPUT;
-    }
-    dh_ctx *ctx = dh_ctx_create();
-    if (!ctx) {
-        free(args);
-        free(paths);
-        fprintf(stderr, "dicomhist: out of memory\n");
-        return CLI_EXIT_INPUT;
-    }
-    int failed = 0;
-    dh_volume_set *set = cli_load_inputs(ctx, paths, path_count, &failed);
-    status = set ? process(ctx, set, &o) : CLI_EXIT_INPUT;
-    if (failed && status == CLI_EXIT_OK)
-        status = CLI_EXIT_INPUT;
-    dh_volume_set_free(set);
-    dh_ctx_free(ctx);
-    free(args);
-    free(paths);
+    cli_command_line_free(&cl);
     return status;
 }
 

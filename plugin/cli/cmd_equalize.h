@@ -15,5 +15,7 @@ int cli_equalize_main(int argc, char **argv, dh_eq_operation operation);
 
 /* `dicomhist window --help` (cmd_window.c). */
 void cli_window_help(FILE *out);
+/* The end of both --help texts: the options they share and the exit status. */
+void cli_derived_help_tail(FILE *out);
 
 #endif /* DH_CLI_CMD_EQUALIZE_H */

@@ -6,12 +6,9 @@
  */
 #include <errno.h>
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "cli_args.h"
 #include "cli_commands.h"
-#include "cli_output.h"
 
 static void histogram_help(FILE *out) {
     fprintf(out,
@@ -55,9 +52,9 @@ static void histogram_help(FILE *out) {
             "2 usage error.\n");
 }
 
+/* The options of histogram's own (--device and --json are read into the cli_command_line). */
 typedef struct hist_options {
     dh_hist_params params;
-    int json;
     const char *output;
 } hist_options;
 
@@ -293,7 +290,7 @@ static int write_csv(const char *path, const dh_histogram *h) {
     }
     csv_row(&sink, h->hi, INFINITY, h->overflow, h, h->slice_overflow, 1);
     if (cli_sink_flush(&sink) != 0 || cli_atomic_commit(&f) != 0) {
-        int err = errno ? errno : EIO;
+        int err = sink.failed ? sink.error : errno ? errno : EIO;
         cli_atomic_abort(&f);
         fprintf(stderr, "dicomhist: %s: cannot write: %s\n", path, strerror(err));
         return -1;
@@ -303,88 +300,59 @@ static int write_csv(const char *path, const dh_histogram *h) {
 
 /* ------------------------------------------------------------------ the command */
 
-enum { OPT_BINS = 1, OPT_RANGE, OPT_UNITS, OPT_PER_SLICE, OPT_DEVICE, OPT_JSON, OPT_OUTPUT };
+enum { OPT_BINS = 1, OPT_RANGE, OPT_UNITS, OPT_PER_SLICE, OPT_OUTPUT };
 
 static const cli_option histogram_options[] = {
-    {"bins", 1, OPT_BINS},     {"range", 1, OPT_RANGE},   {"units", 1, OPT_UNITS},
-    {"per-slice", 0, OPT_PER_SLICE}, {"device", 1, OPT_DEVICE}, {"json", 0, OPT_JSON},
-    {"output", 1, OPT_OUTPUT}, {NULL, 0, 0},
+    {"bins", 1, OPT_BINS, 0},           {"range", 1, OPT_RANGE, 0},
+    {"units", 1, OPT_UNITS, 0},         {"per-slice", 0, OPT_PER_SLICE, 0},
+    {"output", 1, OPT_OUTPUT, 0},       CLI_OPTION_DEVICE,
+    CLI_OPTION_JSON,                    {NULL, 0, 0, 0},
 };
 
-/* Reads the options into o and the operands into paths; returns -1 to go on, else the exit
- * status to return at once (help shown, usage error). */
-static int parse_histogram_args(int argc, char **argv, hist_options *o, const char **paths,
-                                size_t *path_count) {
-    cli_parser p;
-    cli_parser_init(&p, "histogram", argc, argv);
-    for (;;) {
-        const char *value, *why;
-        int id = cli_next(&p, histogram_options, &value);
-        switch (id) {
-        case CLI_END:
-            if (*path_count == 0)
-                return cli_usage_error("histogram", "no PATH given");
-            return -1;
-        case CLI_ERROR:
-            return CLI_EXIT_USAGE;
-        case CLI_HELP:
-            histogram_help(stdout);
-            return CLI_EXIT_OK;
-        case CLI_OPERAND:
-            paths[(*path_count)++] = value;
-            break;
-        case OPT_BINS:
-            if (cli_parse_u32(value, 1, 65536, &o->params.bins) != 0)
-                return cli_usage_error("histogram", "--bins '%s': expected a whole number from 1 to 65536",
-                                       value);
-            break;
-        case OPT_RANGE:
-            if (cli_parse_range(value, &o->params.lo, &o->params.hi, &why) != 0)
-                return cli_usage_error("histogram", "--range '%s': %s", value, why);
-            o->params.has_range = 1;
-            break;
-        case OPT_UNITS:
-            if (strcmp(value, "stored") == 0)
-                o->params.units = DH_UNITS_STORED;
-            else if (strcmp(value, "modality") == 0)
-                o->params.units = DH_UNITS_MODALITY;
-            else
-                return cli_usage_error("histogram", "--units '%s': expected stored or modality", value);
-            break;
-        case OPT_PER_SLICE:
-            o->params.per_slice = 1;
-            break;
-        case OPT_DEVICE:
-            if (strcmp(value, "auto") == 0)
-                o->params.device = DH_DEVICE_AUTO;
-            else if (strcmp(value, "cpu") == 0)
-                o->params.device = DH_DEVICE_CPU;
-            else if (strcmp(value, "cuda") == 0)
-                o->params.device = DH_DEVICE_CUDA;
-            else
-                return cli_usage_error("histogram", "--device '%s': expected auto, cpu or cuda", value);
-            break;
-        case OPT_JSON:
-            o->json = 1;
-            break;
-        case OPT_OUTPUT:
-            if (!*value)
-                return cli_usage_error("histogram", "--output needs a file name");
-            o->output = value;
-            break;
-        default:
-            return cli_usage_error("histogram", "internal: unhandled option");
-        }
+/* One of histogram's own options into the hist_options; -1 to go on, else the exit status. */
+static int read_histogram_option(void *state, const char *cmd, int id, const char *value) {
+    hist_options *o = state;
+    const char *why;
+    switch (id) {
+    case OPT_BINS:
+        if (cli_parse_u32(value, 1, 65536, &o->params.bins) != 0)
+            return cli_usage_error(cmd, "--bins '%s': expected a whole number from 1 to 65536",
+                                   value);
+        return -1;
+    case OPT_RANGE:
+        if (cli_parse_range(value, &o->params.lo, &o->params.hi, &why) != 0)
+            return cli_usage_error(cmd, "--range '%s': %s", value, why);
+        o->params.has_range = 1;
+        return -1;
+    case OPT_UNITS:
+        if (strcmp(value, "stored") == 0)
+            o->params.units = DH_UNITS_STORED;
+        else if (strcmp(value, "modality") == 0)
+            o->params.units = DH_UNITS_MODALITY;
+        else
+            return cli_usage_error(cmd, "--units '%s': expected stored or modality", value);
+        return -1;
+    case OPT_PER_SLICE:
+        o->params.per_slice = 1;
+        return -1;
+    case OPT_OUTPUT:
+        if (!*value)
+            return cli_usage_error(cmd, "--output needs a file name");
+        o->output = value;
+        return -1;
+    default:
+        return cli_usage_error(cmd, "internal: unhandled option");
     }
 }
 
-static int histogram_volumes(dh_ctx *ctx, const dh_volume_set *set, const hist_options *o) {
-    static cli_sink sink;
-    cli_json j;
+static int histogram_volumes(void *state, const cli_command_line *cl, dh_ctx *ctx,
+                             const dh_volume_set *set, cli_sink *out, cli_json *json) {
+    const hist_options *o = state;
     int status = CLI_EXIT_OK, utf8 = cli_locale_is_utf8();
-    cli_sink_init(&sink, stdout);
-    cli_json_init(&j, &sink);
     size_t count = dh_volume_set_count(set);
+    if (o->output && count > 1)
+        return cli_usage_error("histogram", "--output takes one volume, and the inputs hold %zu",
+                               count);
     for (size_t i = 0; i < count; i++) {
         const dh_volume *v = dh_volume_set_volume(set, i);
         dh_histogram *h = NULL;
@@ -393,17 +361,13 @@ static int histogram_volumes(dh_ctx *ctx, const dh_volume_set *set, const hist_o
             status = CLI_EXIT_INPUT;
             continue;
         }
-        if (o->json)
-            histogram_json(&j, v, h);
+        if (cl->json)
+            histogram_json(json, v, h);
         else
-            histogram_text(&sink, v, h, i == 0, utf8);
+            histogram_text(out, v, h, i == 0, utf8);
         if (o->output && write_csv(o->output, h) != 0)
             status = CLI_EXIT_INPUT;
         dh_histogram_free(h);
-    }
-    if (cli_sink_flush(&sink) != 0) {
-        fprintf(stderr, "dicomhist: standard output: write error\n");
-        status = CLI_EXIT_INPUT;
     }
     return status;
 }
@@ -412,45 +376,16 @@ static int histogram_run(int argc, char **argv) {
     hist_options o;
     memset(&o, 0, sizeof o);
     dh_hist_params_init(&o.params);
-    const char **paths = calloc((size_t)argc, sizeof *paths);
-    size_t path_count = 0;
-    if (!paths) {
-        fprintf(stderr, "dicomhist: out of memory\n");
-        return CLI_EXIT_INPUT;
+    cli_command_line cl;
+    int status = cli_read_command_line(&cl, "histogram", argc, argv, histogram_options,
+                                       histogram_help, read_histogram_option, &o);
+    if (status < 0 && cl.path_count == 0)
+        status = cli_usage_error("histogram", "no PATH given");
+    if (status < 0) {
+        o.params.device = cl.device;
+        status = cli_run_on_volumes(&cl, histogram_volumes, &o);
     }
-    int status = parse_histogram_args(argc, argv, &o, paths, &path_count);
-    if (status >= 0) {
-        free(paths);
-        return status;
-    }
-    /* Said once, before any reading, rather than once per volume. */
-    if (o.params.device == DH_DEVICE_CUDA && !dh_cuda_available()) {
-        fprintf(stderr, "dicomhist: --device cuda: no usable CUDA GPU (this build has no CUDA "
-                        "support, or no GPU is present)\n");
-        free(paths);
-        return CLI_EXIT_INPUT;
-    }
-
-    dh_ctx *ctx = dh_ctx_create();
-    if (!ctx) {
-        free(paths);
-        fprintf(stderr, "dicomhist: out of memory\n");
-        return CLI_EXIT_INPUT;
-    }
-    int failed = 0;
-    status = CLI_EXIT_OK;
-    dh_volume_set *set = cli_load_inputs(ctx, paths, path_count, &failed);
-    if (set && o.output && dh_volume_set_count(set) > 1) {
-        status = cli_usage_error("histogram", "--output takes one volume, and the inputs hold %zu",
-                                 dh_volume_set_count(set));
-    } else if (set) {
-        status = histogram_volumes(ctx, set, &o);
-    }
-    if (failed && status == CLI_EXIT_OK)
-        status = CLI_EXIT_INPUT;
-    dh_volume_set_free(set);
-    dh_ctx_free(ctx);
-    free(paths);
+    cli_command_line_free(&cl);
     return status;
 }
 

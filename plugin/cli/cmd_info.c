@@ -3,12 +3,9 @@
  * syntax, value range, spacing and the warnings found while assembling it. One JSON object per
  * volume with --json, else an aligned block per volume for people.
  */
-#include <stdlib.h>
 #include <string.h>
 
-#include "cli_args.h"
 #include "cli_commands.h"
-#include "cli_output.h"
 
 static void info_help(FILE *out) {
     fprintf(out,
@@ -132,73 +129,28 @@ static void info_text(cli_sink *s, const dh_volume *v, int first) {
         cli_sink_printf(s, "  %-16s %s\n", "warning", dh_volume_warning(v, i));
 }
 
-enum { OPT_JSON = 1 };
+static int info_volumes(void *state, const cli_command_line *cl, dh_ctx *ctx,
+                        const dh_volume_set *set, cli_sink *out, cli_json *json) {
+    (void)state, (void)ctx;
+    for (size_t i = 0; i < dh_volume_set_count(set); i++) {
+        const dh_volume *v = dh_volume_set_volume(set, i);
+        if (cl->json)
+            info_json(json, v);
+        else
+            info_text(out, v, i == 0);
+    }
+    return CLI_EXIT_OK;
+}
 
 static int info_run(int argc, char **argv) {
-    static const cli_option options[] = {{"json", 0, OPT_JSON}, {NULL, 0, 0}};
-    cli_parser p;
-    cli_parser_init(&p, "info", argc, argv);
-    int json = 0;
-    const char **paths = calloc((size_t)argc, sizeof *paths);
-    size_t path_count = 0;
-    if (!paths) {
-        fprintf(stderr, "dicomhist: out of memory\n");
-        return CLI_EXIT_INPUT;
-    }
-    for (;;) {
-        const char *value;
-        int id = cli_next(&p, options, &value);
-        if (id == CLI_END)
-            break;
-        if (id == CLI_ERROR) {
-            free(paths);
-            return CLI_EXIT_USAGE;
-        }
-        if (id == CLI_HELP) {
-            free(paths);
-            info_help(stdout);
-            return CLI_EXIT_OK;
-        }
-        if (id == CLI_OPERAND)
-            paths[path_count++] = value;
-        else if (id == OPT_JSON)
-            json = 1;
-    }
-    if (path_count == 0) {
-        free(paths);
-        return cli_usage_error("info", "no PATH given");
-    }
-
-    int status = CLI_EXIT_OK, failed = 0;
-    dh_ctx *ctx = dh_ctx_create();
-    if (!ctx) {
-        free(paths);
-        fprintf(stderr, "dicomhist: out of memory\n");
-        return CLI_EXIT_INPUT;
-    }
-    dh_volume_set *set = cli_load_inputs(ctx, paths, path_count, &failed);
-    if (failed)
-        status = CLI_EXIT_INPUT;
-    if (set) {
-        static cli_sink sink; /* 64 KiB: kept off the stack */
-        cli_json j;
-        cli_sink_init(&sink, stdout);
-        cli_json_init(&j, &sink);
-        for (size_t i = 0; i < dh_volume_set_count(set); i++) {
-            const dh_volume *v = dh_volume_set_volume(set, i);
-            if (json)
-                info_json(&j, v);
-            else
-                info_text(&sink, v, i == 0);
-        }
-        if (cli_sink_flush(&sink) != 0) {
-            fprintf(stderr, "dicomhist: standard output: write error\n");
-            status = CLI_EXIT_INPUT;
-        }
-    }
-    dh_volume_set_free(set);
-    dh_ctx_free(ctx);
-    free(paths);
+    static const cli_option options[] = {CLI_OPTION_JSON, {NULL, 0, 0, 0}};
+    cli_command_line cl;
+    int status = cli_read_command_line(&cl, "info", argc, argv, options, info_help, NULL, NULL);
+    if (status < 0 && cl.path_count == 0)
+        status = cli_usage_error("info", "no PATH given");
+    if (status < 0)
+        status = cli_run_on_volumes(&cl, info_volumes, NULL);
+    cli_command_line_free(&cl);
     return status;
 }
 

@@ -7,9 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli_args.h"
 #include "cli_commands.h"
-#include "cli_output.h"
 
 static void mi_help(FILE *out) {
     fprintf(out,
@@ -31,7 +29,9 @@ static void mi_help(FILE *out) {
             "                        is 0 are left out\n"
             "  --log2                entropies and MI in bits (default: nats)\n"
             "  --device auto|cpu|cuda\n"
-            "                        where to compute (default auto); both give the same bits\n"
+            "                        where to compute (default auto: the GPU when usable, else\n"
+            "                        the CPU; both give the same bits); cuda without a usable\n"
+            "                        GPU is an error\n"
             "  --json                one JSON object per moving input, one per line, with\n"
             "                        fixed, moving, bins [BF, BM], unit, mi, nmi, ecc,\n"
             "                        h_fixed, h_moving, h_joint, n, range_fixed,\n"
@@ -41,23 +41,26 @@ static void mi_help(FILE *out) {
             "  -h, --help            this text\n"
             "\n"
             "MI = H(F) + H(M) - H(F,M); NMI = (H(F) + H(M)) / H(F,M) (Studholme, 1..2);\n"
-            "ECC = 2 MI / (H(F) + H(M)). Exit status: 0 all inputs done, 1 some failed\n"
-            "(shapes that differ included), 2 usage error.\n");
+            "ECC = 2 MI / (H(F) + H(M)).\n"
+            "\n"
+            "Inputs that cannot be read are reported on stderr as 'dicomhist: FILE: reason';\n"
+            "the other moving inputs are still scored. Exit status: 0 all inputs done, 1 some\n"
+            "failed (shapes that differ included), 2 usage error.\n");
 }
 
+/* The options of mi's own (--device and --json are read into the cli_command_line). */
 typedef struct mi_options {
     dh_mi_params params;
     const char *mask;
-    int json;
 } mi_options;
 
-enum { OPT_BINS = 1, OPT_RANGE_FIXED, OPT_RANGE_MOVING, OPT_MASK, OPT_LOG2, OPT_DEVICE, OPT_JSON };
+enum { OPT_BINS = 1, OPT_RANGE_FIXED, OPT_RANGE_MOVING, OPT_MASK, OPT_LOG2 };
 
 static const cli_option mi_options_table[] = {
-    {"bins", 1, OPT_BINS},     {"range-fixed", 1, OPT_RANGE_FIXED},
-    {"range-moving", 1, OPT_RANGE_MOVING}, {"mask", 1, OPT_MASK},
-    {"log2", 0, OPT_LOG2},     {"device", 1, OPT_DEVICE},
-    {"json", 0, OPT_JSON},     {NULL, 0, 0},
+    {"bins", 1, OPT_BINS, 0},           {"range-fixed", 1, OPT_RANGE_FIXED, 0},
+    {"range-moving", 1, OPT_RANGE_MOVING, 0}, {"mask", 1, OPT_MASK, 0},
+    {"log2", 0, OPT_LOG2, 0},           CLI_OPTION_DEVICE,
+    CLI_OPTION_JSON,                    {NULL, 0, 0, 0},
 };
 
 /* "B" or "BF:BM". */
@@ -91,64 +94,34 @@ static int parse_int_range(const char *option, const char *text, int32_t *lo, in
     return 0;
 }
 
-/* Reads options into o and operands into paths; returns -1 to go on, else an exit status. */
-static int parse_mi_args(int argc, char **argv, mi_options *o, const char **paths, size_t *count) {
-    cli_parser p;
-    cli_parser_init(&p, "mi", argc, argv);
-    for (;;) {
-        const char *value;
-        int id = cli_next(&p, mi_options_table, &value);
-        switch (id) {
-        case CLI_END:
-            if (*count < 2)
-                return cli_usage_error("mi", "expected FIXED and at least one MOVING");
-            return -1;
-        case CLI_ERROR:
+/* One of mi's own options into the mi_options; -1 to go on, else the exit status. */
+static int read_mi_option(void *state, const char *cmd, int id, const char *value) {
+    mi_options *o = state;
+    switch (id) {
+    case OPT_BINS:
+        if (parse_bins(value, &o->params.bins_fixed, &o->params.bins_moving) != 0)
+            return cli_usage_error(cmd, "--bins '%s': expected B or BF:BM, each 2..256", value);
+        return -1;
+    case OPT_RANGE_FIXED:
+        if (parse_int_range("range-fixed", value, &o->params.fixed_lo, &o->params.fixed_hi))
             return CLI_EXIT_USAGE;
-        case CLI_HELP:
-            mi_help(stdout);
-            return CLI_EXIT_OK;
-        case CLI_OPERAND:
-            paths[(*count)++] = value;
-            break;
-        case OPT_BINS:
-            if (parse_bins(value, &o->params.bins_fixed, &o->params.bins_moving) != 0)
-                return cli_usage_error("mi", "--bins '%s': expected B or BF:BM, each 2..256", value);
-            break;
-        case OPT_RANGE_FIXED:
-            if (parse_int_range("range-fixed", value, &o->params.fixed_lo, &o->params.fixed_hi))
-                return CLI_EXIT_USAGE;
-            o->params.has_range_fixed = 1;
-            break;
-        case OPT_RANGE_MOVING:
-            if (parse_int_range("range-moving", value, &o->params.moving_lo, &o->params.moving_hi))
-                return CLI_EXIT_USAGE;
-            o->params.has_range_moving = 1;
-            break;
-        case OPT_MASK:
-            if (!*value)
-                return cli_usage_error("mi", "--mask needs a file name");
-            o->mask = value;
-            break;
-        case OPT_LOG2:
-            o->params.log2 = 1;
-            break;
-        case OPT_DEVICE:
-            if (strcmp(value, "auto") == 0)
-                o->params.device = DH_DEVICE_AUTO;
-            else if (strcmp(value, "cpu") == 0)
-                o->params.device = DH_DEVICE_CPU;
-            else if (strcmp(value, "cuda") == 0)
-                o->params.device = DH_DEVICE_CUDA;
-            else
-                return cli_usage_error("mi", "--device '%s': expected auto, cpu or cuda", value);
-            break;
-        case OPT_JSON:
-            o->json = 1;
-            break;
-        default:
-            return cli_usage_error("mi", "internal: unhandled option");
-        }
+        o->params.has_range_fixed = 1;
+        return -1;
+    case OPT_RANGE_MOVING:
+        if (parse_int_range("range-moving", value, &o->params.moving_lo, &o->params.moving_hi))
+            return CLI_EXIT_USAGE;
+        o->params.has_range_moving = 1;
+        return -1;
+    case OPT_MASK:
+        if (!*value)
+            return cli_usage_error(cmd, "--mask needs a file name");
+        o->mask = value;
+        return -1;
+    case OPT_LOG2:
+        o->params.log2 = 1;
+        return -1;
+    default:
+        return cli_usage_error(cmd, "internal: unhandled option");
     }
 }
 
@@ -160,7 +133,7 @@ static dh_volume_set *load_one(dh_ctx *ctx, const char *path) {
         return NULL;
     size_t n = dh_volume_set_count(set);
     if (n != 1 || failed) {
-        if (n != 1) {
+        if (!failed) { /* a failed operand was reported already, by cli_load_inputs */
             char why[96];
             snprintf(why, sizeof why, "holds %zu volumes; mi needs exactly one per operand", n);
             cli_report_failure(path, why);
@@ -246,69 +219,20 @@ static uint8_t *mask_bytes(const dh_volume *m) {
     return out;
 }
 
-static int mi_run(int argc, char **argv) {
-    mi_options o;
-    memset(&o, 0, sizeof o);
-    dh_mi_params_init(&o.params);
-    const char **paths = calloc((size_t)argc + 1, sizeof *paths);
-    if (!paths) {
-        fprintf(stderr, "dicomhist: mi: out of memory\n");
-        return CLI_EXIT_INPUT;
-    }
-    size_t count = 0;
-    int rc = parse_mi_args(argc, argv, &o, paths, &count);
-    if (rc >= 0) {
-        free(paths);
-        return rc;
-    }
-    dh_ctx *ctx = dh_ctx_create();
-    dh_volume_set *fixed_set = NULL, *mask_set = NULL;
-    dh_mi_fixed *prepared = NULL;
-    uint8_t *mask = NULL;
-    int status = CLI_EXIT_INPUT;
-    if (!ctx) {
-        fprintf(stderr, "dicomhist: mi: out of memory\n");
-        goto done;
-    }
-    fixed_set = load_one(ctx, paths[0]);
-    if (!fixed_set)
-        goto done;
-    const dh_volume *fixed = dh_volume_set_volume(fixed_set, 0);
-    char fixed_shape[64], shape[64];
-    shape_text(fixed, fixed_shape, sizeof fixed_shape);
-    if (o.mask) {
-        mask_set = load_one(ctx, o.mask);
-        if (!mask_set)
-            goto done;
-        const dh_volume *mv = dh_volume_set_volume(mask_set, 0);
-        if (!same_shape(fixed, mv)) {
-            shape_text(mv, shape, sizeof shape);
-            char why[192];
-            snprintf(why, sizeof why, "mask is %s but the fixed image %s is %s", shape,
-                     paths[0], fixed_shape);
-            cli_report_failure(o.mask, why);
-            goto done;
-        }
-        if (!(mask = mask_bytes(mv))) {
-            cli_report_failure(o.mask, "out of memory");
-            goto done;
-        }
-    }
-    if (dh_mi_fixed_create(ctx, dh_volume_data(fixed), dh_volume_is_signed(fixed),
-                           dh_volume_sample_count(fixed), mask, &o.params, &prepared) != DH_OK) {
-        cli_report_failure(paths[0], dh_ctx_error(ctx));
-        goto done;
-    }
+/* Scores each moving operand against the prepared fixed image, one record each. */
+static int score_moving(const cli_command_line *cl, const mi_options *o, dh_ctx *ctx,
+                        const dh_volume *fixed, dh_mi_fixed *prepared) {
     dh_mi_fixed_info info;
     dh_mi_fixed_get_info(prepared, &info);
-
-    static cli_sink sink;
+    char fixed_shape[64], shape[64];
+    shape_text(fixed, fixed_shape, sizeof fixed_shape);
+    cli_sink *out = cli_stdout_sink();
     cli_json j;
-    cli_sink_init(&sink, stdout);
-    cli_json_init(&j, &sink);
-    status = CLI_EXIT_OK;
-    for (size_t i = 1; i < count; i++) {
-        dh_volume_set *set = load_one(ctx, paths[i]);
+    cli_json_init(&j, out);
+    int status = CLI_EXIT_OK;
+    for (size_t i = 1; i < cl->path_count; i++) {
+        const char *path = cl->paths[i];
+        dh_volume_set *set = load_one(ctx, path);
         if (!set) {
             status = CLI_EXIT_INPUT;
             continue;
@@ -319,31 +243,87 @@ static int mi_run(int argc, char **argv) {
             shape_text(v, shape, sizeof shape);
             char why[192];
             snprintf(why, sizeof why, "shape %s differs from the fixed image's %s (%s)", shape,
-                     fixed_shape, paths[0]);
-            cli_report_failure(paths[i], why);
+                     fixed_shape, cl->paths[0]);
+            cli_report_failure(path, why);
             status = CLI_EXIT_INPUT;
         } else if (dh_mi_evaluate(ctx, prepared, dh_volume_data(v), dh_volume_is_signed(v),
                                   dh_volume_sample_count(v), 1, NULL, 0, &s) != DH_OK) {
-            cli_report_failure(paths[i], dh_ctx_error(ctx));
+            cli_report_failure(path, dh_ctx_error(ctx));
             status = CLI_EXIT_INPUT;
-        } else if (o.json) {
-            record_json(&j, dh_volume_path(fixed), dh_volume_path(v), &info, o.params.log2, &s);
+        } else if (cl->json) {
+            record_json(&j, dh_volume_path(fixed), dh_volume_path(v), &info, o->params.log2, &s);
         } else {
-            record_text(&sink, dh_volume_path(v), o.params.log2, &s);
+            record_text(out, dh_volume_path(v), o->params.log2, &s);
         }
         dh_volume_set_free(set);
     }
-    if (cli_sink_flush(&sink) != 0) {
-        fprintf(stderr, "dicomhist: mi: cannot write the output\n");
-        status = CLI_EXIT_INPUT;
+    return status;
+}
+
+/* The mask operand as bytes over the fixed image; NULL after reporting why not. */
+static uint8_t *load_mask(dh_ctx *ctx, const char *path, const dh_volume *fixed,
+                          const char *fixed_path) {
+    dh_volume_set *set = load_one(ctx, path);
+    if (!set)
+        return NULL;
+    const dh_volume *mv = dh_volume_set_volume(set, 0);
+    uint8_t *mask = NULL;
+    if (!same_shape(fixed, mv)) {
+        char shape[64], fixed_shape[64], why[192];
+        shape_text(mv, shape, sizeof shape);
+        shape_text(fixed, fixed_shape, sizeof fixed_shape);
+        snprintf(why, sizeof why, "mask is %s but the fixed image %s is %s", shape, fixed_path,
+                 fixed_shape);
+        cli_report_failure(path, why);
+    } else if (!(mask = mask_bytes(mv))) {
+        cli_report_failure(path, "out of memory");
     }
+    dh_volume_set_free(set);
+    return mask;
+}
+
+static int mi_run(int argc, char **argv) {
+    mi_options o;
+    memset(&o, 0, sizeof o);
+    dh_mi_params_init(&o.params);
+    cli_command_line cl;
+    int status = cli_read_command_line(&cl, "mi", argc, argv, mi_options_table, mi_help,
+                                       read_mi_option, &o);
+    if (status < 0 && cl.path_count < 2)
+        status = cli_usage_error("mi", "expected FIXED and at least one MOVING");
+    if (status >= 0) {
+        cli_command_line_free(&cl);
+        return status;
+    }
+    o.params.device = cl.device;
+    dh_ctx *ctx = NULL;
+    dh_volume_set *fixed_set = NULL;
+    dh_mi_fixed *prepared = NULL;
+    uint8_t *mask = NULL;
+    status = cli_open_context(cl.device, &ctx);
+    if (status >= 0)
+        goto done;
+    status = CLI_EXIT_INPUT;
+    fixed_set = load_one(ctx, cl.paths[0]);
+    if (!fixed_set)
+        goto done;
+    const dh_volume *fixed = dh_volume_set_volume(fixed_set, 0);
+    if (o.mask && !(mask = load_mask(ctx, o.mask, fixed, cl.paths[0])))
+        goto done;
+    if (dh_mi_fixed_create(ctx, dh_volume_data(fixed), dh_volume_is_signed(fixed),
+                           dh_volume_sample_count(fixed), mask, &o.params, &prepared) != DH_OK) {
+        cli_report_failure(cl.paths[0], dh_ctx_error(ctx));
+        goto done;
+    }
+    status = score_moving(&cl, &o, ctx, fixed, prepared);
+    if (cli_stdout_finish() != 0)
+        status = CLI_EXIT_INPUT;
 done:
     dh_mi_fixed_free(prepared);
     free(mask);
-    dh_volume_set_free(mask_set);
     dh_volume_set_free(fixed_set);
     dh_ctx_free(ctx);
-    free(paths);
+    cli_command_line_free(&cl);
     return status;
 }
 

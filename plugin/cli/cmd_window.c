@@ -24,14 +24,8 @@ void cli_window_help(FILE *out) {
             "  --window-range LO:HI   the window as a closed range of modality values\n"
             "  --function linear|linear-exact|sigmoid\n"
             "                         the VOI LUT function (default linear)\n"
-            "  --mode volume|slice    one window for the volume (default) or per slice\n"
-            "  --bits 8|12|16         output bits stored (default: the input's)\n"
-            "  --device auto|cpu|cuda where to compute (default auto)\n"
-            "  --png DIR              also an 8-bit PNG preview per slice\n"
-            "  --json                 one JSON object per volume, one per line\n"
-            "  -h, --help             this text\n"
-            "\n"
-            "Exit status: 0 all inputs done, 1 some input or output failed, 2 usage error.\n");
+            "  --mode volume|slice    one window for the volume (default) or per slice\n");
+    cli_derived_help_tail(out);
 }
 
 static int window_run(int argc, char **argv) {

@@ -41,8 +41,8 @@ static void global_help(FILE *out) {
         fprintf(out, "  %-12s %s\n", commands[i]->name, commands[i]->summary);
     fprintf(out,
             "\n"
-            "Exit status: 0 when every input succeeded, 1 when some input failed (the others\n"
-            "are still processed and reported), 2 for usage errors.\n"
+            "Exit status: 0 when every input succeeded, 1 when some input or output failed\n"
+            "(the others are still processed and reported), 2 for usage errors.\n"
             "Run 'dicomhist COMMAND --help' for the options of a command.\n");
 }
 
@@ -57,24 +57,17 @@ int main(int argc, char **argv) {
         return CLI_EXIT_USAGE;
     }
     const char *first = argv[1];
-    if (strcmp(first, "--help") == 0 || strcmp(first, "-h") == 0) {
-        global_help(stdout);
-        return fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_INPUT;
-    }
-    if (strcmp(first, "--version") == 0) {
-        version(stdout);
-        return fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_INPUT;
-    }
+    if (strcmp(first, "--help") == 0 || strcmp(first, "-h") == 0)
+        return cli_show_help(global_help);
+    if (strcmp(first, "--version") == 0)
+        return cli_show_help(version);
     if (strcmp(first, "help") == 0) {
-        if (argc == 2) {
-            global_help(stdout);
-            return CLI_EXIT_OK;
-        }
+        if (argc == 2)
+            return cli_show_help(global_help);
         const cli_command *c = find_command(argv[2]);
         if (!c)
             return cli_usage_error(NULL, "unknown command '%s'", argv[2]);
-        c->help(stdout);
-        return CLI_EXIT_OK;
+        return cli_show_help(c->help);
     }
     if (first[0] == '-')
         return cli_usage_error(NULL, "unknown option '%s' (a command comes first)", first);

@@ -5,7 +5,9 @@ Exit statuses 0/1/2 and usage errors, --help and --version, JSON lines that pars
 exactly the documented fields (also for file names with quotes, backslashes, control characters
 and non-ASCII), CSV written atomically whose content equals the JSON counts (also per slice),
 per-slice totals and counts that add up to the volume, the text output for people (sparkline
-in UTF-8 or ASCII), and `--device cuda` without a GPU as a clear error.
+in UTF-8 or ASCII), and `--device cuda` without a GPU as a clear error. The same conventions
+for mi, equalize and window (usage errors, one stderr line per failed input, the documented JSON
+fields), and stdout that cannot be written (/dev/full) as exit 1 with a message.
 
 Usage: test_cli_behaviour.py DICOMHIST_BINARY SHARED_DICOM_DIR   (exit 77 when the folder of
 real files is absent; the real files are the inputs)
@@ -15,6 +17,7 @@ import json
 import math
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 
@@ -234,6 +237,143 @@ def check_device(c, binary, shared):
         c.equal(r.out, "", "--device cuda without a GPU: no output")
 
 
+MI_FIELDS = ["fixed", "moving", "bins", "unit", "mi", "nmi", "ecc", "h_fixed", "h_moving",
+             "h_joint", "n", "range_fixed", "range_moving", "device", "status"]
+
+
+def derived_fields(operation, window, png):
+    """The documented field order of equalize/window --json (docs/command-line.md)."""
+    fields = ["path", "operation", "mode", "window"]
+    if window == "percentile":
+        fields.append("percentile")
+    fields.append("function" if operation == "window" else "clip_limit")
+    fields += ["windows", "bits", "device", "derivation", "series_uid", "outputs"]
+    return fields + (["png"] if png else [])
+
+
+def check_usage_mi_and_derived(c, binary, ct, tmp):
+    """mi, equalize and window follow info's and histogram's conventions: --help, exit 2 with a
+    message on stderr and nothing on stdout for usage errors, numbers without junk."""
+    out = os.path.join(tmp, "usage-out")
+    for command, options in [("mi", ["--bins", "--range-fixed", "--range-moving", "--mask",
+                                     "--log2", "--device", "--json"]),
+                             ("equalize", ["--output", "--mode", "--window", "--window-range",
+                                           "--clip-limit", "--bits", "--device", "--png",
+                                           "--json"]),
+                             ("window", ["--output", "--window", "--window-range", "--function",
+                                         "--mode", "--bits", "--device", "--png", "--json"])]:
+        r = t.run(binary, command, "--help")
+        c.equal(r.rc, 0, f"{command} --help: exit status")
+        c.check(r.out.startswith(f"Usage: dicomhist {command}"), f"{command} --help: usage line")
+        for option in options:
+            c.check(option in r.out, f"{command} --help mentions {option}")
+        c.check(command in t.run(binary, "--help").out, f"--help lists {command}")
+    bad = [
+        ["mi"], ["mi", ct], ["mi", "--bins", "1", ct, ct], ["mi", "--bins", "257", ct, ct],
+        ["mi", "--bins", "64:", ct, ct], ["mi", "--bins", ":64", ct, ct],
+        ["mi", "--bins", "8:8:8", ct, ct], ["mi", "--range-fixed", "0.5:10", ct, ct],
+        ["mi", "--range-moving", "10:0", ct, ct], ["mi", "--range-fixed", "0:70000", ct, ct],
+        ["mi", "--device", "gpu", ct, ct], ["mi", "--mask", "", ct, ct], ["mi", "--log2=1", ct, ct],
+        ["equalize", ct], ["equalize", "-o"], ["equalize", "-o", out],
+        ["equalize", "-o", "", ct], ["equalize", "-ofoo", ct], ["equalize", "-x", ct],
+        ["equalize", "--", "-o", out, ct],
+        ["equalize", "-o", out, "--window", "40:400", "--window", "minmax", ct],
+        ["equalize", "-o", out, "--window", "40:400", "--window-range", "0:10", ct],
+        ["equalize", "-o", out, "--window", "40:0.5", ct],
+        ["equalize", "-o", out, "--window", " 40:400", ct],
+        ["equalize", "-o", out, "--window", "percentile:50", ct],
+        ["equalize", "-o", out, "--window", "percentile:0x1", ct],
+        ["equalize", "-o", out, "--window", "bogus", ct],
+        ["equalize", "-o", out, "--clip-limit", "0", ct],
+        ["equalize", "-o", out, "--clip-limit", "0x2", ct],
+        ["equalize", "-o", out, "--clip-limit", " 2", ct],
+        ["equalize", "-o", out, "--clip-limit", "inf", ct],
+        ["equalize", "-o", out, "--bits", "10", ct], ["equalize", "-o", out, "--mode", "x", ct],
+        ["equalize", "-o", out, "--function", "linear", ct],
+        ["equalize", "-o", out, "--device", "gpu", ct],
+        ["window", "-o", out, ct], ["window", "-o", out, "--window", "40:400", "--clip-limit", "2", ct],
+        ["window", "-o", out, "--window", "40:400", "--function", "cubic", ct],
+    ]
+    for args in bad:
+        r = t.run(binary, *args)
+        c.equal(r.rc, 2, f"{args}: usage error exit status (stderr {r.err.strip()!r})")
+        c.check(r.err.startswith(f"dicomhist: {args[0]}: "), f"{args}: message names the command")
+        c.equal(r.out, "", f"{args}: nothing on stdout")
+    c.check(not os.path.exists(out), "usage errors write no output folder")
+
+
+def check_mi_and_derived(c, binary, shared, tmp):
+    ct = os.path.join(shared, "pydicom_CT_small.dcm")
+    emri = os.path.join(shared, "pydicom-data_emri_small.dcm")
+    missing = os.path.join(tmp, "no-such-file.dcm")
+    # A missing and a misshapen moving image: one line each on stderr, the good one still scored.
+    r = t.run(binary, "mi", "--json", ct, ct, missing, emri, ct)
+    c.equal(r.rc, 1, "mi with bad moving inputs: exit status 1")
+    recs = r.json_lines()
+    c.equal(len(recs), 2, "mi: the good moving inputs are still scored")
+    for rec in recs:
+        c.equal(list(rec), MI_FIELDS, "mi --json: fields in the documented order")
+    errs = r.err.splitlines()
+    c.equal(len(errs), 2, f"mi: one stderr line per bad input ({errs!r})")
+    c.check(any(e.startswith(f"dicomhist: {missing}: ") for e in errs), "mi names the missing file")
+    c.check(any(e.startswith(f"dicomhist: {emri}: ") and "shape" in e for e in errs),
+            "mi names the image of another shape")
+    r = t.run(binary, "mi", missing, ct)
+    c.equal((r.rc, r.out, r.err.count("\n")), (1, "", 1), "mi with a missing FIXED: exit 1, one line")
+    r = t.run(binary, "mi", "--mask", os.path.join(shared, "series", "ct5n"), ct, ct)
+    c.check(r.rc == 1 and r.out == "" and "mask" in r.err, "mi with a mask of another shape")
+
+    # --device cuda where no GPU can run: one message before anything is read, for every command.
+    if "CUDA available" not in t.run(binary, "--version").out:
+        for args in (["mi", ct, ct], ["equalize", "-o", os.path.join(tmp, "cuda-out"), ct],
+                     ["window", "--window", "40:400", "-o", os.path.join(tmp, "cuda-out"), ct]):
+            r = t.run(binary, *args[:1], "--device", "cuda", *args[1:])
+            c.equal((r.rc, r.out), (1, ""), f"{args[0]} --device cuda without a GPU: exit 1")
+            c.check(r.err.startswith("dicomhist: --device cuda: "),
+                    f"{args[0]} --device cuda without a GPU: the same message ({r.err.strip()!r})")
+        c.check(not os.path.exists(os.path.join(tmp, "cuda-out")), "--device cuda: nothing written")
+
+    # equalize and window write derived files and report them in the documented JSON lines.
+    for command, args, window in (
+            ("equalize", ["--window", "percentile:1", "--clip-limit", "2"], "percentile"),
+            ("equalize", [], "none"),
+            ("window", ["--window=40:400", "--function", "sigmoid", "--mode", "slice"],
+             "center-width")):
+        outdir = os.path.join(tmp, f"{command}-{window}")
+        png = os.path.join(tmp, f"{command}-{window}-png")
+        r = t.run(binary, command, "--json", *args, "--png", png, "-o", outdir,
+                  os.path.join(shared, "series", "ct5n"), missing)
+        c.equal(r.rc, 1, f"{command} {args} with a missing input: exit status 1")
+        c.check(r.err.startswith(f"dicomhist: {missing}: "), f"{command}: names the missing file")
+        recs = r.json_lines()
+        if not c.equal(len(recs), 1, f"{command} {args}: one record for the good input"):
+            continue
+        rec = recs[0]
+        c.equal(list(rec), derived_fields(command, window, True), f"{command} {args}: fields")
+        c.equal((rec["operation"], rec["window"]), (command, window), f"{command}: window source")
+        c.equal(len(rec["outputs"]), 5, f"{command}: one output per source file")
+        c.check(all(os.path.isfile(f) for f in rec["outputs"]), f"{command}: outputs exist")
+        c.equal(len(rec["windows"]), 5 if "slice" in args else 1, f"{command}: one window per table")
+        # Run again: existing outputs are never replaced, which is an output failure (exit 1).
+        r = t.run(binary, command, *args, "-o", outdir, os.path.join(shared, "series", "ct5n"))
+        c.equal((r.rc, r.out), (1, ""), f"{command} into existing outputs: exit 1, no record")
+
+
+def check_write_errors(c, binary, ct, tmp):
+    """stdout that cannot be written (a full disk) is an error: exit 1 and a message."""
+    if not os.path.exists("/dev/full"):
+        return
+    for args in (["--help"], ["--version"], ["histogram", "--help"], ["help", "mi"],
+                 ["info", ct], ["histogram", "--json", "--bins", "65536", ct], ["mi", ct, ct],
+                 ["window", "--window", "40:400", "-o", os.path.join(tmp, "full"), ct]):
+        with open("/dev/full", "w") as full:
+            p = subprocess.run([binary, *args], stdout=full, stderr=subprocess.PIPE)
+        err = p.stderr.decode("utf-8", "replace")
+        c.equal(p.returncode, 1, f"{args} > /dev/full: exit status")
+        c.check(err.startswith("dicomhist: standard output: write error"),
+                f"{args} > /dev/full: says so ({err.strip()!r})")
+
+
 def main():
     binary, shared = t.parse_argv()
     t.require_shared(shared)
@@ -246,6 +386,9 @@ def main():
         check_per_slice(c, binary, shared)
         check_text(c, binary, shared)
         check_device(c, binary, shared)
+        check_usage_mi_and_derived(c, binary, os.path.join(shared, "pydicom_CT_small.dcm"), tmp)
+        check_mi_and_derived(c, binary, shared, tmp)
+        check_write_errors(c, binary, os.path.join(shared, "pydicom_CT_small.dcm"), tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     c.finish()
