@@ -16,7 +16,8 @@
  *
  * Every figure is the median of event-timed repetitions after warm-up. Each configuration is
  * checked once against the CPU twin (dh_hist_cpu, dh_eq_lut_build, dh_lut_apply_cpu): tables and
- * outputs must be equal, else the program exits 1.
+ * outputs must be equal, and so must the application stage run on pointers off the 16-byte grid
+ * with odd slice lengths (its scalar heads and tails), else the program exits 1.
  *
  * Usage: bench_equalize [reps]   (default 50)
  */
@@ -226,6 +227,27 @@ static int verify(const buffers &b, const config &c, const uint16_t *h_in, int32
     if (hi != levels - 1) {
         fprintf(stderr, "%s: highest output %u, expected %u\n", c.name, hi, levels - 1);
         return -1;
+    }
+    /* The application stage on pointers and sizes off the 16-byte grid: input one sample in,
+     * output three (misaligned to each other), slices of SLICE - 5 samples (per slice) or one
+     * odd run (per volume); the scalar heads and tails must agree with the CPU too. */
+    {
+        const size_t off_in = 1, off_out = 3, slice_len = c.per_slice ? SLICE - 5 : N - 11;
+        const size_t slices = c.per_slice ? SLICES - 1 : 1, m = slice_len * slices;
+        CK(cudaMemsetAsync(b.d_out, 0, N * 2, s));
+        LIB(dh_lut_apply_cuda(b.d_in + off_in, 0, slice_len, slices, b.d_luts, c.per_slice, base,
+                              len, b.d_out + off_out, s, msg, sizeof msg));
+        CK(cudaMemcpyAsync(gpu_out.data(), b.d_out + off_out, m * 2, cudaMemcpyDeviceToHost, s));
+        CK(cudaStreamSynchronize(s));
+        if (dh_lut_apply_cpu(h_in + off_in, 0, slice_len, slices, cpu_lut.data(), c.per_slice,
+                             base, len, 0, cpu_out.data()) != 0) {
+            fprintf(stderr, "dh_lut_apply_cpu failed\n");
+            return -1;
+        }
+        if (memcmp(cpu_out.data(), gpu_out.data(), m * 2) != 0) {
+            fprintf(stderr, "%s: unaligned application differs from the CPU twin\n", c.name);
+            return -1;
+        }
     }
     return 0;
 }

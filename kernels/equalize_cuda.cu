@@ -1,10 +1,25 @@
 /*
  * equalize_cuda.cu: the CUDA launchers of equalize_cuda.h. Histograms come from the project's
- * histogram engine (hist_cuda.h), never a second kernel. Tables: one block per table; block
- * reductions find the window's count, span and clip excess, then a block-wide scan (CUB) runs
- * over the clipped counts and the integer formula of equalize.h (the same inline functions the
- * CPU twin calls) writes each entry. Application: one grid over all slices.
+ * histogram engine (hist_cuda.h), never a second kernel.
+ *
+ * Tables: one block per table, 8 consecutive bins per thread (a 4096-bin chunk per block, the
+ * whole table at 12 bits), loaded through a warp transpose so global reads stay coalesced. A
+ * block reduction finds the window's count and span, a second one the clip excess, then a
+ * block-wide scan runs over the clipped counts and the formula of equalize.h writes each entry.
+ * The per-entry arithmetic avoids the 128-bit and 64-bit divisions of the CPU twin's inline
+ * functions where the numbers allow (exact double quotient corrected by one, 32-bit remainders
+ * for the clip redistribution) and falls back to those functions otherwise, so every entry is
+ * the same exact integer.
+ *
+ * Application: a grid sized to fill the GPU once, each block taking one contiguous run of
+ * samples. Inside its run a block works one slice (per-slice mode) or the whole run (one table)
+ * at a time: it copies that table into shared memory, then streams the samples with 16-byte
+ * loads and stores, 8 samples each and 4 in flight per thread, with scalar heads and tails for
+ * unaligned pointers and sizes. No division per sample. When the table does not fit in shared
+ * memory, or per-slice slices are shorter than their table (copying the table would cost more
+ * than the slice), the block reads the table from global memory through L1 instead.
  */
+#include <cub/block/block_load.cuh>
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 #include <cuda_runtime.h>
@@ -18,7 +33,9 @@
 
 namespace {
 
-constexpr int kLutThreads = 512;
+constexpr int kLutThreads = 512, kLutItems = 8, kLutChunk = kLutThreads * kLutItems;
+static_assert(kLutItems % 8 == 0, "table entries are stored 8 at a time");
+constexpr int kApplyThreads = 256, kApplyUnroll = 4;
 
 int cuda_fail(cudaError_t e, const char *what, char *msg, size_t msg_len)
 {
@@ -34,115 +51,345 @@ int cuda_fail(cudaError_t e, const char *what, char *msg, size_t msg_len)
             return cuda_fail(e_, what, msg, msg_len);                                        \
     } while (0)
 
-struct MinMax {
+/* ---- tables ---- */
+
+/* Pixels inside the window and the lowest and highest bin holding one. */
+struct WinSpan {
+    unsigned long long count;
     long long lo, hi;
 };
 
-struct MinMaxOp {
-    __device__ MinMax operator()(const MinMax &a, const MinMax &b) const
+struct WinSpanOp {
+    __device__ WinSpan operator()(const WinSpan &a, const WinSpan &b) const
     {
-        return {a.lo < b.lo ? a.lo : b.lo, a.hi > b.hi ? a.hi : b.hi};
+        return {a.count + b.count, a.lo < b.lo ? a.lo : b.lo, a.hi > b.hi ? a.hi : b.hi};
     }
 };
 
-__global__ void lut_kernel(const uint64_t *hist, int32_t base, uint32_t len,
-                           const dh_eq_window *windows, uint32_t levels, double clip_limit,
-                           uint16_t *luts)
+/* dh_eq_stats plus the redistribution's per-table quotients, computed once per table. */
+struct ClipPlan {
+    dh_eq_stats s;
+    uint64_t share; /* excess / span */
+    uint32_t rest;  /* excess % span (< span <= 65536) */
+    uint32_t step;  /* max(span / rest, 1) when rest */
+};
+
+/* dh_eq_clipped with the per-table divisions hoisted out: the same value for every input. */
+__device__ __forceinline__ uint64_t clipped(uint64_t h, long long i, const ClipPlan &p)
 {
+    if (p.s.limit == 0 || i < p.s.first || i > p.s.last)
+        return h;
+    uint64_t c = (h < p.s.limit ? h : p.s.limit) + p.share;
+    if (p.rest) {
+        uint32_t k = (uint32_t)(i - p.s.first);
+        if (k % p.step == 0 && k / p.step < p.rest)
+            c++;
+    }
+    return c;
+}
+
+/* dh_eq_value without the 128-bit division when the product fits a double exactly: with
+ * p = a * b < 2^53 and c < 2^37 the correctly rounded p / c is within one of floor(p / c)
+ * (the quotient is below 2^16, so rounding moves it by far less than 1 / c), and one integer
+ * correction makes it exact. Larger counts take the CPU twin's own function. */
+__device__ __forceinline__ uint16_t eq_value(uint64_t cdf, uint64_t cdf_min, uint64_t count,
+                                             uint32_t levels)
+{
+    if (cdf <= cdf_min || count <= cdf_min)
+        return 0;
+    uint64_t a = cdf - cdf_min, c = count - cdf_min;
+    if (c >= (1ull << 37))
+        return dh_eq_value(cdf, cdf_min, count, levels);
+    uint64_t p = a * (uint64_t)(levels - 1);
+    uint64_t q = (uint64_t)((double)p / (double)c);
+    long long r = (long long)(p - q * c);
+    if (r < 0)
+        q--;
+    else if ((uint64_t)r >= c)
+        q++;
+    return (uint16_t)q;
+}
+
+__global__ void __launch_bounds__(kLutThreads, 2)
+    lut_kernel(const uint64_t *hist, int32_t base, uint32_t len, const dh_eq_window *windows,
+               uint32_t levels, double clip_limit, uint16_t *luts)
+{
+    using Load = cub::BlockLoad<unsigned long long, kLutThreads, kLutItems,
+                                cub::BLOCK_LOAD_WARP_TRANSPOSE>;
+    using ReduceSpan = cub::BlockReduce<WinSpan, kLutThreads>;
     using Reduce64 = cub::BlockReduce<unsigned long long, kLutThreads>;
-    using ReduceMM = cub::BlockReduce<MinMax, kLutThreads>;
     using Scan = cub::BlockScan<unsigned long long, kLutThreads>;
     __shared__ union {
+        typename Load::TempStorage load;
+        typename ReduceSpan::TempStorage span;
         typename Reduce64::TempStorage r64;
-        typename ReduceMM::TempStorage rmm;
         typename Scan::TempStorage scan;
     } tmp;
-    __shared__ dh_eq_stats stats;
-    __shared__ unsigned long long carry;
+    __shared__ ClipPlan plan_s;
 
     const uint32_t t = blockIdx.x;
-    const uint64_t *h = hist + (size_t)t * (len + 2);
+    const unsigned long long *h = (const unsigned long long *)hist + (size_t)t * (len + 2);
     uint16_t *lut = luts + (size_t)t * len;
     const dh_eq_window w = windows[t];
-    long long lo = (long long)w.lo - base, hi = (long long)w.hi - base;
-    long long clo = lo < 0 ? 0 : lo, chi = hi > (long long)len - 1 ? (long long)len - 1 : hi;
+    const long long lo = (long long)w.lo - base, hi = (long long)w.hi - base;
+    const long long clo = lo < 0 ? 0 : lo, chi = hi > (long long)len - 1 ? (long long)len - 1 : hi;
+    const bool resident = len <= (uint32_t)kLutChunk; /* the whole table stays in registers */
 
-    /* Count, first and last bin present inside the window. */
-    unsigned long long count = 0;
-    MinMax mm = {LLONG_MAX, LLONG_MIN};
-    for (long long i = clo + threadIdx.x; i <= chi; i += blockDim.x) {
-        uint64_t c = h[i];
-        if (c) {
-            count += c;
-            mm.lo = i < mm.lo ? i : mm.lo;
-            mm.hi = i > mm.hi ? i : mm.hi;
+    unsigned long long items[kLutItems];
+    /* Bins [c0, c0 + kLutChunk) into items, blocked: thread x holds c0 + 8x .. c0 + 8x + 7. */
+    auto load = [&](long long c0) {
+        int valid = (int)((long long)len - c0 < kLutChunk ? (long long)len - c0 : kLutChunk);
+        Load(tmp.load).Load(h + c0, items, valid, 0ull);
+        __syncthreads();
+    };
+    const long long mine = (long long)threadIdx.x * kLutItems;
+
+    /* Pass 1: count, first and last bin present inside the window. */
+    WinSpan ws = {0, LLONG_MAX, LLONG_MIN};
+    for (long long c0 = 0; c0 < (long long)len; c0 += kLutChunk) {
+        if (c0 == 0 || !resident)
+            load(c0);
+        for (int k = 0; k < kLutItems; k++) {
+            long long i = c0 + mine + k;
+            if (i >= clo && i <= chi && items[k]) {
+                ws.count += items[k];
+                ws.lo = i < ws.lo ? i : ws.lo;
+                ws.hi = i > ws.hi ? i : ws.hi;
+            }
         }
     }
-    unsigned long long total = Reduce64(tmp.r64).Sum(count);
-    __syncthreads();
-    MinMax span = ReduceMM(tmp.rmm).Reduce(mm, MinMaxOp());
-    __syncthreads();
+    WinSpan tot = ReduceSpan(tmp.span).Reduce(ws, WinSpanOp());
     if (threadIdx.x == 0) {
-        stats.count = total;
-        stats.excess = 0;
-        if (total == 0) {
-            stats.first = 1;
-            stats.last = 0;
-            stats.limit = 0;
+        ClipPlan p = {};
+        p.s.count = tot.count;
+        if (tot.count == 0) {
+            p.s.first = 1;
+            p.s.last = 0;
         } else {
-            stats.first = span.lo;
-            stats.last = span.hi;
-            stats.limit = dh_eq_clip_limit(clip_limit, total, (uint64_t)(span.hi - span.lo + 1));
+            p.s.first = tot.lo;
+            p.s.last = tot.hi;
+            p.s.limit = dh_eq_clip_limit(clip_limit, tot.count, (uint64_t)(tot.hi - tot.lo + 1));
         }
-        carry = 0;
+        plan_s = p;
     }
     __syncthreads();
-    if (stats.limit) {
-        unsigned long long excess = 0;
-        for (long long i = stats.first + threadIdx.x; i <= stats.last; i += blockDim.x)
-            if (h[i] > stats.limit)
-                excess += h[i] - stats.limit;
-        unsigned long long e = Reduce64(tmp.r64).Sum(excess);
-        __syncthreads();
-        if (threadIdx.x == 0)
-            stats.excess = e;
-        __syncthreads();
-    }
-    const dh_eq_stats s = stats;
-    const uint64_t cdf_min = s.first <= s.last ? dh_eq_clipped(h[s.first], s.first, &s) : 0;
 
-    /* The cdf inside the window, chunk by chunk, with the running total carried over. */
-    for (long long start = 0; start < (long long)len; start += blockDim.x) {
-        long long i = start + threadIdx.x;
-        unsigned long long c = 0;
-        if (i < (long long)len && i >= lo && i <= hi)
-            c = dh_eq_clipped(h[i], i, &s);
-        unsigned long long prefix, chunk;
-        Scan(tmp.scan).InclusiveSum(c, prefix, chunk);
-        if (i < (long long)len) {
-            if (i < lo)
-                lut[i] = 0;
-            else if (i > hi)
-                lut[i] = (uint16_t)(levels - 1);
-            else
-                lut[i] = dh_eq_value(carry + prefix, cdf_min, s.count, levels);
+    /* Pass 2 (clipping only): the pixels above the limit, and the redistribution's quotients. */
+    if (plan_s.s.limit) {
+        const uint64_t limit = plan_s.s.limit;
+        const long long first = plan_s.s.first, last = plan_s.s.last;
+        unsigned long long excess = 0;
+        for (long long c0 = 0; c0 < (long long)len; c0 += kLutChunk) {
+            if (!resident)
+                load(c0);
+            for (int k = 0; k < kLutItems; k++) {
+                long long i = c0 + mine + k;
+                if (i >= first && i <= last && items[k] > limit)
+                    excess += items[k] - limit;
+            }
+        }
+        unsigned long long e = Reduce64(tmp.r64).Sum(excess);
+        if (threadIdx.x == 0) {
+            uint64_t span = (uint64_t)(last - first + 1);
+            plan_s.s.excess = e;
+            plan_s.share = e / span;
+            plan_s.rest = (uint32_t)(e % span);
+            uint64_t step = plan_s.rest ? span / plan_s.rest : 1;
+            plan_s.step = (uint32_t)(step < 1 ? 1 : step);
         }
         __syncthreads();
-        if (threadIdx.x == 0)
-            carry += chunk;
+    }
+    const ClipPlan p = plan_s;
+    const uint64_t cdf_min = p.s.first <= p.s.last ? clipped(h[p.s.first], p.s.first, p) : 0;
+
+    /* Pass 3: the cdf inside the window, chunk by chunk, the running total carried over. */
+    unsigned long long carry = 0;
+    const bool vec_store = (len % 8) == 0; /* rows and 16-bin runs 16-byte aligned */
+    for (long long c0 = 0; c0 < (long long)len; c0 += kLutChunk) {
+        if (!resident)
+            load(c0);
+        unsigned long long sum = 0;
+        for (int k = 0; k < kLutItems; k++) {
+            long long i = c0 + mine + k;
+            items[k] = (i < (long long)len && i >= lo && i <= hi) ? clipped(items[k], i, p) : 0;
+            sum += items[k];
+        }
+        unsigned long long prefix, chunk;
+        Scan(tmp.scan).ExclusiveSum(sum, prefix, chunk);
         __syncthreads();
+        unsigned long long run = carry + prefix;
+        uint16_t out[kLutItems];
+        for (int k = 0; k < kLutItems; k++) {
+            long long i = c0 + mine + k;
+            run += items[k];
+            out[k] = i < lo ? 0 : i > hi ? (uint16_t)(levels - 1)
+                                         : eq_value(run, cdf_min, p.s.count, levels);
+        }
+        long long i0 = c0 + mine;
+        if (vec_store && i0 + kLutItems <= (long long)len) {
+            uint4 v[kLutItems / 8];
+            uint16_t *pv = (uint16_t *)v;
+            for (int k = 0; k < kLutItems; k++)
+                pv[k] = out[k];
+            for (int k = 0; k < kLutItems / 8; k++)
+                ((uint4 *)(lut + i0))[k] = v[k];
+        } else {
+            for (int k = 0; k < kLutItems; k++)
+                if (i0 + k < (long long)len)
+                    lut[i0 + k] = out[k];
+        }
+        carry += chunk;
+    }
+}
+
+/* ---- application ---- */
+
+/* Eight samples of one 16-byte word through the table. */
+template <typename T, typename Table>
+__device__ __forceinline__ uint4 map8(uint4 in, const Table &table, int32_t base)
+{
+    const uint32_t w[4] = {in.x, in.y, in.z, in.w};
+    uint32_t o[4];
+    for (int k = 0; k < 4; k++) {
+        uint32_t a = table((int32_t)(T)(uint16_t)(w[k] & 0xffffu) - base);
+        uint32_t b = table((int32_t)(T)(uint16_t)(w[k] >> 16) - base);
+        o[k] = a | b << 16;
+    }
+    return make_uint4(o[0], o[1], o[2], o[3]);
+}
+
+/* Samples [begin, end) through one table, all threads of the block. */
+template <typename T, typename Table>
+__device__ __forceinline__ void apply_run(const T *data, uint16_t *out, size_t begin, size_t end,
+                                          const Table &table, int32_t base)
+{
+    const unsigned tid = threadIdx.x, nt = blockDim.x;
+    /* Scalar head up to the input's next 16-byte boundary. */
+    size_t mis = ((uintptr_t)(data + begin) & 15) / sizeof(T);
+    size_t head = mis ? 8 - mis : 0;
+    if (head > end - begin)
+        head = end - begin;
+    if (tid < head)
+        out[begin + tid] = table((int32_t)data[begin + tid] - base);
+    begin += head;
+    const size_t nv = (end - begin) / 8;
+    const uint4 *vin = (const uint4 *)(data + begin);
+    const bool out_aligned = ((uintptr_t)(out + begin) & 15) == 0;
+    if (out_aligned) {
+        uint4 *vout = (uint4 *)(out + begin);
+        size_t i = tid;
+        for (; i + (kApplyUnroll - 1) * (size_t)nt < nv; i += kApplyUnroll * (size_t)nt) {
+            uint4 v[kApplyUnroll];
+            for (int k = 0; k < kApplyUnroll; k++)
+                v[k] = __ldcs(vin + i + k * nt);
+            for (int k = 0; k < kApplyUnroll; k++)
+                __stcs(vout + i + k * nt, map8<T>(v[k], table, base));
+        }
+        for (; i < nv; i += nt)
+            __stcs(vout + i, map8<T>(__ldcs(vin + i), table, base));
+    } else {
+        /* Input and output misaligned to each other: vector loads, scalar stores. */
+        for (size_t i = tid; i < nv; i += nt) {
+            uint4 r = map8<T>(__ldcs(vin + i), table, base);
+            const uint16_t *rs = (const uint16_t *)&r;
+            for (int k = 0; k < 8; k++)
+                out[begin + i * 8 + k] = rs[k];
+        }
+    }
+    /* Scalar tail. */
+    size_t t0 = begin + nv * 8;
+    if (t0 + tid < end)
+        out[t0 + tid] = table((int32_t)data[t0 + tid] - base);
+}
+
+struct SharedTable {
+    const uint16_t *t;
+    __device__ uint32_t operator()(int32_t i) const { return t[i]; }
+};
+
+struct GlobalTable {
+    const uint16_t *t;
+    __device__ uint32_t operator()(int32_t i) const { return __ldg(t + i); }
+};
+
+/* Block b takes samples [b * per_block, (b + 1) * per_block) and goes through them one table
+ * at a time: the slice (per_slice) or the whole run. per_block is a multiple of 8. */
+template <typename T, bool kShared>
+__global__ void __launch_bounds__(kApplyThreads)
+    apply_kernel(const T *data, size_t n, size_t slice_len, size_t per_block, const uint16_t *luts,
+                 int per_slice, int32_t base, uint32_t len, uint16_t *out)
+{
+    extern __shared__ __align__(16) uint16_t s_lut[];
+    size_t begin = (size_t)blockIdx.x * per_block;
+    const size_t end = begin + per_block < n ? begin + per_block : n;
+    while (begin < end) {
+        size_t z = per_slice ? begin / slice_len : 0;
+        size_t stop = per_slice && (z + 1) * slice_len < end ? (z + 1) * slice_len : end;
+        const uint16_t *lut = luts + z * len;
+        if (kShared) {
+            __syncthreads(); /* the previous slice's table is no longer read */
+            if ((len & 7) == 0 && ((uintptr_t)lut & 15) == 0) {
+                for (uint32_t i = threadIdx.x; i < len / 8; i += blockDim.x)
+                    ((uint4 *)s_lut)[i] = __ldg((const uint4 *)lut + i);
+            } else {
+                for (uint32_t i = threadIdx.x; i < len; i += blockDim.x)
+                    s_lut[i] = __ldg(lut + i);
+            }
+            __syncthreads();
+            apply_run(data, out, begin, stop, SharedTable{s_lut}, base);
+        } else {
+            apply_run(data, out, begin, stop, GlobalTable{lut}, base);
+        }
+        begin = stop;
     }
 }
 
 template <typename T>
-__global__ void apply_kernel(const T *data, size_t slice_len, size_t n, const uint16_t *luts,
-                             int per_slice, int32_t base, uint32_t len, uint16_t *out)
+int launch_apply(const T *data, size_t slice_len, size_t slices, const uint16_t *luts,
+                 int per_slice, int32_t base, uint32_t len, uint16_t *out, cudaStream_t stream,
+                 char *msg, size_t msg_len)
 {
-    size_t stride = (size_t)gridDim.x * blockDim.x;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const uint16_t *lut = per_slice ? luts + (i / slice_len) * len : luts;
-        out[i] = lut[(int32_t)data[i] - base];
+    const size_t n = slice_len * slices;
+    int device = 0, sms = 0, smem_optin = 0;
+    DH_TRY(cudaGetDevice(&device), "cudaGetDevice");
+    DH_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "SM count");
+    DH_TRY(cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
+           "shared memory size");
+    const size_t table_bytes = (size_t)len * sizeof(uint16_t);
+    /* Shared memory when the table fits and each copy of it serves at least as many samples. */
+    const bool shared = table_bytes <= (size_t)smem_optin && (!per_slice || slice_len >= len);
+    int per_sm = 0;
+    if (shared) {
+        auto k = apply_kernel<T, true>;
+        if (table_bytes > 48 * 1024)
+            DH_TRY(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)table_bytes),
+                   "table application kernel, shared memory size");
+        DH_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, kApplyThreads,
+                                                             table_bytes),
+               "table application kernel, occupancy");
+    } else {
+        DH_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, apply_kernel<T, false>,
+                                                             kApplyThreads, 0),
+               "table application kernel, occupancy");
     }
+    if (per_sm < 1)
+        per_sm = 1;
+    /* One wave that fills the GPU, each block a run of samples (a multiple of 8, at least 8
+     * per thread so small inputs do not start idle blocks). */
+    size_t blocks = (size_t)sms * per_sm;
+    size_t per_block = (n + blocks - 1) / blocks;
+    const size_t min_run = (size_t)kApplyThreads * 8;
+    per_block = per_block < min_run ? min_run : (per_block + 7) / 8 * 8;
+    blocks = (n + per_block - 1) / per_block;
+    if (shared)
+        apply_kernel<T, true><<<(unsigned)blocks, kApplyThreads, table_bytes, stream>>>(
+            data, n, slice_len, per_block, luts, per_slice, base, len, out);
+    else
+        apply_kernel<T, false><<<(unsigned)blocks, kApplyThreads, 0, stream>>>(
+            data, n, slice_len, per_block, luts, per_slice, base, len, out);
+    DH_TRY(cudaGetLastError(), "table application kernel");
+    return 0;
 }
 
 } // namespace
@@ -177,23 +424,13 @@ int dh_lut_apply_cuda(const void *d_data, int is_signed, size_t slice_len, size_
                       const uint16_t *d_luts, int per_slice, int32_t base, uint32_t len,
                       uint16_t *d_out, void *stream, char *msg, size_t msg_len)
 {
-    size_t n = slice_len * slices;
-    if (n == 0)
+    if (slice_len == 0 || slices == 0)
         return 0;
-    int device = 0, sms = 0;
-    DH_TRY(cudaGetDevice(&device), "cudaGetDevice");
-    DH_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "SM count");
-    size_t blocks = (n + 255) / 256, cap = (size_t)sms * 8;
-    if (blocks > cap)
-        blocks = cap;
     if (is_signed)
-        apply_kernel<<<(unsigned)blocks, 256, 0, (cudaStream_t)stream>>>(
-            (const int16_t *)d_data, slice_len, n, d_luts, per_slice, base, len, d_out);
-    else
-        apply_kernel<<<(unsigned)blocks, 256, 0, (cudaStream_t)stream>>>(
-            (const uint16_t *)d_data, slice_len, n, d_luts, per_slice, base, len, d_out);
-    DH_TRY(cudaGetLastError(), "table application kernel");
-    return 0;
+        return launch_apply((const int16_t *)d_data, slice_len, slices, d_luts, per_slice, base,
+                            len, d_out, (cudaStream_t)stream, msg, msg_len);
+    return launch_apply((const uint16_t *)d_data, slice_len, slices, d_luts, per_slice, base,
+                        len, d_out, (cudaStream_t)stream, msg, msg_len);
 }
 
 void dh_eq_cuda_free(dh_eq_cuda *s)

@@ -3,7 +3,8 @@
  * stages, each one launch for all slices: histograms (the engine of hist_cuda.h, one bin per
  * stored value), tables from histograms (one block per table: reductions for the window's
  * count, span and clip excess, then a block-wide scan of the clipped counts and the formula),
- * and table application. Tables and outputs equal the CPU twin bit for bit.
+ * and table application (16-byte loads and stores, each block on a contiguous run of samples
+ * with its slice's table in shared memory). Tables and outputs equal the CPU twin bit for bit.
  *
  * Raw launchers take device pointers and a stream (void*, a cudaStream_t) and do not
  * synchronize; a small host-side session (dh_eq_cuda_*) moves one volume through them for the
