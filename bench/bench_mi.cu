@@ -8,6 +8,7 @@
  * bits); a mismatch is printed and makes the exit status 1.
  *
  * Usage: bench_mi [--quick]   (--quick: fewer repetitions, no volume)
+ *        bench_mi --profile SIDE BINS BATCH CLUSTER   (one configuration, for ncu)
  */
 #include <cuda_runtime.h>
 
@@ -250,8 +251,40 @@ __global__ void read_only(const uint4 *x, const uint4 *y, size_t units, unsigned
         sink[0] = acc;
 }
 
+/* --profile SIDE BINS BATCH CLUSTER: a few evaluations of one configuration and nothing else,
+ * for a profiler (ncu -k regex:mi_kernel); checks the last one against the CPU twin. */
+static int profile_one(size_t side, uint32_t bins, uint32_t batch, uint32_t cl)
+{
+    const size_t n = side * side;
+    std::vector<uint16_t> fixed(n), movs((size_t)batch * n);
+    fill_ct(fixed.data(), side, side, 1, 1);
+    for (uint32_t k = 0; k < batch; k++)
+        shifted_copy(fixed.data(), movs.data() + (size_t)k * n, side, side, 1, (int)(k % 9) - 4,
+                     (int)(k / 9 % 7) - 3, 100 + k);
+    uint16_t *d_movs;
+    dh_mi_values *d_out;
+    CK(cudaMalloc(&d_movs, movs.size() * 2));
+    CK(cudaMalloc(&d_out, batch * sizeof(dh_mi_values)));
+    CK(cudaMemcpy(d_movs, movs.data(), movs.size() * 2, cudaMemcpyHostToDevice));
+    prepared p = prepare(fixed.data(), n, bins);
+    dh_jhist_gpu_tuning want = {cl, 0};
+    dh_jhist_gpu *g = make_gpu(p, n, bins, batch, &want);
+    for (int i = 0; i < 4; i++)
+        evaluate(g, d_movs, n, batch, 1, d_out, 0);
+    bool ok = check(g, p, movs.data(), n, bins, 1, d_out, 0);
+    dh_jhist_gpu_free(g);
+    CK(cudaFree(d_movs));
+    CK(cudaFree(d_out));
+    printf("profile %zux%zu bins %u batch %u cluster %u: %s\n", side, side, bins, batch, cl,
+           ok ? "ok" : "MISMATCH");
+    return ok ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 6 && !strcmp(argv[1], "--profile"))
+        return profile_one((size_t)atoi(argv[2]), (uint32_t)atoi(argv[3]), (uint32_t)atoi(argv[4]),
+                           (uint32_t)atoi(argv[5]));
     const bool quick = argc > 1 && !strcmp(argv[1], "--quick");
     const int reps = quick ? 50 : 300;
     cudaDeviceProp prop;
@@ -321,9 +354,15 @@ int main(int argc, char **argv)
         CK(cudaMemcpy(d_movs, movs.data(), movs.size() * 2, cudaMemcpyHostToDevice));
         for (uint32_t bins : {64u, 256u}) {
             prepared p = prepare(fixed.data(), n, bins);
-            for (uint32_t cl : {0u, 4u, 8u, 16u}) {
+            for (uint32_t cl : {0u, 1u, 2u, 4u, 8u, 16u}) {
                 dh_jhist_gpu_tuning want = {cl, 0};
                 dh_jhist_gpu *g = make_gpu(p, n, bins, max_batch, &want);
+                dh_jhist_gpu_tuning got;
+                dh_jhist_gpu_get_tuning(g, &got);
+                if (cl && got.cluster != cl) { /* does not fit: the size above it is measured */
+                    dh_jhist_gpu_free(g);
+                    continue;
+                }
                 dh_jhist_gpu_tuning t;
                 dh_jhist_gpu_get_tuning(g, &t);
                 for (uint32_t batch : {64u, 256u, 1024u}) {
@@ -356,7 +395,7 @@ int main(int argc, char **argv)
         CK(cudaMemcpy(d_mov, mov.data(), n * 2, cudaMemcpyHostToDevice));
         for (uint32_t bins : {64u, 256u}) {
             prepared p = prepare(fixed.data(), n, bins);
-            for (uint32_t cl : {4u, 8u, 16u})
+            for (uint32_t cl : {2u, 4u, 8u, 16u})
                 for (uint32_t gc : {1u, 2u, 4u, 8u}) {
                     dh_jhist_gpu_tuning want = {cl, gc};
                     dh_jhist_gpu *g = make_gpu(p, n, bins, 1, &want);

@@ -3,7 +3,7 @@
  * twin of jhist_cpu.c + mi_scores.c. One evaluation of K moving images is ONE launch: no zeroing
  * pass, no global atomics on counts, no host synchronization, nothing allocated.
  *
- * Each image is scored by one thread-block cluster (Hopper; C = 4, 8 or 16 blocks):
+ * Each image is scored by one thread-block cluster (Hopper; C = 1, 2, 4, 8 or 16 blocks):
  *   1. every block zeroes a private joint histogram in shared memory: 32-bit counters up to
  *      16384 cells, above that 16-bit counters packed two per word (256 x 256 = 128 KB);
  *   2. (no explicit moving range) the cluster finds the image's min..max over its valid pixels,
@@ -14,9 +14,9 @@
  *   4. flush: the non-zero private counters are added into the cluster's 32-bit histogram, which
  *      is split over the blocks: block r owns the cells whose index mod 256 lies in its lane
  *      range [r 256/C, (r + 1) 256/C) (remote shared atomics, integers: order-free);
- *   5. scores: each block turns its owned counts into entropy terms in parallel, then its lanes
- *      add their terms in mi_scores.h's order (lane t: entries t, t + 256, ... ascending, from
- *      0.0): because a lane's entries all live in one block, the sums are the CPU's bits. Block 0
+ *   5. scores: each block turns its owned counts into entropy terms in parallel, then adds each
+ *      owned lane's rows as mi_scores.h's tree (one barrier per level): because a lane's entries
+ *      all live in one block, the sums are the CPU's bits. Block 0
  *      gathers the 256 lane sums and the row and column sums through DSMEM, runs the three
  *      trees, calls dh_mi_finish and writes the record; every block writes its owned cells of
  *      the joint histogram (always, so it can be read back).
@@ -213,18 +213,35 @@ __device__ void count_share(cg::cluster_group &cluster, const eval_args &a, cons
     const size_t n = a.n, nv = a.vec ? n >> 3 : 0;
     const size_t tile = blockDim.x;
     uint32_t tiles = 0;
-    for (size_t base = part * tile; base < nv; base += parts * tile) {
-        const size_t u = base + threadIdx.x;
-        if (u < nv) {
-            uint4 fq = __ldg((const uint4 *)a.fixed_bins + u);
-            uint4 mq = __ldg((const uint4 *)img + u);
-            uint64_t ok = val ? __ldg((const unsigned long long *)val + u) : ~0ull;
-            uint32_t fw[4] = {fq.x, fq.y, fq.z, fq.w}, mw[4] = {mq.x, mq.y, mq.z, mq.w};
+    /* Software-pipelined: the next tile's loads are issued before this tile is counted, so a
+     * thread keeps two tiles (5 loads) in flight instead of one (latency, not bandwidth, bounds
+     * a lone block). */
+    const size_t step = parts * tile;
+    uint4 fq = make_uint4(0, 0, 0, 0), mq = fq;
+    uint64_t ok = 0;
+    if (part * tile + threadIdx.x < nv) {
+        const size_t u = part * tile + threadIdx.x;
+        fq = __ldg((const uint4 *)a.fixed_bins + u);
+        mq = __ldg((const uint4 *)img + u);
+        ok = val ? __ldg((const unsigned long long *)val + u) : ~0ull;
+    }
+    for (size_t base = part * tile; base < nv; base += step) {
+        const size_t u = base + threadIdx.x, un = u + step;
+        const bool have = u < nv;
+        const uint4 cf = fq, cm = mq;
+        const uint64_t cok = ok;
+        if (un < nv) {
+            fq = __ldg((const uint4 *)a.fixed_bins + un);
+            mq = __ldg((const uint4 *)img + un);
+            ok = val ? __ldg((const unsigned long long *)val + un) : ~0ull;
+        }
+        if (have) {
+            uint32_t fw[4] = {cf.x, cf.y, cf.z, cf.w}, mw[4] = {cm.x, cm.y, cm.z, cm.w};
             uint32_t prev = NO_CELL, run = 0;
 #pragma unroll
             for (int j = 0; j < 8; j++) {
                 const uint32_t sh = (j & 1) * 16;
-                uint32_t c = cell_of((fw[j >> 1] >> sh) & 0xFFFFu, (uint32_t)(ok >> (8 * j)) & 0xFFu,
+                uint32_t c = cell_of((fw[j >> 1] >> sh) & 0xFFFFu, (uint32_t)(cok >> (8 * j)) & 0xFFu,
                                      sample((mw[j >> 1] >> sh) & 0xFFFFu, a.is_signed), bm, lo,
                                      width, magic);
                 if (c == prev) {
@@ -424,19 +441,26 @@ template <bool PACKED> __global__ void __launch_bounds__(THREADS, 1) mi_kernel(e
     const uint64_t n = s_total;
     const double ln_n = s_ln_n;
 
-    /* 5b. the entropy terms of the owned cells, in parallel; then this block's lanes */
+    /* 5b. the entropy terms of the owned cells, in parallel; then each owned lane's rows as a
+     * tree (mi_scores.h), one level per step: slot (j, l) += slot (j + s, l) */
+    const uint32_t rows = (cells + 255) >> 8;
     for (uint32_t l = tid; l < owned; l += T) {
         uint32_t c = owned_cell(l, rank, lb_shift);
         terms[l] = c < cells ? dh_mi_term(red[l], n, ln_n) : 0.0;
     }
-    __syncthreads();
-    if (tid < LB) {
-        const uint32_t t = (rank << lb_shift) + tid;
-        double acc = 0.0;
-        for (uint32_t j = 0, c = t; c < cells; j++, c += 256)
-            acc = __dadd_rn(acc, terms[(j << lb_shift) + tid]);
-        lane_j[t] = acc;
+    uint32_t pow2 = 1;
+    while (pow2 < rows)
+        pow2 <<= 1;
+    for (uint32_t s = pow2 >> 1; s >= 1; s >>= 1) {
+        __syncthreads();
+        const uint32_t span = (rows - s) << lb_shift; /* slots whose row j has j + s < rows */
+        const uint32_t lim = (s << lb_shift) < span ? (s << lb_shift) : span;
+        for (uint32_t i = tid; i < lim; i += T)
+            terms[i] = __dadd_rn(terms[i], terms[i + (s << lb_shift)]);
     }
+    __syncthreads();
+    if (tid < LB)
+        lane_j[(rank << lb_shift) + tid] = terms[tid];
     /* block 0: the marginals, gathered over the cluster */
     if (rank == 0 && tid >= 256 && tid < 512) {
         const uint32_t t = tid - 256;
@@ -520,6 +544,18 @@ void (*kernel_for(bool packed))(eval_args)
     return packed ? mi_kernel<true> : mi_kernel<false>;
 }
 
+/* The most dynamic shared memory one block may have on this device (0 if unknown). */
+int smem_limit()
+{
+    int dev = 0, v = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return v - 16 * 1024; /* room for the kernel's static shared memory */
+}
+
 /* How many clusters of C blocks can be resident at once (0: this size cannot launch). */
 int active_clusters(bool packed, uint32_t cluster, uint32_t smem)
 {
@@ -564,21 +600,32 @@ extern "C" int dh_jhist_gpu_create(const uint16_t *fixed_bins, size_t n, uint32_
     g->fixed_sum = fixed_sum;
     g->packed = g->cells > PACKED_ABOVE_CELLS;
 
-    /* Cluster size: small images favour small clusters (more images at once, cheaper barriers),
-     * one large slice a large one; take the largest size at or below the wish that launches. */
+    /* Cluster size: a batch of small images wants the smallest cluster that fits (the fixed
+     * cost of scoring is paid once per image instead of once per block of it, and more images
+     * run at once); one small image a cluster of 4 (latency), one large slice 16, volumes 8. Take
+     * the largest size at or below the wish that launches (256 x 256 bins need 4 at least). */
     uint32_t want = tuning && tuning->cluster ? tuning->cluster
-                    : n <= (1u << 17)         ? 4u
+                    : n <= (1u << 17)         ? (max_batch >= 16 ? 1u : 4u)
                     : n <= (1u << 20)         ? 16u
                                               : 8u;
-    if (want != 4 && want != 8 && want != 16) {
-        snprintf(msg, msg_len, "cluster size %u is not 4, 8 or 16", want);
+    if (want != 1 && want != 2 && want != 4 && want != 8 && want != 16) {
+        snprintf(msg, msg_len, "cluster size %u is not 1, 2, 4, 8 or 16", want);
         delete g;
         return -1;
     }
     cudaError_t err = cudaSuccess;
     int resident = 0;
-    for (uint32_t c = want; c >= 4; c /= 2) {
+    /* The wish, then larger sizes (a large histogram needs more blocks to hold it), then
+     * smaller ones (a device that refuses 16-block clusters). */
+    const uint32_t sizes[] = {want, want * 2, want * 4, want * 8, want * 16,
+                              want / 2, want / 4, want / 8, want / 16};
+    for (uint32_t c : sizes) {
+        if (c < 1 || c > 16)
+            continue;
         smem_layout(g->cells, c, &g->region_bytes, &g->smem_bytes);
+        const int limit = smem_limit();
+        if (limit > 0 && g->smem_bytes > (uint32_t)limit)
+            continue;
         if ((err = configure(kernel_for(g->packed), g->smem_bytes)) != cudaSuccess)
             break;
         if ((resident = active_clusters(g->packed, c, g->smem_bytes)) > 0) {
@@ -627,6 +674,13 @@ extern "C" int dh_jhist_gpu_create(const uint16_t *fixed_bins, size_t n, uint32_
                            (size_t)max_batch * RANGE_BLOCKS * sizeof(int2))) != cudaSuccess)) {
         dh_jhist_gpu_free(g);
         return fail(msg, msg_len, "allocating the multi-cluster workspace", err);
+    }
+    /* The memsets above run on the legacy default stream, asynchronously; an evaluation on a
+     * non-blocking stream does not wait for them, and a late memset of d_joint used to zero
+     * joint histograms an evaluation had just written. Wait for them here, once. */
+    if ((err = cudaDeviceSynchronize()) != cudaSuccess) {
+        dh_jhist_gpu_free(g);
+        return fail(msg, msg_len, "preparing the fixed image on the GPU", err);
     }
     *out = g;
     return 0;

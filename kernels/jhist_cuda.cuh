@@ -27,7 +27,7 @@ typedef struct dh_jhist_gpu dh_jhist_gpu;
 /* How an evaluation is spread over the GPU; 0 = chosen from the image size and the device. For
  * benchmarks and tests: every choice gives the same bits. */
 typedef struct dh_jhist_gpu_tuning {
-    uint32_t cluster;            /* blocks per thread-block cluster: 4, 8 or 16 */
+    uint32_t cluster;            /* blocks per thread-block cluster: 1, 2, 4, 8 or 16 */
     uint32_t clusters_per_image; /* 1, or more for large images (a second, deterministic stage) */
 } dh_jhist_gpu_tuning;
 

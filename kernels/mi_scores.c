@@ -6,30 +6,39 @@
 
 #include <string.h>
 
-/* Lane t sums entries t, t + LANES, ... in order; then lanes add pairwise as a tree. */
-#define LANE_SUM(counts, len, n, ln_n)                                                    \
-    do {                                                                               \
-        for (size_t t = 0; t < DH_MI_LANES; t++) {                                     \
-            double acc = 0.0;                                                          \
-            for (size_t i = t; i < (len); i += DH_MI_LANES)                            \
-                acc = DH_MI_ADD(acc, dh_mi_term((counts)[i], (n), (ln_n)));                 \
-            lane[t] = acc;                                                             \
-        }                                                                              \
-        for (size_t s = DH_MI_LANES / 2; s >= 1; s >>= 1)                              \
-            for (size_t t = 0; t < s; t++)                                             \
-                lane[t] = DH_MI_ADD(lane[t], lane[t + s]);                             \
+/* mi_scores.h's order: per lane a tree over its rows, then a tree over the lanes. */
+#define LANE_SUM(counts, len, n, ln_n)                                                      \
+    do {                                                                                 \
+        const size_t rows = ((len) + DH_MI_LANES - 1) / DH_MI_LANES;                     \
+        size_t pow2 = 1;                                                                 \
+        while (pow2 < rows)                                                              \
+            pow2 <<= 1;                                                                  \
+        for (size_t t = 0; t < DH_MI_LANES; t++) {                                       \
+            for (size_t j = 0; j < rows; j++) {                                          \
+                size_t i = j * DH_MI_LANES + t;                                          \
+                row[j] = i < (len) ? dh_mi_term((counts)[i], (n), (ln_n)) : 0.0;         \
+            }                                                                            \
+            for (size_t s = pow2 / 2; s >= 1; s >>= 1)                                   \
+                for (size_t j = 0; j < s && j + s < rows; j++)                           \
+                    row[j] = DH_MI_ADD(row[j], row[j + s]);                              \
+            lane[t] = rows ? row[0] : 0.0;                                               \
+        }                                                                                \
+        for (size_t s = DH_MI_LANES / 2; s >= 1; s >>= 1)                                \
+            for (size_t t = 0; t < s; t++)                                               \
+                lane[t] = DH_MI_ADD(lane[t], lane[t + s]);                               \
     } while (0)
 
+/* Histograms have at most 256 x 256 cells, so at most 256 rows. */
 double dh_mi_sum_terms_u32(const uint32_t *counts, size_t len, uint64_t n, double ln_n)
 {
-    double lane[DH_MI_LANES];
+    double lane[DH_MI_LANES], row[DH_MI_LANES];
     LANE_SUM(counts, len, n, ln_n);
     return lane[0];
 }
 
 double dh_mi_sum_terms_u64(const uint64_t *counts, size_t len, uint64_t n, double ln_n)
 {
-    double lane[DH_MI_LANES];
+    double lane[DH_MI_LANES], row[DH_MI_LANES];
     LANE_SUM(counts, len, n, ln_n);
     return lane[0];
 }

@@ -8,9 +8,12 @@
  *   - no fused multiply-add: on the device every step goes through __dadd_rn/__dmul_rn (which the
  *     compiler never contracts), on the host plain C11 does not contract (-std=c11 implies
  *     -ffp-contract=off in GCC);
- *   - one summation order: DH_MI_LANES lanes, lane t adds the terms of entries t, t + 256, ...
- *     in ascending order starting from 0.0, then the lanes are added pairwise as a tree
- *     (lane t += lane t + s for s = 128, 64, ..., 1): exactly what a 256-thread block does.
+ *   - one summation order, two pairwise trees: entry i of a histogram of len cells sits in
+ *     lane t = i mod 256, row j = i / 256 (rows R = ceil(len / 256); a missing entry is 0.0);
+ *     each lane adds its rows as a tree (row j += row j + s for s = P/2, ..., 1, P the power of
+ *     two at or above R, only where j + s < R), then the lanes add as a tree (lane t += lane
+ *     t + s for s = 128, ..., 1). Every level is one parallel step on the GPU (no long serial
+ *     chains), and trees are more accurate than running sums.
  *
  * Each entropy is H = (1/N) sum_c c ln(N / c) over the non-zero counts c: every term is
  * non-negative, a single occupied bin gives exactly 0, and a dominant bin keeps its digits
@@ -61,14 +64,23 @@ typedef struct dh_mi_values {
     uint32_t reserved;
 } dh_mi_values;
 
+#if defined(__CUDA_ARCH__)
+#define DH_MI_UNROLL _Pragma("unroll")
+#else
+#define DH_MI_UNROLL
+#endif
+
 /* 2 atanh(s) = ln((1 + s) / (1 - s)) by its series 2 s sum_k s^2k / (2k + 1), k < terms, in
- * Horner form; the coefficients are IEEE divisions, the same bits on both sides. */
+ * Horner form. The coefficients 1.0 / (2k + 1) are correctly rounded quotients on both sides:
+ * with terms a constant the loop unrolls and the compiler folds them (no division at run time;
+ * folding is exact IEEE division, the same bits as the host's). */
 DH_MI_HD double dh_mi_atanh2(double s, int terms)
 {
     double s2 = DH_MI_MUL(s, s);
-    double p = DH_MI_DIV(1.0, (double)(2 * terms - 1));
+    double p = 1.0 / (double)(2 * terms - 1);
+    DH_MI_UNROLL
     for (int k = terms - 2; k >= 0; k--)
-        p = DH_MI_ADD(DH_MI_MUL(p, s2), DH_MI_DIV(1.0, (double)(2 * k + 1)));
+        p = DH_MI_ADD(DH_MI_MUL(p, s2), 1.0 / (double)(2 * k + 1));
     return DH_MI_MUL(DH_MI_MUL(2.0, s), p);
 }
 

@@ -3,7 +3,8 @@
  * read back and whole score records (memcmp), for bins 2..256, non-square bins, masks, explicit
  * and per-image ranges, batches 1..256, odd sizes, a huge background bin, through both the host
  * path (16-byte loads) and device pointers at odd offsets (scalar loads), one and several
- * clusters per image, every cluster layout; repeated runs give the same bits. Exits 77 without a
+ * clusters per image, every cluster layout; repeated runs give the same bits, and many launches
+ * back to back on a non-blocking stream right after setup stay right every time. Exits 77 without a
  * usable GPU.
  * Runs without fork (CK_FORK=no): CUDA and fork do not mix.
  */
@@ -176,15 +177,97 @@ static void compare_layout(uint32_t bins_f, uint32_t bins_m, size_t n, uint32_t 
 
 START_TEST(test_layouts)
 {
-    static const uint32_t clusters[] = {4, 8, 16};
+    static const uint32_t clusters[] = {1, 2, 4, 8, 16};
     static const uint32_t per_image[] = {1, 2, 5};
-    for (size_t c = 0; c < 3; c++)
+    for (size_t c = 0; c < 5; c++)
         for (size_t g = 0; g < 3; g++) {
             uint64_t seed = 70 + 3 * c + g;
             compare_layout(64, 64, 300 * 301, clusters[c], per_image[g], 0, 1, seed);
             compare_layout(256, 256, 300 * 301, clusters[c], per_image[g], 1, 0, seed);
             compare_layout(255, 129, 777 * 333, clusters[c], per_image[g], 1, 1, seed);
             compare_layout(2, 3, 1001, clusters[c], per_image[g], 0, 0, seed);
+        }
+}
+END_TEST
+
+/* The race hunt: every layout, a fresh fixed image each time (its setup memsets a large joint
+ * buffer), then many back-to-back launches on a NON-blocking stream (which does not wait for
+ * the legacy stream), each record area poisoned first, every record and the joint histograms
+ * of the first and last image compared with the CPU twin after every launch; two sets of moving
+ * images alternate so that a stale result cannot pass. */
+static void repeat_layout(uint32_t bins, uint32_t cluster, uint32_t per_image, size_t n,
+                          uint64_t seed)
+{
+    enum { K = 4, REPS = 25, SETS = 2 };
+    const size_t cells = (size_t)bins * bins;
+    uint16_t *fixed = malloc(n * 2), *fbins = malloc(n * 2);
+    uint16_t *moving = malloc((size_t)SETS * K * n * 2);
+    dh_test_fill_ct_like(fixed, n, seed);
+    dh_test_fill_ct_like(moving, (size_t)SETS * K * n, seed + 1);
+    const int32_t lo = 0, hi = 4095;
+    int32_t flo, fhi;
+    dh_jhist_minmax(fixed, 0, n, NULL, &flo, &fhi);
+    dh_jaxis fa, ma;
+    ck_assert_int_eq(dh_jaxis_init(&fa, bins, flo, fhi), 0);
+    ck_assert_int_eq(dh_jaxis_init(&ma, bins, lo, hi), 0);
+    uint64_t marg[256];
+    uint64_t valid = dh_jhist_bin_fixed(fixed, 0, n, NULL, &fa, fbins, marg);
+    double fsum = dh_mi_sum_terms_u64(marg, bins, valid, dh_mi_log((double)valid));
+    uint32_t *want = malloc((size_t)SETS * K * cells * 4), *got = malloc(cells * 4);
+    dh_mi_values rec_want[SETS * K], rec_got[K];
+    for (size_t i = 0; i < (size_t)SETS * K; i++) {
+        dh_jhist_cpu(fbins, bins, moving + i * n, 0, n, NULL, &ma, want + i * cells);
+        dh_mi_scores_from_joint(want + i * cells, bins, bins, valid, &fsum, 0, &rec_want[i]);
+        rec_want[i].moving_lo = lo, rec_want[i].moving_hi = hi, rec_want[i].reserved = 0;
+    }
+    cudaStream_t stream;
+    ck_assert_int_eq(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+    void *d_moving = NULL, *d_out = NULL;
+    ck_assert_int_eq(cudaMalloc(&d_moving, (size_t)SETS * K * n * 2), cudaSuccess);
+    ck_assert_int_eq(cudaMalloc(&d_out, K * sizeof(dh_mi_values)), cudaSuccess);
+    ck_assert_int_eq(cudaMemcpy(d_moving, moving, (size_t)SETS * K * n * 2,
+                                cudaMemcpyHostToDevice), cudaSuccess);
+    dh_jhist_gpu_tuning t = {cluster, per_image};
+    dh_jhist_gpu *g = NULL;
+    char msg[512];
+    ck_assert_msg(dh_jhist_gpu_create(fbins, n, bins, bins, 256, valid, fsum, &t, &g, msg,
+                                      sizeof msg) == 0, "%s", msg);
+    for (int rep = 0; rep < REPS; rep++) {
+        const size_t set = (size_t)rep % SETS;
+        ck_assert_int_eq(cudaMemsetAsync(d_out, 0xFF, K * sizeof(dh_mi_values), stream),
+                         cudaSuccess);
+        ck_assert_msg(dh_jhist_gpu_evaluate(g, (const uint16_t *)d_moving + set * K * n, 0, n, K,
+                                            NULL, 0, 1, lo, hi, 0, d_out, stream, msg,
+                                            sizeof msg) == 0, "%s", msg);
+        ck_assert_int_eq(cudaStreamSynchronize(stream), cudaSuccess);
+        ck_assert_int_eq(cudaMemcpy(rec_got, d_out, sizeof rec_got, cudaMemcpyDeviceToHost),
+                         cudaSuccess);
+        for (uint32_t i = 0; i < K; i++)
+            ck_assert_msg(memcmp(&rec_want[set * K + i], &rec_got[i], sizeof rec_got[i]) == 0,
+                          "record differs: bins %u cluster %u x %u rep %d item %u", bins, cluster,
+                          per_image, rep, i);
+        for (uint32_t i = 0; i < K; i += K - 1) {
+            ck_assert_int_eq(dh_jhist_gpu_read_joint(g, i, got, msg, sizeof msg), 0);
+            ck_assert_msg(memcmp(want + (set * K + i) * cells, got, cells * 4) == 0,
+                          "counts differ: bins %u cluster %u x %u rep %d item %u", bins, cluster,
+                          per_image, rep, i);
+        }
+    }
+    dh_jhist_gpu_free(g);
+    cudaFree(d_moving);
+    cudaFree(d_out);
+    cudaStreamDestroy(stream);
+    free(fixed), free(fbins), free(moving), free(want), free(got);
+}
+
+START_TEST(test_repeats)
+{
+    static const uint32_t clusters[] = {1, 2, 4, 8, 16};
+    static const uint32_t per_image[] = {1, 3};
+    for (size_t c = 0; c < 5; c++)
+        for (size_t g = 0; g < 2; g++) {
+            repeat_layout(64, clusters[c], per_image[g], 200 * 203, 90 + c);
+            repeat_layout(256, clusters[c], per_image[g], 160 * 160, 95 + c);
         }
 }
 END_TEST
@@ -210,6 +293,7 @@ int main(void)
     tcase_add_test(tc, test_bins);
     tcase_add_test(tc, test_batches);
     tcase_add_test(tc, test_layouts);
+    tcase_add_test(tc, test_repeats);
     suite_add_tcase(s, tc);
     return dh_test_run(s);
 }
