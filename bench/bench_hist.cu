@@ -17,6 +17,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <string>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -218,11 +219,14 @@ int main(int argc, char **argv)
         const char *name;
         dh_cuda_tuning t;
     };
-    const shape shapes[] = {{"default", {0, 0, 0, 0}},
-                            {"smem 24K", {24000, 0, 0, 0}},
-                            {"smem 40K", {40000, 0, 0, 0}},
-                            {"smem 110K", {110000, 0, 0, 0}},
-                            {"packed16", {0, 0, 1, 0}}};
+    const shape shapes[] = {{"default", {0, 0, 0, 0, 0, 0}},
+                            {"per-sample map", {0, 0, 0, 0, 1, 0}},
+                            {"in-kernel zeroing", {0, 0, 0, 0, 0, 2}},
+                            {"smem 24K", {24000, 0, 0, 0, 0, 0}},
+                            {"smem 40K", {40000, 0, 0, 0, 0, 0}},
+                            {"packed16", {0, 0, 1, 0, 0, 0}}};
+    const size_t nshapes = sizeof shapes / sizeof shapes[0];
+    std::string every; /* every shape's figure, printed after the table */
     struct bcase {
         int data;
         uint32_t bins;
@@ -243,9 +247,16 @@ int main(int argc, char **argv)
         double best = 1e30;
         const char *best_name = "";
         double def_ms = 0;
+        char line[256];
+        snprintf(line, sizeof line, "- %s, %u bins:", names[bc.data], bc.bins);
+        every += line;
         for (const shape &s : shapes) {
             const double ms =
                 median_ms([&](int) { run_ours(d, N, 1, 0, &map, c.ours, &s.t); });
+            snprintf(line, sizeof line, " %s %.1f%%%s", s.name,
+                     100 * gbs(N, ms) / gbs(N, ceiling_ms[bc.data]),
+                     &s == &shapes[nshapes - 1] ? "\n" : ",");
+            every += line;
             if (&s == &shapes[0])
                 def_ms = ms;
             else if (ms < best)
@@ -262,6 +273,8 @@ int main(int argc, char **argv)
         fflush(stdout);
     }
 
+    printf("\nevery shape, %% of the read ceiling:\n%s", every.c_str());
+
     /* Per-slice mode: 512 histograms in one launch against the whole-volume histogram. */
     printf("\n| per-slice, CT-like 12-bit | bins | whole volume GB/s | per-slice GB/s | "
            "per-slice/whole | per-slice/ceiling |\n| --- | --- | --- | --- | --- | --- |\n");
@@ -273,6 +286,14 @@ int main(int argc, char **argv)
             median_ms([&](int) { run_ours(vol[0], SLICE, SLICES, 1, &map, c.ours, nullptr); });
         printf("| 512 slices of 512x512 | %u | %.0f | %.0f | %.1f%% | %.1f%% |\n", bins,
                gbs(N, whole), gbs(N, per), 100 * whole / per, 100 * gbs(N, per) / ceil_gbs);
+        const dh_cuda_tuning smem24 = {24000, 0, 0, 0, 0, 0};
+        const double whole_m =
+            median_ms([&](int) { run_ours(vol[0], N, 1, 0, &map, c.ours, &smem24); });
+        const double per_m = median_ms(
+            [&](int) { run_ours(vol[0], SLICE, SLICES, 1, &map, c.ours, &smem24); });
+        printf("|   (smem 24K) | %u | %.0f | %.0f | %.1f%% | %.1f%% |\n", bins,
+               gbs(N, whole_m), gbs(N, per_m), 100 * whole_m / per_m,
+               100 * gbs(N, per_m) / ceil_gbs);
     }
 
     /* One 512x512 slice at 4096 bins, output zeroing included; slices rotate through the whole
@@ -302,10 +323,14 @@ int main(int argc, char **argv)
         printf("\none 512x512 slice, 4096 bins, zeroing included: ours %.2f us (median), CUB "
                "%.2f us, empty launch %.2f us; back to back %.2f us per slice\n",
                ours_ms * 1e3, cub_ms * 1e3, empty_ms * 1e3, batch_ms * 1e3 / reps);
+        const dh_cuda_tuning memset_zero = {0, 0, 0, 0, 0, 1};
+        const double memset_ms = median_ms(
+            [&](int i) { run_ours(slice(i), SLICE, 1, 0, &map, c.ours, &memset_zero); }, reps);
+        printf("  with a memset launch for the zeroing instead: %.2f us\n", memset_ms * 1e3);
         /* Shapes for small inputs: samples per block and copies. */
         for (uint64_t per_block : {2048ull, 4096ull, 8192ull, 16384ull}) {
-            for (uint32_t target : {1u, 40000u, 70000u}) {
-                dh_cuda_tuning t = {target, 0, 0, per_block};
+            for (uint32_t target : {1u, 40000u}) {
+                dh_cuda_tuning t = {target, 0, 0, per_block, 0, 0};
                 const double ms = median_ms(
                     [&](int i) { run_ours(slice(i), SLICE, 1, 0, &map, c.ours, &t); }, reps);
                 printf("  shape: %llu samples per block, smem target %u: %.2f us\n",

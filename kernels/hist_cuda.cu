@@ -21,9 +21,13 @@ using namespace dh_cuda;
 namespace {
 
 /* Defaults of the launch shape (bench/NOTES.md has the measurements behind them). */
-const uint32_t DEFAULT_SMEM_TARGET = 24000;
+const uint32_t DEFAULT_SMEM_TARGET = 8000;
 const uint32_t DEFAULT_MAX_COPIES = 32;
 const uint64_t DEFAULT_MIN_SAMPLES_PER_BLOCK = 4096;
+/* Zeroing inside the kernel saves a launch (0.7 us on one slice) but its grid-wide barrier and
+ * the kernel's own zeroing cost more than a memset on large inputs and large outputs. */
+const uint64_t ZERO_IN_KERNEL_MAX_SAMPLES = (uint64_t)1 << 22;
+const uint64_t ZERO_IN_KERNEL_MAX_COUNTS = (uint64_t)1 << 17;
 /* Host path: samples per staging chunk (64 MiB of 16-bit samples), two chunks in flight. */
 const size_t HOST_CHUNK_SAMPLES = (size_t)32 << 20;
 
@@ -55,14 +59,45 @@ int fail_text(char *msg, size_t msg_len, const char *text)
 typedef void (*kernel_fn)(const hist_args);
 
 /* [kind][signed][packed]: a constant table, not state. */
-const kernel_fn KERNELS[3][2][2] = {
+const kernel_fn KERNELS[4][2][2] = {
     {{hist_kernel<MAP_SHIFT, 0, 0>, hist_kernel<MAP_SHIFT, 0, 1>},
      {hist_kernel<MAP_SHIFT, 1, 0>, hist_kernel<MAP_SHIFT, 1, 1>}},
     {{hist_kernel<MAP_DIV, 0, 0>, hist_kernel<MAP_DIV, 0, 1>},
      {hist_kernel<MAP_DIV, 1, 0>, hist_kernel<MAP_DIV, 1, 1>}},
     {{hist_kernel<MAP_LUT, 0, 0>, hist_kernel<MAP_LUT, 0, 1>},
      {hist_kernel<MAP_LUT, 1, 0>, hist_kernel<MAP_LUT, 1, 1>}},
+    {{hist_kernel<MAP_PAIR, 0, 0>, hist_kernel<MAP_PAIR, 0, 1>},
+     {hist_kernel<MAP_PAIR, 1, 0>, hist_kernel<MAP_PAIR, 1, 1>}},
 };
+
+/* The constants of pair_slots (hist_cuda_count.cuh) for a shift map, or 0 when the pair form
+ * cannot take the map. In the unsigned sample domain u (signed samples biased by 32768) the
+ * internal slot is floor((u - L) / 2^shift) for L <= u <= H, 0 below, bins + 1 above, where
+ * L = lo - 2^shift and H = lo + (bins << shift). Clamping u to [A, B] = [max(L, 0),
+ * min(H, 65535)] keeps those answers; adding c = -L + k 2^shift (k chosen so that A + c >= 0)
+ * and subtracting k after the shift gives the same slot, and the form is usable when also
+ * B + c <= 65535 (no carry between the halves) and shift < 16. */
+int pair_params(hist_args &a, int is_signed)
+{
+    const int64_t sh = a.shift;
+    if (sh < 0 || sh > 15)
+        return 0;
+    const int64_t lo = (int64_t)a.lo + (is_signed ? 32768 : 0);
+    const int64_t L = lo - ((int64_t)1 << sh), H = lo + ((int64_t)a.bins << sh);
+    const int64_t A = L > 0 ? L : 0, B = H < 65535 ? H : 65535;
+    if (A > B)
+        return 0;
+    const int64_t k = -((A - L) >> sh); /* the smallest k with -L + k 2^sh >= -A */
+    const int64_t c = -L + (k << sh);
+    if (A + c < 0 || B + c > 65535)
+        return 0;
+    a.pair_lo = (uint32_t)(A * 65537);
+    a.pair_hi = (uint32_t)(B * 65537);
+    a.pair_add = (uint32_t)(c * 65537); /* c < 0: the 32-bit two's complement subtracts |c| */
+    a.pair_mask = (0xffffu >> sh) * 65537u;
+    a.pair_post = (int32_t)-k;
+    return 1;
+}
 
 int check_map(const dh_bin_map *map, int is_signed, char *msg, size_t msg_len)
 {
@@ -77,14 +112,15 @@ int check_map(const dh_bin_map *map, int is_signed, char *msg, size_t msg_len)
     return 0;
 }
 
-/* Counts n samples at d_data (index `first` of the volume) into d_out, adding to it. A table
+/* Counts n samples at d_data (index `first` of the volume) into d_out, adding to it; or, with
+ * zero set, zeroing d_out (out_len counts) and d_total inside the same launch first. A table
  * map's lut must already be on the device. */
 int launch(const void *d_data, int is_signed, uint64_t n, uint64_t first, uint64_t seg_len,
            const dh_bin_map *map, unsigned long long *d_out, unsigned long long *d_total,
-           cudaStream_t stream,
-           const dh_cuda_tuning *tuning, char *msg, size_t msg_len)
+           int zero, uint64_t out_len, cudaStream_t stream, const dh_cuda_tuning *tuning,
+           char *msg, size_t msg_len)
 {
-    if (n == 0)
+    if (n == 0 && !zero)
         return 0;
     if ((uintptr_t)d_data & 1)
         return fail_text(msg, msg_len, "16-bit samples must be 2-byte aligned");
@@ -109,7 +145,7 @@ int launch(const void *d_data, int is_signed, uint64_t n, uint64_t first, uint64
     a.data = (const uint16_t *)d_data;
     a.n = n;
     a.first = first;
-    a.seg_len = seg_len;
+    a.seg_len = seg_len ? seg_len : 1;
     a.out = d_out;
     a.total = d_total;
     a.bins = map->bins;
@@ -122,6 +158,8 @@ int launch(const void *d_data, int is_signed, uint64_t n, uint64_t first, uint64
     a.lut = map->lut;
     a.lut_base = map->lut_base;
     a.head = (uint32_t)(((16 - ((uintptr_t)d_data & 15)) & 15) / 2);
+    a.zero = zero ? 1 : 0;
+    a.out_len = out_len;
 
     /* Wide 32-bit counters whenever one copy fits; as many copies as the target allows. */
     const uint32_t stride = a.slots | 1u;
@@ -143,29 +181,75 @@ int launch(const void *d_data, int is_signed, uint64_t n, uint64_t first, uint64
     }
 
     /* The shift kernel computes s - lo in int32: fine for any |lo| <= 2^30 (s is 16-bit);
-     * beyond that the division kernel, exact for any range, takes the map. */
+     * beyond that the division kernel, exact for any range, takes the map. The pair form of the
+     * shift map is preferred wherever it applies. */
     const int shift_ok = map->shift >= 0 && map->lo >= -(1 << 30) && map->lo <= (1 << 30);
-    const int kind = map->lut ? MAP_LUT : shift_ok ? MAP_SHIFT : MAP_DIV;
+    int kind = map->lut ? MAP_LUT : shift_ok ? MAP_SHIFT : MAP_DIV;
+    if (kind == MAP_SHIFT && !(tuning && tuning->classic_map) && pair_params(a, is_signed))
+        kind = MAP_PAIR;
     const kernel_fn kernel = KERNELS[kind][is_signed ? 1 : 0][packed];
     if (smem > 48 * 1024)
         DH_CK(cudaFuncSetAttribute((const void *)kernel,
                                    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
               "cudaFuncSetAttribute(shared memory)");
-    int per_sm = 0;
     const int threads = packed ? shape<1>::threads : shape<0>::threads;
-    DH_CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem),
-          "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-    if (per_sm < 1)
-        return fail_text(msg, msg_len, "the kernel does not fit on this device");
-    uint64_t blocks = (uint64_t)sms * per_sm;
-    const uint64_t by_size = (n + min_per_block - 1) / min_per_block;
-    if (blocks > by_size)
-        blocks = by_size;
-    a.blocks = (uint32_t)(blocks ? blocks : 1);
+    /* A grid no larger than the multiprocessors needs no occupancy query (one block of any of
+     * our shapes fits an SM: launch bounds cap the registers, smem was checked above); small
+     * inputs, where the query's host time would show, take this way. */
+    const uint64_t by_size = n ? (n + min_per_block - 1) / min_per_block : 1;
+    uint64_t blocks = by_size;
+    if (blocks > (uint64_t)sms) {
+        int per_sm = 0;
+        DH_CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem),
+              "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+        if (per_sm < 1)
+            return fail_text(msg, msg_len, "the kernel does not fit on this device");
+        if (blocks > (uint64_t)sms * per_sm)
+            blocks = (uint64_t)sms * per_sm;
+    }
+    a.blocks = (uint32_t)blocks;
 
+    if (zero) {
+        /* Every block is resident at once (the grid fits the device), as the grid-wide barrier
+         * before the first flush requires; the cooperative launch checks that. */
+        void *args[] = {&a};
+        DH_CK(cudaLaunchCooperativeKernel((const void *)kernel, dim3(a.blocks), dim3(threads),
+                                          args, smem, stream),
+              "histogram kernel launch (cooperative)");
+        return 0;
+    }
     kernel<<<a.blocks, threads, smem, stream>>>(a);
     DH_CK(cudaGetLastError(), "histogram kernel launch");
     return 0;
+}
+
+/* Zeroes the outputs and counts: one cooperative launch when the device can and the input is
+ * small (zero_mode 0) or when asked (2), else a memset and a plain launch. */
+int zero_and_count(const void *d_data, int is_signed, uint64_t n, uint64_t seg_len,
+                   const dh_bin_map *map, unsigned long long *d_out, uint64_t out_len,
+                   unsigned long long *d_total, cudaStream_t stream, const dh_cuda_tuning *tuning,
+                   char *msg, size_t msg_len)
+{
+    const int mode = tuning ? tuning->zero_mode : 0;
+    int in_kernel = mode == 2 || (mode == 0 && n <= ZERO_IN_KERNEL_MAX_SAMPLES &&
+                                  out_len <= ZERO_IN_KERNEL_MAX_COUNTS);
+    if (in_kernel) {
+        int dev = 0, coop = 0;
+        DH_CK(cudaGetDevice(&dev), "cudaGetDevice");
+        DH_CK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev),
+              "cudaDeviceGetAttribute(cooperative launch)");
+        in_kernel = coop;
+    }
+    if (in_kernel)
+        return launch(d_data, is_signed, n, 0, seg_len, map, d_out, d_total, 1, out_len, stream,
+                      tuning, msg, msg_len);
+    const size_t slots = (size_t)map->bins + 2;
+    DH_CK(cudaMemsetAsync(d_out, 0, out_len * sizeof(uint64_t), stream), "cudaMemsetAsync(counts)");
+    if (d_total)
+        DH_CK(cudaMemsetAsync(d_total, 0, slots * sizeof(uint64_t), stream),
+              "cudaMemsetAsync(counts)");
+    return launch(d_data, is_signed, n, 0, seg_len, map, d_out, d_total, 0, 0, stream, tuning,
+                  msg, msg_len);
 }
 
 } // namespace
@@ -214,11 +298,12 @@ int dh_hist_cuda_device_tuned(const void *d_data, int is_signed, size_t slice_le
         return fail_text(msg, msg_len, "no input buffer");
     cudaStream_t st = (cudaStream_t)stream;
     const size_t hists = per_slice ? slices : 1;
+    const uint64_t seg_len = per_slice ? slice_len : n;
     if (zero_output)
-        DH_CK(cudaMemsetAsync(d_out, 0, hists * (map->bins + 2) * sizeof(uint64_t), st),
-              "cudaMemsetAsync(counts)");
-    return launch(d_data, is_signed, n, 0, per_slice ? slice_len : n, map,
-                  (unsigned long long *)d_out, NULL, st, tuning, msg, msg_len);
+        return zero_and_count(d_data, is_signed, n, seg_len, map, (unsigned long long *)d_out,
+                              hists * (map->bins + 2), NULL, st, tuning, msg, msg_len);
+    return launch(d_data, is_signed, n, 0, seg_len, map, (unsigned long long *)d_out, NULL, 0, 0,
+                  st, tuning, msg, msg_len);
 }
 
 int dh_hist_cuda_device_with_total(const void *d_data, int is_signed, size_t slice_len,
@@ -236,11 +321,8 @@ int dh_hist_cuda_device_with_total(const void *d_data, int is_signed, size_t sli
         return fail_text(msg, msg_len, "no input buffer");
     cudaStream_t st = (cudaStream_t)stream;
     const size_t slots = (size_t)map->bins + 2;
-    DH_CK(cudaMemsetAsync(d_total, 0, slots * sizeof(uint64_t), st), "cudaMemsetAsync(counts)");
-    DH_CK(cudaMemsetAsync(d_slices, 0, slices * slots * sizeof(uint64_t), st),
-          "cudaMemsetAsync(counts)");
-    return launch(d_data, is_signed, n, 0, slice_len, map, (unsigned long long *)d_slices,
-                  (unsigned long long *)d_total, st, NULL, msg, msg_len);
+    return zero_and_count(d_data, is_signed, n, slice_len, map, (unsigned long long *)d_slices,
+                          slices * slots, (unsigned long long *)d_total, st, NULL, msg, msg_len);
 }
 
 int dh_hist_cuda_device(const void *d_data, int is_signed, size_t slice_len, size_t slices,
@@ -390,8 +472,8 @@ static int host_run(dh_cuda_state *s, const void *data, int is_signed, size_t sl
         DH_CK(cudaMemcpyAsync(s->dbuf[b], s->pinned[b], len * sizeof(uint16_t),
                               cudaMemcpyHostToDevice, s->stream[b]),
               "cudaMemcpyAsync(samples)");
-        if (launch(s->dbuf[b], is_signed, len, off, seg_len, &dmap, s->d_out, NULL, s->stream[b],
-                   NULL, msg, msg_len))
+        if (launch(s->dbuf[b], is_signed, len, off, seg_len, &dmap, s->d_out, NULL, 0, 0,
+                   s->stream[b], NULL, msg, msg_len))
             return -1;
         DH_CK(cudaEventRecord(s->done[b], s->stream[b]), "cudaEventRecord");
     }

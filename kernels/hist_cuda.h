@@ -54,6 +54,9 @@ typedef struct dh_cuda_tuning {
     uint32_t max_copies;           /* cap on wide-counter copies (power of two, <= 32) */
     int force_packed;              /* 1: packed 16-bit counters at any bin count */
     uint64_t min_samples_per_block; /* small inputs get fewer blocks */
+    int classic_map;               /* 1: the shift map one sample at a time, not in pairs */
+    int zero_mode;                 /* output zeroing: 0 default, 1 a memset before the kernel,
+                                    * 2 inside the kernel (one cooperative launch) */
 } dh_cuda_tuning;
 
 /* dh_hist_cuda_device with an explicit shape (NULL: defaults). zero_output 0 leaves d_out as

@@ -20,7 +20,9 @@
 
 namespace dh_cuda {
 
-enum map_kind { MAP_SHIFT = 0, MAP_DIV = 1, MAP_LUT = 2 };
+/* MAP_PAIR is the shift map computed two samples at a time (see pair_slots); MAP_SHIFT the same
+ * map one sample at a time, for the ranges the pair form cannot take. */
+enum map_kind { MAP_SHIFT = 0, MAP_DIV = 1, MAP_LUT = 2, MAP_PAIR = 3 };
 
 /* Everything a launch needs, passed by value. */
 struct hist_args {
@@ -41,6 +43,14 @@ struct hist_args {
     uint32_t words;          /* packed counters: ceil(slots / 2) */
     uint32_t head;           /* samples before the first 16-byte boundary of data (0..7) */
     uint32_t blocks;
+    /* MAP_PAIR (pair_slots): clamp bounds and added constant, both halves alike; the mask of a
+     * shifted half; the slot offset added at the end (folded into the histogram's base). */
+    uint32_t pair_lo, pair_hi, pair_add, pair_mask;
+    int32_t pair_post;
+    /* 1: the kernel zeroes out (out_len counts) and total itself, and its blocks meet at one
+     * grid-wide barrier before their first flush (cooperative launch): one launch per call. */
+    uint32_t zero;
+    uint64_t out_len;
 };
 
 /* Pieces never exceed this, so a 32-bit shared counter cannot wrap before its flush. */
@@ -79,6 +89,21 @@ __device__ __forceinline__ uint32_t internal_slot(const hist_args &a, int32_t s)
         slot = s < a.lo ? a.bins : slot;
     }
     return slot == a.bins ? 0 : slot < a.bins ? slot + 1 : a.bins + 1;
+}
+
+/* The shift map of two 16-bit samples packed in one word, in five instructions for the pair.
+ * Signed samples are first made unsigned (xor 0x8000: order kept, the host biases lo by 32768).
+ * With u a sample, the internal slot is ((clamp(u, A, B) + c) >> shift) + post, where the host
+ * (pair_params in hist_cuda.cu) picks A <= B and c so that A + c >= 0 and B + c <= 65535: each
+ * half then stays inside its 16 bits, so one 32-bit min, max (the sm_90 u16x2 forms), add and
+ * shift serve both samples. Returns the two slots less `post`, packed like the samples. */
+template <int SIGNED>
+__device__ __forceinline__ uint32_t pair_slots(const hist_args &a, uint32_t w)
+{
+    if (SIGNED)
+        w ^= 0x80008000u;
+    w = __vminu2(__vmaxu2(w, a.pair_lo), a.pair_hi) + a.pair_add;
+    return (w >> a.shift) & a.pair_mask;
 }
 
 template <int SIGNED>

@@ -10,12 +10,17 @@
  * flushes about once per slice it touches, so 512 slices cost about what one volume costs.
  *
  * Samples are read 8 at a time with 16-byte loads, the next group in flight while the current
- * one is counted. Degenerate data stays fast: when a whole warp's 256 samples fall in one slot
+ * one is counted (the first group of the next piece already during the flush). Power-of-two
+ * maps take the pair form (pair_slots): two samples per 32-bit min/max/add/shift, about a third
+ * fewer instructions per sample. Small inputs zero their outputs inside the kernel (a cooperative
+ * launch with one grid-wide barrier before the first flush), so a call is one launch. Degenerate data stays fast: when a whole warp's 256 samples fall in one slot
  * (a constant image, air) one lane adds 256 with one atomic; otherwise lanes add into different
  * copies of the histogram, so equal values in a warp do not queue on one address.
  */
 #ifndef DH_KERNELS_HIST_CUDA_KERNEL_CUH
 #define DH_KERNELS_HIST_CUDA_KERNEL_CUH
+
+#include <cooperative_groups.h>
 
 #include "hist_cuda_count.cuh"
 
@@ -23,10 +28,14 @@ namespace dh_cuda {
 
 #define DH_CUDA_UNROLL 4
 
+/* Where a lane counts. Slots given to add() are internal slots less `post` (0 except for
+ * MAP_PAIR): `hist` already points `post` words further, so the wide add is one address
+ * computation and one atomic. */
 template <int PACKED>
 struct counter {
     uint32_t *smem;
-    uint32_t copy_base; /* wide: this lane's copy offset */
+    uint32_t *hist; /* wide: smem + this lane's copy offset + post */
+    int32_t post;
     uint32_t words, bins;
     unsigned long long *out; /* the current piece's histogram */
     unsigned long long *total;
@@ -34,9 +43,9 @@ struct counter {
     __device__ __forceinline__ void add(uint32_t slot, uint32_t v) const
     {
         if (PACKED)
-            packed_add(smem, words, bins, slot, v, out, total);
+            packed_add(smem, words, bins, slot + post, v, out, total);
         else
-            atomicAdd(smem + copy_base + slot, v);
+            atomicAdd(hist + slot, v);
     }
 };
 
@@ -63,11 +72,21 @@ __device__ __forceinline__ void count_vector(const hist_args &a, const counter<P
                                              bool ok, uint32_t lane)
 {
     uint32_t s[8];
-    slots8<KIND, SIGNED>(a, x, s);
     bool same = true;
+    if (KIND == MAP_PAIR) {
+        /* Four words of two slots each; all eight equal when the words are equal and the first
+         * word's halves are. */
+        const uint32_t p0 = pair_slots<SIGNED>(a, x.x), p1 = pair_slots<SIGNED>(a, x.y);
+        const uint32_t p2 = pair_slots<SIGNED>(a, x.z), p3 = pair_slots<SIGNED>(a, x.w);
+        same = (p0 == p1) & (p2 == p3) & (p0 == p2) & (__byte_perm(p0, 0, 0x1032) == p0);
+        s[0] = p0 & 0xffffu, s[1] = p0 >> 16, s[2] = p1 & 0xffffu, s[3] = p1 >> 16;
+        s[4] = p2 & 0xffffu, s[5] = p2 >> 16, s[6] = p3 & 0xffffu, s[7] = p3 >> 16;
+    } else {
+        slots8<KIND, SIGNED>(a, x, s);
 #pragma unroll
-    for (int k = 1; k < 8; k++)
-        same &= s[k] == s[0];
+        for (int k = 1; k < 8; k++)
+            same &= s[k] == s[0];
+    }
     const unsigned live = __ballot_sync(0xffffffffu, ok);
     const uint32_t leader = __ffs(live) - 1;
     const uint32_t lead = __shfl_sync(0xffffffffu, s[0], leader);
@@ -81,7 +100,7 @@ __device__ __forceinline__ void count_vector(const hist_args &a, const counter<P
     if (!PACKED) {
 #pragma unroll
         for (int k = 0; k < 8; k++)
-            atomicAdd(c.smem + c.copy_base + s[k], 1u);
+            atomicAdd(c.hist + s[k], 1u);
         return;
     }
     /* Packed: issue all eight adds, then look at what they returned; a wrap is rare. */
@@ -89,6 +108,7 @@ __device__ __forceinline__ void count_vector(const hist_args &a, const counter<P
     bool wrap = false;
 #pragma unroll
     for (int k = 0; k < 8; k++) {
+        s[k] += c.post;
         const bool high = s[k] >= c.words;
         old[k] = atomicAdd(c.smem + (high ? s[k] - c.words : s[k]), high ? 0x10000u : 1u);
         wrap |= high ? old[k] >= 0xffff0000u : (old[k] & 0xffffu) == 0xffffu;
@@ -113,6 +133,10 @@ template <int KIND, int SIGNED, int PACKED>
 __device__ __forceinline__ void count_scalar(const hist_args &a, const counter<PACKED> &c,
                                              uint64_t i)
 {
+    if (KIND == MAP_PAIR) { /* the low half of a pair, the high half unused */
+        c.add(pair_slots<SIGNED>(a, a.data[i]) & 0xffffu, 1);
+        return;
+    }
     const int32_t s = SIGNED ? (int32_t)(int16_t)a.data[i] : (int32_t)a.data[i];
     c.add(internal_slot<KIND>(a, s), 1);
 }
@@ -192,6 +216,50 @@ struct shape {
     static const int min_blocks = PACKED ? 1 : 2;
 };
 
+/* One piece of a block's range: the samples of one histogram (slice or volume), at most
+ * DH_CUDA_PIECE_MAX of them, as a scalar head up to the 16-byte grid, a vector body and a
+ * scalar tail. */
+struct piece {
+    uint64_t begin, stop, vb, ve;
+    uint32_t nv; /* vectors in the body (a piece is at most 2^30 samples: 32 bits suffice) */
+    const uint4 *v;
+    unsigned long long *out;
+};
+
+__device__ __forceinline__ piece make_piece(const hist_args &a, uint64_t begin, uint64_t end)
+{
+    piece p;
+    const uint64_t seg = (a.first + begin) / a.seg_len;
+    uint64_t stop = (seg + 1) * a.seg_len - a.first;
+    if (stop > end)
+        stop = end;
+    if (stop - begin > DH_CUDA_PIECE_MAX)
+        stop = begin + DH_CUDA_PIECE_MAX;
+    uint64_t vb = begin <= a.head ? a.head : a.head + (begin - a.head + 7) / 8 * 8;
+    if (vb > stop)
+        vb = stop;
+    const uint64_t nv = (stop - vb) / 8;
+    p.begin = begin;
+    p.stop = stop;
+    p.vb = vb;
+    p.ve = vb + nv * 8;
+    p.nv = (uint32_t)nv;
+    p.v = reinterpret_cast<const uint4 *>(a.data + vb);
+    p.out = a.out + seg * a.slots;
+    return p;
+}
+
+/* Zeroes this block's share of the outputs (a.zero: the launch is cooperative). */
+__device__ void zero_outputs(const hist_args &a)
+{
+    const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < a.out_len; i += stride)
+        a.out[i] = 0;
+    if (a.total)
+        for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < a.slots; i += stride)
+            a.total[i] = 0;
+}
+
 template <int KIND, int SIGNED, int PACKED>
 __global__ void __launch_bounds__(shape<PACKED>::threads, shape<PACKED>::min_blocks)
     hist_kernel(const hist_args a)
@@ -200,6 +268,8 @@ __global__ void __launch_bounds__(shape<PACKED>::threads, shape<PACKED>::min_blo
     const uint32_t total_words = PACKED ? a.words : a.copies * a.stride;
     for (uint32_t w = threadIdx.x; w < total_words; w += blockDim.x)
         smem[w] = 0;
+    if (a.zero)
+        zero_outputs(a);
     __syncthreads();
 
     /* This block's range, cut on the 16-byte grid (index head + 8k) so that pieces of different
@@ -217,54 +287,56 @@ __global__ void __launch_bounds__(shape<PACKED>::threads, shape<PACKED>::min_blo
     const uint32_t warp = threadIdx.x >> 5;
     counter<PACKED> c;
     c.smem = smem;
+    c.post = KIND == MAP_PAIR ? a.pair_post : 0;
+    c.hist = smem + (PACKED ? 0 : (lane & (a.copies - 1)) * a.stride) + c.post;
     c.words = a.words;
     c.bins = a.bins;
     c.total = a.total;
-    c.copy_base = PACKED ? 0 : (lane & (a.copies - 1)) * a.stride;
 
+    /* Software pipeline: the next group of loads is issued before the current group is counted,
+     * so every lane keeps 16 * UNROLL bytes in flight while it counts; two register groups take
+     * turns (no copies between them). The first group of the next piece is loaded before the
+     * current piece's flush, so a slice boundary does not drain the pipeline. */
+    const uint32_t step = blockDim.x * DH_CUDA_UNROLL;
+    uint4 x[DH_CUDA_UNROLL], y[DH_CUDA_UNROLL];
+    piece p;
+    if (begin < end) {
+        p = make_piece(a, begin, end);
+        load_group(p.v, p.nv, warp * 32, lane, x);
+    }
+    bool met = !a.zero; /* passed the grid-wide barrier (or none is needed) */
     while (begin < end) {
-        const uint64_t seg = (a.first + begin) / a.seg_len;
-        uint64_t stop = (seg + 1) * a.seg_len - a.first;
-        if (stop > end)
-            stop = end;
-        if (stop - begin > DH_CUDA_PIECE_MAX)
-            stop = begin + DH_CUDA_PIECE_MAX;
-        c.out = a.out + seg * a.slots;
-
-        /* Scalar head up to the 16-byte grid, vector body, scalar tail. */
-        uint64_t vb = begin <= a.head ? a.head : a.head + (begin - a.head + 7) / 8 * 8;
-        if (vb > stop)
-            vb = stop;
-        const uint64_t nv = (stop - vb) / 8;
-        const uint64_t ve = vb + nv * 8;
-        for (uint64_t i = begin + threadIdx.x; i < vb; i += blockDim.x)
+        c.out = p.out;
+        for (uint64_t i = p.begin + threadIdx.x; i < p.vb; i += blockDim.x)
             count_scalar<KIND, SIGNED, PACKED>(a, c, i);
-        for (uint64_t i = ve + threadIdx.x; i < stop; i += blockDim.x)
+        for (uint64_t i = p.ve + threadIdx.x; i < p.stop; i += blockDim.x)
             count_scalar<KIND, SIGNED, PACKED>(a, c, i);
 
-        /* Software pipeline: the next group of loads is issued before the current group is
-         * counted, so every lane keeps 16 * UNROLL bytes in flight while it counts; two register
-         * groups take turns (no copies between them). A piece is at most 2^30 samples, so
-         * vector indices fit 32 bits. */
-        const uint4 *v = reinterpret_cast<const uint4 *>(a.data + vb);
-        const uint32_t nv32 = (uint32_t)nv;
-        const uint32_t step = blockDim.x * DH_CUDA_UNROLL;
+        const uint32_t nv = p.nv;
         uint32_t base = warp * 32;
-        uint4 x[DH_CUDA_UNROLL], y[DH_CUDA_UNROLL];
-        load_group(v, nv32, base, lane, x);
-        while (base < nv32) {
-            load_group(v, nv32, base + step, lane, y);
-            count_group<KIND, SIGNED, PACKED>(a, c, x, nv32, base, lane);
+        while (base < nv) {
+            load_group(p.v, nv, base + step, lane, y);
+            count_group<KIND, SIGNED, PACKED>(a, c, x, nv, base, lane);
             base += step;
-            if (base >= nv32)
+            if (base >= nv)
                 break;
-            load_group(v, nv32, base + step, lane, x);
-            count_group<KIND, SIGNED, PACKED>(a, c, y, nv32, base, lane);
+            load_group(p.v, nv, base + step, lane, x);
+            count_group<KIND, SIGNED, PACKED>(a, c, y, nv, base, lane);
             base += step;
         }
+        begin = p.stop;
+        if (begin < end) {
+            p = make_piece(a, begin, end);
+            load_group(p.v, p.nv, warp * 32, lane, x);
+        }
+        if (!met) { /* every output is zero before any block adds to it */
+            cooperative_groups::this_grid().sync();
+            met = true;
+        }
         flush<PACKED>(a, smem, c.out);
-        begin = stop;
     }
+    if (!met)
+        cooperative_groups::this_grid().sync();
 }
 
 } // namespace dh_cuda

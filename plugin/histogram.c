@@ -281,9 +281,16 @@ static dh_status run_device(dh_ctx *ctx, const dh_volume *v, dh_device device, i
         if (device == DH_DEVICE_CUDA && !dh_cuda_usable())
             return dh_ctx_fail(ctx, DH_ERR_NO_DEVICE,
                                "CUDA requested, but no usable CUDA device is present");
+        /* The context's GPU resources (streams, pinned staging) are reused between calls; with
+         * no context (or no memory for one) a per-call state does the same work. */
         char msg[512] = "";
-        if (dh_hist_cuda_host(v->data, v->is_signed, slice_len, v->slices, per_slice, map, raw,
-                              msg, sizeof msg) != 0)
+        struct dh_cuda_state *state = dh_ctx_cuda(ctx);
+        const int rc = state ? dh_hist_cuda_host_state(state, v->data, v->is_signed, slice_len,
+                                                       v->slices, per_slice, map, raw, msg,
+                                                       sizeof msg)
+                             : dh_hist_cuda_host(v->data, v->is_signed, slice_len, v->slices,
+                                                 per_slice, map, raw, msg, sizeof msg);
+        if (rc != 0)
             return dh_ctx_fail(ctx, DH_ERR_CUDA, "%s: CUDA histogram failed: %s",
                                v->path[0] ? v->path : "volume", msg);
         *used = DH_DEVICE_CUDA;

@@ -116,11 +116,17 @@ static void check_case(const uint16_t *data, int is_signed, size_t slice_len, si
     cudaStream_t stream;
     CUDA_OK(cudaStreamCreate(&stream));
 
-    /* Default shape, then one wide copy, then packed 16-bit counters at any bin count. */
-    const dh_cuda_tuning shapes[3] = {{0}, {.smem_target = 1, .max_copies = 1},
-                                      {.force_packed = 1}};
-    const char *names[3] = {"default", "one copy", "packed"};
-    for (int k = 0; k < 3; k++) {
+    /* Default shape (pair map, zeroing inside the kernel), then one wide copy with the
+     * per-sample map and a separate memset, then packed 16-bit counters at any bin count, with
+     * each map and zeroing. */
+    const dh_cuda_tuning shapes[4] = {
+        {0},
+        {.smem_target = 1, .max_copies = 1, .classic_map = 1, .zero_mode = 1},
+        {.force_packed = 1, .zero_mode = 2},
+        {.force_packed = 1, .classic_map = 1, .zero_mode = 1}};
+    const char *names[4] = {"default", "one copy, per-sample map, memset", "packed",
+                            "packed, per-sample map, memset"};
+    for (int k = 0; k < 4; k++) {
         CUDA_OK(cudaMemsetAsync(d_out, 0xff, len * sizeof *d_out, stream)); /* poison */
         rc = dh_hist_cuda_device_tuned(d_buf + offset, is_signed, slice_len, slices, per_slice,
                                        &dmap, d_out, stream, &shapes[k], 1, msg, sizeof msg);
@@ -173,6 +179,43 @@ START_TEST(test_bins_and_data)
 }
 END_TEST
 
+/* Power-of-two maps at random offsets and shifts (the pair form's constants are derived per
+ * map, with clamps, carries and offsets that differ by case), on every 16-bit value and on
+ * random data, unsigned and signed. */
+START_TEST(test_shift_maps)
+{
+    const size_t n = 2 * 65536 + 3;
+    uint16_t *data = xmalloc(n * sizeof *data);
+    dh_test_rng rng;
+    dh_test_rng_seed(&rng, 2024);
+    for (size_t i = 0; i < n; i++)
+        data[i] = i < 65536 ? (uint16_t)i : (uint16_t)dh_test_rng_next(&rng);
+    for (int m = 0; m < 120; m++) {
+        const int is_signed = m % 2;
+        const uint32_t bins = 1u << dh_test_rng_below(&rng, 17);
+        const uint32_t shift = dh_test_rng_below(&rng, 18);
+        const int64_t span = (int64_t)bins << shift;
+        /* lo from well below to well above the type's range, often near its ends */
+        const int64_t type_lo = is_signed ? -32768 : 0;
+        int64_t lo = type_lo - 70000 + (int64_t)dh_test_rng_below(&rng, 205536);
+        if (m % 4 == 1)
+            lo = type_lo - (int64_t)dh_test_rng_below(&rng, 40);
+        if (m % 4 == 3)
+            lo = type_lo + 65536 - span + (int64_t)dh_test_rng_below(&rng, 40) - 20;
+        if (lo + span > INT32_MAX || lo < INT32_MIN)
+            continue;
+        dh_bin_map map;
+        map_or_die(&map, bins, lo, lo + span);
+        ck_assert_int_eq(map.shift, (int)shift);
+        char label[128];
+        snprintf(label, sizeof label, "shift map %u bins, shift %u, lo %lld, %s", bins, shift,
+                 (long long)lo, is_signed ? "int16" : "uint16");
+        check_case(data, is_signed, n, 1, 0, &map, (unsigned)m % 8, label);
+    }
+    free(data);
+}
+END_TEST
+
 /* One pixel, odd lengths around the 8-sample vector, every misalignment. */
 START_TEST(test_sizes_and_alignment)
 {
@@ -191,6 +234,25 @@ START_TEST(test_sizes_and_alignment)
         }
     }
     free(data);
+
+    /* No samples at all: the (per-slice) outputs are still zeroed, by either zeroing. */
+    dh_bin_map map;
+    map_or_die(&map, 256, 0, 4096);
+    uint64_t *d_out = NULL, got[3 * 258];
+    char msg[512] = "";
+    CUDA_OK(cudaMalloc((void **)&d_out, sizeof got));
+    for (int mode = 1; mode <= 2; mode++) {
+        const dh_cuda_tuning t = {.zero_mode = mode};
+        CUDA_OK(cudaMemset(d_out, 0xff, sizeof got));
+        ck_assert_msg(dh_hist_cuda_device_tuned(NULL, 0, 0, 3, 1, &map, d_out, NULL, &t, 1, msg,
+                                                sizeof msg) == 0,
+                      "no samples: %s", msg);
+        CUDA_OK(cudaMemcpy(got, d_out, sizeof got, cudaMemcpyDeviceToHost));
+        for (size_t i = 0; i < 3 * 258; i++)
+            ck_assert_msg(got[i] == 0, "no samples, zero mode %d: slot %zu is %llu", mode, i,
+                          (unsigned long long)got[i]);
+    }
+    cudaFree(d_out);
 }
 END_TEST
 
@@ -352,6 +414,7 @@ static Suite *cuda_suite(void)
     tcase_add_test(tc, test_errors);
     tcase_add_test(tc, test_sizes_and_alignment);
     tcase_add_test(tc, test_bins_and_data);
+    tcase_add_test(tc, test_shift_maps);
     tcase_add_test(tc, test_per_slice);
     tcase_add_test(tc, test_table_maps);
     tcase_add_test(tc, test_public_device_api);
