@@ -8,6 +8,7 @@
  * bits); a mismatch is printed and makes the exit status 1.
  *
  * Usage: bench_mi [--quick]   (--quick: fewer repetitions, no volume)
+ *        bench_mi --stages    (time split by stage, and threads per block)
  *        bench_mi --profile SIDE BINS BATCH CLUSTER   (one configuration, for ncu)
  */
 #include <cuda_runtime.h>
@@ -280,12 +281,105 @@ static int profile_one(size_t side, uint32_t bins, uint32_t batch, uint32_t cl)
     return ok ? 0 : 1;
 }
 
+/* --stages: where the time of one evaluation goes. Each DH_JHIST_STAGE_* bit left out in turn
+ * (the results are then wrong and not checked), for single evaluations and a batch; then the
+ * threads per block. */
+static void stage_split(cudaStream_t s, dh_mi_values *d_out, int reps)
+{
+    struct cfg_t {
+        size_t side;
+        uint32_t bins, batch, cluster;
+    } cfgs[] = {{256, 64, 1, 0}, {512, 64, 1, 0}, {512, 256, 1, 0}, {256, 64, 1024, 1},
+                {256, 256, 1024, 4}};
+    const struct {
+        uint32_t bit;
+        const char *name;
+    } stages[] = {{0, "nothing (full evaluation)"},
+                  {DH_JHIST_STAGE_ZERO, "zeroing"},
+                  {DH_JHIST_STAGE_COUNT, "counting"},
+                  {DH_JHIST_STAGE_REDUCE, "cluster reduction"},
+                  {DH_JHIST_STAGE_TERMS, "joint entropy terms"},
+                  {DH_JHIST_STAGE_MARGINALS, "row/column sums + their terms"},
+                  {DH_JHIST_STAGE_TREES, "tree sums"},
+                  {DH_JHIST_STAGE_WRITE, "joint write-back"},
+                  {DH_JHIST_STAGE_FINISH, "record"},
+                  {0xFFu, "all stages (barriers, range, launch remain)"},
+                  {DH_JHIST_STAGE_ALL, "everything (empty kernel, same launch)"}};
+    printf("\n## Stage split: device us with one stage left out (median of %d; wrong results, "
+           "timing only)\n| left out |",
+           reps);
+    for (const cfg_t &c : cfgs)
+        printf(" %zux%zu b%u K%u |", c.side, c.side, c.bins, c.batch);
+    printf("\n|---|");
+    for (size_t i = 0; i < sizeof cfgs / sizeof cfgs[0]; i++)
+        printf("---|");
+    printf("\n");
+    std::vector<std::vector<double>> t(sizeof stages / sizeof stages[0]);
+    for (const cfg_t &c : cfgs) {
+        const size_t n = c.side * c.side;
+        std::vector<uint16_t> fixed(n), movs((size_t)c.batch * n);
+        fill_ct(fixed.data(), c.side, c.side, 1, 1);
+        for (uint32_t k = 0; k < c.batch; k++)
+            shifted_copy(fixed.data(), movs.data() + (size_t)k * n, c.side, c.side, 1,
+                         (int)(k % 9) - 4, (int)(k / 9 % 7) - 3, 100 + k);
+        uint16_t *d_movs;
+        CK(cudaMalloc(&d_movs, movs.size() * 2));
+        CK(cudaMemcpy(d_movs, movs.data(), movs.size() * 2, cudaMemcpyHostToDevice));
+        prepared p = prepare(fixed.data(), n, c.bins);
+        for (size_t si = 0; si < sizeof stages / sizeof stages[0]; si++) {
+            dh_jhist_gpu_tuning want = {c.cluster, 0, 0, stages[si].bit};
+            dh_jhist_gpu *g = make_gpu(p, n, c.bins, c.batch, &want);
+            t[si].push_back(time_single(g, d_movs, n, c.batch, 1, d_out, s, reps));
+            dh_jhist_gpu_free(g);
+        }
+        CK(cudaFree(d_movs));
+    }
+    for (size_t si = 0; si < sizeof stages / sizeof stages[0]; si++) {
+        printf("| %s |", stages[si].name);
+        for (size_t ci = 0; ci < t[si].size(); ci++)
+            printf(" %.2f (%+.2f) |", t[si][ci], t[si][ci] - t[0][ci]);
+        printf("\n");
+    }
+
+    printf("\n## Threads per block (device us, median; checked)\n| config | threads | check | us "
+           "|\n|---|---|---|---|\n");
+    for (const cfg_t &c : cfgs) {
+        const size_t n = c.side * c.side;
+        std::vector<uint16_t> fixed(n), movs((size_t)c.batch * n);
+        fill_ct(fixed.data(), c.side, c.side, 1, 1);
+        for (uint32_t k = 0; k < c.batch; k++)
+            shifted_copy(fixed.data(), movs.data() + (size_t)k * n, c.side, c.side, 1,
+                         (int)(k % 9) - 4, (int)(k / 9 % 7) - 3, 100 + k);
+        uint16_t *d_movs;
+        CK(cudaMalloc(&d_movs, movs.size() * 2));
+        CK(cudaMemcpy(d_movs, movs.data(), movs.size() * 2, cudaMemcpyHostToDevice));
+        prepared p = prepare(fixed.data(), n, c.bins);
+        for (uint32_t th : {256u, 512u, 1024u}) {
+            dh_jhist_gpu_tuning want = {c.cluster, 0, th, 0};
+            dh_jhist_gpu *g = make_gpu(p, n, c.bins, c.batch, &want);
+            dh_jhist_gpu_tuning got;
+            dh_jhist_gpu_get_tuning(g, &got);
+            evaluate(g, d_movs, n, c.batch, 1, d_out, s);
+            bool ok = check(g, p, movs.data(), n, c.bins, 1, d_out, 0) &&
+                      check(g, p, movs.data() + (size_t)(c.batch - 1) * n, n, c.bins, 1, d_out,
+                            c.batch - 1);
+            printf("| %zux%zu b%u K%u C%u | %u | %s | %.2f |\n", c.side, c.side, c.bins,
+                   c.batch, got.cluster, got.threads, ok ? "ok" : "MISMATCH",
+                   time_single(g, d_movs, n, c.batch, 1, d_out, s, c.batch > 1 ? 20 : reps));
+            fflush(stdout);
+            dh_jhist_gpu_free(g);
+        }
+        CK(cudaFree(d_movs));
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 6 && !strcmp(argv[1], "--profile"))
         return profile_one((size_t)atoi(argv[2]), (uint32_t)atoi(argv[3]), (uint32_t)atoi(argv[4]),
                            (uint32_t)atoi(argv[5]));
     const bool quick = argc > 1 && !strcmp(argv[1], "--quick");
+    const bool stages = argc > 1 && !strcmp(argv[1], "--stages");
     const int reps = quick ? 50 : 300;
     cudaDeviceProp prop;
     int dev = 0;
@@ -298,6 +392,13 @@ int main(int argc, char **argv)
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     dh_mi_values *d_out;
     CK(cudaMalloc(&d_out, 1024 * sizeof(dh_mi_values)));
+    if (stages) {
+        stage_split(s, d_out, 100);
+        CK(cudaFree(d_out));
+        CK(cudaStreamDestroy(s));
+        printf("\n%s\n", g_failed ? "RESULT: MISMATCH against the CPU twin" : "RESULT: all checks ok");
+        return g_failed;
+    }
 
     /* 1. latency of one evaluation */
     printf("\n## One evaluation (device us, median of %d; range given = one launch; found = "

@@ -10,16 +10,19 @@
  *      exchanged through distributed shared memory (DSMEM);
  *   3. each block counts its share of pixels (16-byte loads of 8 samples, scalar tail; runs of
  *      one cell inside the 8 are merged into one shared atomic, which tames the background bin);
- *      packed counters are flushed before any can reach 65536;
+ *      packed counters are flushed before any can reach 65536; the pixels counted, added into
+ *      every block's N, give N without a pass over the cells;
  *   4. flush: the non-zero private counters are added into the cluster's 32-bit histogram, which
  *      is split over the blocks: block r owns the cells whose index mod 256 lies in its lane
  *      range [r 256/C, (r + 1) 256/C) (remote shared atomics, integers: order-free);
- *   5. scores: each block turns its owned counts into entropy terms in parallel, then adds each
- *      owned lane's rows as mi_scores.h's tree (one barrier per level): because a lane's entries
- *      all live in one block, the sums are the CPU's bits. Block 0
- *      gathers the 256 lane sums and the row and column sums through DSMEM, runs the three
- *      trees, calls dh_mi_finish and writes the record; every block writes its owned cells of
- *      the joint histogram (always, so it can be read back).
+ *   5. scores: each block writes its owned cells of the joint histogram back (always, so it can
+ *      be read back), adds their row and column sums into block 0's (integers), turns them into
+ *      entropy terms in parallel and adds each owned lane's rows as mi_scores.h's tree with warp
+ *      shuffles (no barrier per level; a lane's entries all live in one block, so the sums are
+ *      the CPU's bits), storing the lane sum into block 0. After one cluster barrier block 0
+ *      turns the row and column sums into terms, one warp runs the three 256-lane trees the
+ *      same way, and its lane 0 calls dh_mi_finish and writes the record. Three cluster
+ *      barriers in all (after zeroing, after the flush, before block 0 finishes).
  * Large images (volumes) use G clusters per image: each writes its cluster histogram into a
  * preallocated partial slot, and the last cluster to finish (a threadfence and a per-image counter
  * that it resets) adds the G partials, integers again, and scores as above. Without an explicit
@@ -85,6 +88,7 @@ struct eval_args {
     unsigned *counters; /* K, zero between evaluations */
     uint32_t *joint;    /* K x cells, written */
     dh_mi_values *out;  /* K records */
+    uint32_t skip;      /* DH_JHIST_STAGE_* bits left out (bench_mi's stage timing only) */
 };
 
 __device__ __forceinline__ int32_t sample(uint32_t raw, int is_signed)
@@ -121,25 +125,34 @@ __device__ __forceinline__ void add_owned(cg::cluster_group &cluster, uint32_t *
     atomicAdd(dst + local, x);
 }
 
-/* Moves every non-zero private counter into the cluster histogram (and zeroes it when asked). */
+/* Moves every non-zero private counter into the cluster histogram (and zeroes it when asked).
+ * Reads four words at a time: most of a large histogram is empty. */
 template <bool PACKED>
 __device__ void flush(cg::cluster_group &cluster, uint32_t *hist, uint32_t *red, uint32_t cells,
                       uint32_t lb_shift, bool clear)
 {
-    const uint32_t words = PACKED ? (cells + 1) / 2 : cells;
-    for (uint32_t w = threadIdx.x; w < words; w += blockDim.x) {
-        uint32_t x = hist[w];
-        if (!x)
+    const uint32_t quads = ((PACKED ? (cells + 1) / 2 : cells) + 3) / 4;
+    uint4 *h4 = (uint4 *)hist;
+    for (uint32_t q = threadIdx.x; q < quads; q += blockDim.x) {
+        const uint4 v = h4[q];
+        if (!(v.x | v.y | v.z | v.w))
             continue;
         if (clear)
-            hist[w] = 0;
-        if (PACKED) {
-            if (x & 0xFFFFu)
-                add_owned(cluster, red, 2 * w, x & 0xFFFFu, lb_shift);
-            if (x >> 16)
-                add_owned(cluster, red, 2 * w + 1, x >> 16, lb_shift);
-        } else {
-            add_owned(cluster, red, w, x, lb_shift);
+            h4[q] = make_uint4(0, 0, 0, 0);
+        const uint32_t xs[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (uint32_t j = 0; j < 4; j++) {
+            const uint32_t x = xs[j], w = 4 * q + j;
+            if (!x)
+                continue;
+            if (PACKED) {
+                if (x & 0xFFFFu)
+                    add_owned(cluster, red, 2 * w, x & 0xFFFFu, lb_shift);
+                if (x >> 16)
+                    add_owned(cluster, red, 2 * w + 1, x >> 16, lb_shift);
+            } else {
+                add_owned(cluster, red, w, x, lb_shift);
+            }
         }
     }
 }
@@ -203,16 +216,17 @@ __global__ void __launch_bounds__(RANGE_THREADS) range_kernel(eval_args a, int2 
         parts[blockIdx.x] = r;
 }
 
-/* Counts this block's share of the image into its private histogram. */
+/* Counts this block's share of the image into its private histogram; returns how many pixels
+ * this thread counted. */
 template <bool PACKED>
-__device__ void count_share(cg::cluster_group &cluster, const eval_args &a, const uint16_t *img,
+__device__ uint32_t count_share(cg::cluster_group &cluster, const eval_args &a, const uint16_t *img,
                             const uint8_t *val, uint32_t *hist, uint32_t *red, size_t part,
                             size_t parts, int32_t lo, uint32_t width, uint32_t magic)
 {
     const uint32_t bm = a.bins_moving;
     const size_t n = a.n, nv = a.vec ? n >> 3 : 0;
     const size_t tile = blockDim.x;
-    uint32_t tiles = 0;
+    uint32_t tiles = 0, counted = 0;
     /* Software-pipelined: the next tile's loads are issued before this tile is counted, so a
      * thread keeps two tiles (5 loads) in flight instead of one (latency, not bandwidth, bounds
      * a lone block). */
@@ -247,14 +261,18 @@ __device__ void count_share(cg::cluster_group &cluster, const eval_args &a, cons
                 if (c == prev) {
                     run++;
                 } else {
-                    if (prev != NO_CELL)
+                    if (prev != NO_CELL) {
                         add_private<PACKED>(hist, prev, run);
+                        counted += run;
+                    }
                     prev = c;
                     run = 1;
                 }
             }
-            if (prev != NO_CELL)
+            if (prev != NO_CELL) {
                 add_private<PACKED>(hist, prev, run);
+                counted += run;
+            }
         }
         if (PACKED && ++tiles == PACKED_ROUND_TILES) { /* block-uniform: base is */
             __syncthreads();
@@ -270,8 +288,10 @@ __device__ void count_share(cg::cluster_group &cluster, const eval_args &a, cons
         if (i < n) {
             uint32_t c = cell_of(a.fixed_bins[i], val ? val[i] : 1u, sample(img[i], a.is_signed),
                                  bm, lo, width, magic);
-            if (c != NO_CELL)
+            if (c != NO_CELL) {
                 add_private<PACKED>(hist, c, 1);
+                counted++;
+            }
         }
         if (PACKED && ++tiles == PACKED_ROUND_TILES) {
             __syncthreads();
@@ -280,6 +300,7 @@ __device__ void count_share(cg::cluster_group &cluster, const eval_args &a, cons
             tiles = 0;
         }
     }
+    return counted;
 }
 
 /* The natural cell index of owned slot l of block `rank`. */
@@ -288,29 +309,42 @@ __device__ __forceinline__ uint32_t owned_cell(uint32_t l, uint32_t rank, uint32
     return ((l >> lb_shift) << 8) | (rank << lb_shift) | (l & ((1u << lb_shift) - 1u));
 }
 
-/* lane[t] += lane[t + s] for s = 128 .. 1: the tree half of mi_scores.h's order (threads 0..255
- * of the block take part; every thread reaches the barriers). */
-__device__ void tree3(double *x, double *y, double *z)
+/* mi_scores.h's tree over 256 entries x(0), ..., x(255) (x[t] += x[t + s] for s = 128 .. 1), by
+ * one warp without a barrier: lane i holds entries i + 32 k, k < 8, adds the levels s = 128, 64,
+ * 32 in registers and the levels 16 .. 1 through shuffles. Lane 0 returns the sum (the other
+ * lanes return partial values). A missing entry is 0.0: every term is >= +0.0, so adding it
+ * changes no bit and the levels the CPU skips (j + s >= rows) come out the same. */
+template <typename Get> __device__ __forceinline__ double warp_tree256(Get get)
 {
-    for (int s = DH_MI_LANES / 2; s >= 1; s >>= 1) {
-        __syncthreads();
-        const int t = threadIdx.x;
-        if (t < s) {
-            x[t] = __dadd_rn(x[t], x[t + s]);
-            y[t] = __dadd_rn(y[t], y[t + s]);
-            z[t] = __dadd_rn(z[t], z[t + s]);
-        }
-    }
-    __syncthreads();
+    const uint32_t i = threadIdx.x & 31u;
+    double v[8];
+#pragma unroll
+    for (uint32_t k = 0; k < 8; k++)
+        v[k] = get(i + 32 * k);
+#pragma unroll
+    for (uint32_t k = 0; k < 4; k++)
+        v[k] = __dadd_rn(v[k], v[k + 4]);
+    v[0] = __dadd_rn(v[0], v[2]);
+    v[1] = __dadd_rn(v[1], v[3]);
+    v[0] = __dadd_rn(v[0], v[1]);
+#pragma unroll
+    for (int s = 16; s >= 1; s >>= 1)
+        v[0] = __dadd_rn(v[0], __shfl_down_sync(0xFFFFFFFFu, v[0], s));
+    return v[0];
 }
 
 template <bool PACKED> __global__ void __launch_bounds__(THREADS, 1) mi_kernel(eval_args a)
 {
+    if (a.skip & DH_JHIST_STAGE_ALL)
+        return;
     cg::cluster_group cluster = cg::this_cluster();
     extern __shared__ __align__(16) unsigned char smem[];
+    /* This block's row and column sums of its owned cells; in block 0 also the cluster's totals
+     * (every block adds its sums into block 0's tot_*), later overwritten by their terms. */
     __shared__ unsigned long long rowp[DH_MI_LANES], colp[DH_MI_LANES];
-    __shared__ double lane_f[DH_MI_LANES], lane_m[DH_MI_LANES], lane_j[DH_MI_LANES];
-    __shared__ unsigned long long s_n, s_total;
+    __shared__ unsigned long long tot_f[DH_MI_LANES], tot_m[DH_MI_LANES];
+    __shared__ double lane_j[DH_MI_LANES]; /* block 0: every lane's row sum, stored by its owner */
+    __shared__ unsigned long long s_count, s_n;
     __shared__ int2 s_share, s_range;
     __shared__ int s_last;
     __shared__ double s_ln_n;
@@ -321,22 +355,27 @@ template <bool PACKED> __global__ void __launch_bounds__(THREADS, 1) mi_kernel(e
     const uint32_t tid = threadIdx.x, T = blockDim.x;
     const uint32_t cells = a.cells, lb_shift = a.lb_shift, LB = 1u << lb_shift;
     const uint32_t owned = ((cells + 255) >> 8) << lb_shift;
+    const uint32_t skip = a.skip;
     uint32_t *hist = (uint32_t *)smem;
     double *terms = (double *)smem; /* reuses the private histogram once it is flushed */
     uint32_t *red = (uint32_t *)(smem + a.region_bytes);
     const uint16_t *img = a.moving + (size_t)k * a.stride;
     const uint8_t *val = a.valid ? a.valid + (size_t)k * a.valid_stride : nullptr;
 
-    /* 1. zero the private histogram, this block's share of the cluster histogram, the sums */
-    const uint32_t words = PACKED ? (cells + 1) / 2 : cells;
-    for (uint32_t w = tid; w < words; w += T)
-        hist[w] = 0;
-    for (uint32_t l = tid; l < owned; l += T)
-        red[l] = 0;
-    if (tid < DH_MI_LANES)
-        rowp[tid] = colp[tid] = 0;
+    /* 1. zero the private histogram, this block's share of the cluster histogram, the sums
+     * (16-byte stores; both regions are whole multiples of 16 bytes) */
+    if (!(skip & DH_JHIST_STAGE_ZERO)) {
+        const uint32_t hist_quads = ((PACKED ? (cells + 1) / 2 : cells) + 3) / 4;
+        const uint4 zero = make_uint4(0, 0, 0, 0);
+        for (uint32_t w = tid; w < hist_quads; w += T)
+            ((uint4 *)hist)[w] = zero;
+        for (uint32_t w = tid; w < owned / 4; w += T)
+            ((uint4 *)red)[w] = zero;
+    }
+    for (uint32_t t = tid; t < DH_MI_LANES; t += T)
+        rowp[t] = colp[t] = tot_f[t] = tot_m[t] = 0;
     if (tid == 0)
-        s_n = 0;
+        s_count = s_n = 0;
 
     /* 2. the moving range */
     int32_t lo = a.lo, hi = a.hi;
@@ -370,11 +409,22 @@ template <bool PACKED> __global__ void __launch_bounds__(THREADS, 1) mi_kernel(e
     const uint32_t width = (uint32_t)(hi - lo + 1);
     const uint32_t magic = width == 1 ? 0u : (uint32_t)((1ull << 32) / width);
 
-    /* 3. count, 4. flush into the owners' shares */
-    count_share<PACKED>(cluster, a, img, val, hist, red, b, P, lo, width, magic);
+    /* 3. count; N of a one-cluster image is the pixels its blocks counted (no pass over the
+     * cells for it) */
+    unsigned long long counted = 0;
+    if (!(skip & DH_JHIST_STAGE_COUNT))
+        counted = count_share<PACKED>(cluster, a, img, val, hist, red, b, P, lo, width, magic);
+    for (int o = 16; o > 0; o >>= 1)
+        counted += __shfl_xor_sync(0xFFFFFFFFu, counted, o);
+    if ((tid & 31) == 0 && counted)
+        atomicAdd(&s_count, counted);
     __syncthreads();
-    flush<PACKED>(cluster, hist, red, cells, lb_shift, false);
-    cluster.sync(); /* every share complete; private histograms dead */
+    if (a.clusters == 1 && tid < C && s_count)
+        atomicAdd(cluster.map_shared_rank(&s_n, tid), s_count);
+    /* 4. flush into the owners' shares */
+    if (!(skip & DH_JHIST_STAGE_REDUCE))
+        flush<PACKED>(cluster, hist, red, cells, lb_shift, false);
+    cluster.sync(); /* every share and s_n complete; private histograms dead */
 
     /* Multi-cluster images: publish this cluster's counts; the last cluster adds them all. */
     if (a.clusters > 1) {
@@ -395,98 +445,128 @@ template <bool PACKED> __global__ void __launch_bounds__(THREADS, 1) mi_kernel(e
             return;
         __threadfence();
         const uint32_t *all = a.partials + (size_t)k * a.clusters * cells;
+        unsigned long long total = 0;
         for (uint32_t l = tid; l < owned; l += T) {
             uint32_t c = owned_cell(l, rank, lb_shift), sum = 0;
             if (c < cells)
                 for (uint32_t q = 0; q < a.clusters; q++)
                     sum += __ldcg(all + (size_t)q * cells + c);
             red[l] = sum;
+            total += sum;
         }
         if (rank == 0 && tid == 0)
             a.counters[k] = 0; /* ready for the next evaluation, in stream order */
-        __syncthreads();
+        /* N is the sum of the totals: every block adds its cells into every block's s_n */
+        for (int o = 16; o > 0; o >>= 1)
+            total += __shfl_xor_sync(0xFFFFFFFFu, total, o);
+        if ((tid & 31) == 0 && total)
+            for (uint32_t q = 0; q < C; q++)
+                atomicAdd(cluster.map_shared_rank(&s_n, q), total);
+        cluster.sync();
     }
 
-    /* 5a. N, row and column sums of the owned cells (integers: any order); the joint histogram */
+    /* 5a. the joint histogram written back; row and column sums of the owned cells (integers:
+     * any order); ln N, once per block */
+    const uint64_t n = s_n;
+    if (tid == 0)
+        s_ln_n = n ? dh_mi_log((double)n) : 0.0;
     uint32_t *joint = a.joint + (size_t)k * cells;
     const uint32_t bm = a.bins_moving;
-    unsigned long long mine_n = 0;
     for (uint32_t l = tid; l < owned; l += T) {
         uint32_t c = owned_cell(l, rank, lb_shift);
         if (c >= cells)
             continue;
         uint32_t x = red[l];
-        joint[c] = x;
-        if (x) {
-            mine_n += x;
+        if (!(skip & DH_JHIST_STAGE_WRITE))
+            joint[c] = x;
+        if (x && !(skip & DH_JHIST_STAGE_MARGINALS)) {
             atomicAdd(&rowp[c / bm], (unsigned long long)x);
             atomicAdd(&colp[c % bm], (unsigned long long)x);
         }
     }
-    for (int o = 16; o > 0; o >>= 1)
-        mine_n += __shfl_xor_sync(0xFFFFFFFFu, mine_n, o);
-    if ((tid & 31) == 0 && mine_n)
-        atomicAdd(&s_n, mine_n);
-    cluster.sync(); /* every block's s_n, rowp, colp complete */
-    if (tid < 32) {
-        unsigned long long v = tid < C ? *cluster.map_shared_rank(&s_n, tid) : 0ull;
-        for (int o = 16; o > 0; o >>= 1)
-            v += __shfl_xor_sync(0xFFFFFFFFu, v, o);
-        if (tid == 0) { /* apart from s_n, which the other blocks may still be reading */
-            s_total = v;
-            s_ln_n = v ? dh_mi_log((double)v) : 0.0;
-        }
-    }
     __syncthreads();
-    const uint64_t n = s_total;
     const double ln_n = s_ln_n;
 
-    /* 5b. the entropy terms of the owned cells, in parallel; then each owned lane's rows as a
-     * tree (mi_scores.h), one level per step: slot (j, l) += slot (j + s, l) */
-    const uint32_t rows = (cells + 255) >> 8;
-    for (uint32_t l = tid; l < owned; l += T) {
-        uint32_t c = owned_cell(l, rank, lb_shift);
-        terms[l] = c < cells ? dh_mi_term(red[l], n, ln_n) : 0.0;
-    }
-    uint32_t pow2 = 1;
-    while (pow2 < rows)
-        pow2 <<= 1;
-    for (uint32_t s = pow2 >> 1; s >= 1; s >>= 1) {
-        __syncthreads();
-        const uint32_t span = (rows - s) << lb_shift; /* slots whose row j has j + s < rows */
-        const uint32_t lim = (s << lb_shift) < span ? (s << lb_shift) : span;
-        for (uint32_t i = tid; i < lim; i += T)
-            terms[i] = __dadd_rn(terms[i], terms[i + (s << lb_shift)]);
-    }
-    __syncthreads();
-    if (tid < LB)
-        lane_j[(rank << lb_shift) + tid] = terms[tid];
-    /* block 0: the marginals, gathered over the cluster */
-    if (rank == 0 && tid >= 256 && tid < 512) {
-        const uint32_t t = tid - 256;
-        unsigned long long row = 0, col = 0;
-        for (uint32_t q = 0; q < C; q++) {
-            row += cluster.map_shared_rank(rowp, q)[t];
-            col += cluster.map_shared_rank(colp, q)[t];
+    /* 5b. the sums into block 0's totals; the entropy terms of the owned cells, in parallel */
+    if (!(skip & DH_JHIST_STAGE_MARGINALS))
+        for (uint32_t t = tid; t < DH_MI_LANES; t += T) {
+            if (rowp[t])
+                atomicAdd(cluster.map_shared_rank(tot_f, 0) + t, rowp[t]);
+            if (colp[t])
+                atomicAdd(cluster.map_shared_rank(tot_m, 0) + t, colp[t]);
         }
-        lane_f[t] = t < a.bins_fixed ? __dadd_rn(0.0, dh_mi_term(row, n, ln_n)) : 0.0;
-        lane_m[t] = t < bm ? __dadd_rn(0.0, dh_mi_term(col, n, ln_n)) : 0.0;
+    const uint32_t rows = (cells + 255) >> 8;
+    if (!(skip & DH_JHIST_STAGE_TERMS))
+        for (uint32_t l = tid; l < owned; l += T) {
+            uint32_t c = owned_cell(l, rank, lb_shift);
+            terms[l] = c < cells ? dh_mi_term(red[l], n, ln_n) : 0.0;
+        }
+    __syncthreads();
+
+    /* 5c. each owned lane's rows as mi_scores.h's tree, no barrier; the lane sum goes straight
+     * into block 0's lane_j. Up to 32 rows (up to 128 x 64 bins): a segment of W threads per lane
+     * (W = rows rounded up to a power of two; the CPU's levels exactly), 32 / W lanes per warp;
+     * more rows: one warp per lane. */
+    if (!(skip & DH_JHIST_STAGE_TREES)) {
+        double *lanes0 = cluster.map_shared_rank(lane_j, 0) + (rank << lb_shift);
+        if (rows <= 32) {
+            uint32_t W = 1;
+            while (W < rows)
+                W <<= 1;
+            const uint32_t i = tid & (W - 1), per_warp = 32 / W;
+            for (uint32_t L0 = (tid >> 5) * per_warp; L0 < LB; L0 += (T >> 5) * per_warp) {
+                const uint32_t L = L0 + ((tid & 31) / W);
+                double v = L < LB && i < rows ? terms[(i << lb_shift) | L] : 0.0;
+                for (uint32_t s = W >> 1; s >= 1; s >>= 1)
+                    v = __dadd_rn(v, __shfl_down_sync(0xFFFFFFFFu, v, s, W));
+                if (i == 0 && L < LB)
+                    lanes0[L] = v;
+            }
+        } else {
+            for (uint32_t L = tid >> 5; L < LB; L += T >> 5) {
+                const double v = warp_tree256([&](uint32_t j) {
+                    return j < rows ? terms[(j << lb_shift) | L] : 0.0;
+                });
+                if ((tid & 31) == 0)
+                    lanes0[L] = v;
+            }
+        }
     }
-    cluster.sync(); /* every lane sum written */
-    if (rank == 0 && tid < DH_MI_LANES && (tid >> lb_shift) != 0)
-        lane_j[tid] = cluster.map_shared_rank(lane_j, tid >> lb_shift)[tid];
-    cluster.sync(); /* block 0 has read everything remote: the others may leave */
+    cluster.sync(); /* lane sums and marginal totals are in block 0: the others may leave */
     if (rank != 0)
         return;
-    tree3(lane_f, lane_m, lane_j);
-    if (tid == 0) {
-        const double sf = n == a.fixed_valid ? a.fixed_sum : lane_f[0];
-        dh_mi_values r;
-        dh_mi_finish(n, sf, lane_m[0], lane_j[0], a.log2, &r);
-        r.moving_lo = lo;
-        r.moving_hi = hi;
-        r.reserved = 0;
-        a.out[k] = r;
+
+    /* 6. block 0: the marginals' terms (the fixed one only when the cached sum does not apply),
+     * the three lane trees, the record */
+    const bool need_f = n != a.fixed_valid;
+    if (!(skip & DH_JHIST_STAGE_MARGINALS))
+        for (uint32_t i = tid; i < 2 * DH_MI_LANES; i += T) {
+            const uint32_t t = i & (DH_MI_LANES - 1);
+            if (i < DH_MI_LANES) {
+                if (need_f)
+                    tot_f[t] = __double_as_longlong(
+                        t < a.bins_fixed ? dh_mi_term(tot_f[t], n, ln_n) : 0.0);
+            } else {
+                tot_m[t] = __double_as_longlong(t < bm ? dh_mi_term(tot_m[t], n, ln_n) : 0.0);
+            }
+        }
+    __syncthreads();
+    if (tid < 32) {
+        double sf = a.fixed_sum, sm = 0.0, sj = 0.0;
+        if (!(skip & DH_JHIST_STAGE_TREES)) {
+            if (need_f)
+                sf = warp_tree256([&](uint32_t t) { return __longlong_as_double(tot_f[t]); });
+            sm = warp_tree256([&](uint32_t t) { return __longlong_as_double(tot_m[t]); });
+            sj = warp_tree256([&](uint32_t t) { return lane_j[t]; });
+        }
+        if (tid == 0 && !(skip & DH_JHIST_STAGE_FINISH)) {
+            dh_mi_values r;
+            dh_mi_finish(n, sf, sm, sj, a.log2, &r);
+            r.moving_lo = lo;
+            r.moving_hi = hi;
+            r.reserved = 0;
+            a.out[k] = r;
+        }
     }
 }
 
@@ -516,6 +596,8 @@ struct dh_jhist_gpu {
     uint64_t fixed_valid;
     double fixed_sum;
     uint32_t cluster, clusters; /* C, G */
+    uint32_t threads;           /* per block */
+    uint32_t skip;              /* tuning's stage_skip */
     uint32_t region_bytes, smem_bytes;
     bool packed;
     uint16_t *d_fixed_bins;
@@ -557,7 +639,7 @@ int smem_limit()
 }
 
 /* How many clusters of C blocks can be resident at once (0: this size cannot launch). */
-int active_clusters(bool packed, uint32_t cluster, uint32_t smem)
+int active_clusters(bool packed, uint32_t cluster, uint32_t threads, uint32_t smem)
 {
     cudaLaunchConfig_t cfg = {};
     cudaLaunchAttribute attr;
@@ -566,7 +648,7 @@ int active_clusters(bool packed, uint32_t cluster, uint32_t smem)
     attr.val.clusterDim.y = 1;
     attr.val.clusterDim.z = 1;
     cfg.gridDim = dim3(cluster * 64, 1, 1);
-    cfg.blockDim = dim3(THREADS, 1, 1);
+    cfg.blockDim = dim3(threads, 1, 1);
     cfg.dynamicSmemBytes = smem;
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
@@ -599,6 +681,7 @@ extern "C" int dh_jhist_gpu_create(const uint16_t *fixed_bins, size_t n, uint32_
     g->fixed_valid = fixed_valid;
     g->fixed_sum = fixed_sum;
     g->packed = g->cells > PACKED_ABOVE_CELLS;
+    g->skip = tuning ? tuning->stage_skip : 0;
 
     /* Cluster size: a batch of small images wants the smallest cluster that fits (the fixed
      * cost of scoring is paid once per image instead of once per block of it, and more images
@@ -610,6 +693,17 @@ extern "C" int dh_jhist_gpu_create(const uint16_t *fixed_bins, size_t n, uint32_
                                               : 8u;
     if (want != 1 && want != 2 && want != 4 && want != 8 && want != 16) {
         snprintf(msg, msg_len, "cluster size %u is not 1, 2, 4, 8 or 16", want);
+        delete g;
+        return -1;
+    }
+    /* A batch of small images, one block each, runs best with 512 threads per block (more blocks
+     * per SM); an image split over a cluster, or packed counters, with 1024 (bench_mi --stages,
+     * threads table). */
+    g->threads = tuning && tuning->threads      ? tuning->threads
+                 : want == 1 && !g->packed      ? 512u
+                                                : (uint32_t)THREADS;
+    if (g->threads != 256 && g->threads != 512 && g->threads != 1024) {
+        snprintf(msg, msg_len, "%u threads per block is not 256, 512 or 1024", g->threads);
         delete g;
         return -1;
     }
@@ -628,7 +722,7 @@ extern "C" int dh_jhist_gpu_create(const uint16_t *fixed_bins, size_t n, uint32_
             continue;
         if ((err = configure(kernel_for(g->packed), g->smem_bytes)) != cudaSuccess)
             break;
-        if ((resident = active_clusters(g->packed, c, g->smem_bytes)) > 0) {
+        if ((resident = active_clusters(g->packed, c, g->threads, g->smem_bytes)) > 0) {
             g->cluster = c;
             break;
         }
@@ -703,6 +797,8 @@ extern "C" void dh_jhist_gpu_get_tuning(const dh_jhist_gpu *g, dh_jhist_gpu_tuni
 {
     t->cluster = g->cluster;
     t->clusters_per_image = g->clusters;
+    t->threads = g->threads;
+    t->stage_skip = g->skip;
 }
 
 extern "C" int dh_jhist_gpu_evaluate(dh_jhist_gpu *g, const void *d_moving, int is_signed,
@@ -743,6 +839,8 @@ extern "C" int dh_jhist_gpu_evaluate(dh_jhist_gpu *g, const void *d_moving, int 
     a.counters = g->d_counters;
     a.joint = g->d_joint;
     a.out = d_out;
+    a.skip = g->skip;
+
     cudaError_t err;
     if (!has_range && g->clusters > 1) {
         range_kernel<<<count * RANGE_BLOCKS, RANGE_THREADS, 0, s>>>(a, g->d_range_parts);
@@ -756,7 +854,7 @@ extern "C" int dh_jhist_gpu_evaluate(dh_jhist_gpu *g, const void *d_moving, int 
     attr.val.clusterDim.y = 1;
     attr.val.clusterDim.z = 1;
     cfg.gridDim = dim3(count * g->clusters * g->cluster, 1, 1);
-    cfg.blockDim = dim3(THREADS, 1, 1);
+    cfg.blockDim = dim3(g->threads, 1, 1);
     cfg.dynamicSmemBytes = g->smem_bytes;
     cfg.stream = s;
     cfg.attrs = &attr;

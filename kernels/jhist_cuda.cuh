@@ -29,7 +29,22 @@ typedef struct dh_jhist_gpu dh_jhist_gpu;
 typedef struct dh_jhist_gpu_tuning {
     uint32_t cluster;            /* blocks per thread-block cluster: 1, 2, 4, 8 or 16 */
     uint32_t clusters_per_image; /* 1, or more for large images (a second, deterministic stage) */
+    uint32_t threads;            /* threads per block: 256, 512 or 1024 (0: 512 for a batch of
+                                    one-block images with 32-bit counters, else 1024) */
+    uint32_t stage_skip;         /* bench_mi's stage timing only: DH_JHIST_STAGE_* bits of the
+                                    kernel's stages to leave out; the results are then wrong */
 } dh_jhist_gpu_tuning;
+
+/* Stages of one evaluation, for stage_skip (timing, never for results). */
+#define DH_JHIST_STAGE_ZERO 1u      /* zeroing the shared histograms */
+#define DH_JHIST_STAGE_COUNT 2u     /* counting the pixels */
+#define DH_JHIST_STAGE_REDUCE 4u    /* adding the blocks' counts into the cluster histogram */
+#define DH_JHIST_STAGE_TERMS 8u     /* entropy terms of the joint cells */
+#define DH_JHIST_STAGE_MARGINALS 16u /* row and column sums, and their terms */
+#define DH_JHIST_STAGE_TREES 32u    /* fixed-order tree sums */
+#define DH_JHIST_STAGE_WRITE 64u    /* writing the joint histogram back */
+#define DH_JHIST_STAGE_FINISH 128u  /* the record */
+#define DH_JHIST_STAGE_ALL 256u     /* everything: the launch alone */
 
 /* Uploads the fixed bins (host array of n) and allocates everything an evaluation of up to
  * max_batch images needs. fixed_valid and fixed_sum are the cached marginal's pixel count and

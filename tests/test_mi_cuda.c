@@ -128,7 +128,8 @@ END_TEST
 /* Every cluster layout gives the CPU twin's counts and record bits: cluster sizes 4, 8, 16,
  * one to five clusters per image, signed and unsigned samples, given and found ranges. */
 static void compare_layout(uint32_t bins_f, uint32_t bins_m, size_t n, uint32_t cluster,
-                           uint32_t per_image, int is_signed, int has_range, uint64_t seed)
+                           uint32_t per_image, uint32_t threads, int is_signed, int has_range,
+                           uint64_t seed)
 {
     uint16_t *fixed = malloc(n * 2), *moving = malloc(n * 2), *fbins = malloc(n * 2);
     dh_test_fill_ct_like(fixed, n, seed);
@@ -154,7 +155,7 @@ static void compare_layout(uint32_t bins_f, uint32_t bins_m, size_t n, uint32_t 
     dh_mi_scores_from_joint(want, bins_f, bins_m, valid, &fsum, 0, &rec_want);
     rec_want.moving_lo = lo, rec_want.moving_hi = hi, rec_want.reserved = 0;
 
-    dh_jhist_gpu_tuning t = {cluster, per_image};
+    dh_jhist_gpu_tuning t = {cluster, per_image, threads, 0};
     dh_jhist_gpu *g = NULL;
     char msg[512];
     ck_assert_msg(dh_jhist_gpu_create(fbins, n, bins_f, bins_m, 1, valid, fsum, &t, &g, msg,
@@ -182,11 +183,24 @@ START_TEST(test_layouts)
     for (size_t c = 0; c < 5; c++)
         for (size_t g = 0; g < 3; g++) {
             uint64_t seed = 70 + 3 * c + g;
-            compare_layout(64, 64, 300 * 301, clusters[c], per_image[g], 0, 1, seed);
-            compare_layout(256, 256, 300 * 301, clusters[c], per_image[g], 1, 0, seed);
-            compare_layout(255, 129, 777 * 333, clusters[c], per_image[g], 1, 1, seed);
-            compare_layout(2, 3, 1001, clusters[c], per_image[g], 0, 0, seed);
+            compare_layout(64, 64, 300 * 301, clusters[c], per_image[g], 0, 0, 1, seed);
+            compare_layout(256, 256, 300 * 301, clusters[c], per_image[g], 0, 1, 0, seed);
+            compare_layout(255, 129, 777 * 333, clusters[c], per_image[g], 0, 1, 1, seed);
+            compare_layout(2, 3, 1001, clusters[c], per_image[g], 0, 0, 0, seed);
         }
+    /* Smaller blocks: more tiles per thread, so packed counters flush while counting. */
+    static const uint32_t threads[] = {256, 512};
+    for (size_t th = 0; th < 2; th++)
+        for (size_t c = 0; c < 5; c += 2)
+            for (size_t g = 0; g < 2; g++) {
+                uint64_t seed = 170 + 5 * th + 3 * c + g;
+                compare_layout(64, 64, 300 * 301, clusters[c], per_image[g], threads[th], 0, 1,
+                               seed);
+                compare_layout(256, 256, 512 * 509, clusters[c], per_image[g], threads[th], 1, 1,
+                               seed);
+                compare_layout(255, 129, 777 * 333, clusters[c], per_image[g], threads[th], 1, 0,
+                               seed);
+            }
 }
 END_TEST
 
@@ -227,7 +241,7 @@ static void repeat_layout(uint32_t bins, uint32_t cluster, uint32_t per_image, s
     ck_assert_int_eq(cudaMalloc(&d_out, K * sizeof(dh_mi_values)), cudaSuccess);
     ck_assert_int_eq(cudaMemcpy(d_moving, moving, (size_t)SETS * K * n * 2,
                                 cudaMemcpyHostToDevice), cudaSuccess);
-    dh_jhist_gpu_tuning t = {cluster, per_image};
+    dh_jhist_gpu_tuning t = {cluster, per_image, 0, 0};
     dh_jhist_gpu *g = NULL;
     char msg[512];
     ck_assert_msg(dh_jhist_gpu_create(fbins, n, bins, bins, 256, valid, fsum, &t, &g, msg,
