@@ -6,9 +6,11 @@
  * (the mix of ../shared/docs/gpu.md: 40% air near 24, 15% fat near 924, 30% soft tissue near
  * 1064, 15% bone around 1700), uniform 16-bit, and a constant volume. For each: the read-only
  * ceiling kernel (16-byte loads), CUB DeviceHistogram::HistogramEven, and dh_hist_cuda_device
- * (output zeroing included) at its default shape and a few others. Then per-slice mode against
- * the whole volume, and one 512x512 slice at 4096 bins (zeroing included). Every figure is the
- * median of event-timed repetitions after warm-up; GB/s counts input bytes (2 per sample).
+ * (output zeroing included) at its default shape and a few others (among them packed 16-bit
+ * counters in one block and thread-block clusters of 2 or 4 blocks at every bin count). Then
+ * per-slice mode against the whole volume, and one 512x512 slice at 4096 bins (zeroing
+ * included). Every figure is the median of event-timed repetitions after warm-up; GB/s counts
+ * input bytes (2 per sample).
  * Our counts are checked against CUB's on every case.
  *
  * Usage: bench_hist [reps]   (default 60)
@@ -224,7 +226,10 @@ int main(int argc, char **argv)
                             {"in-kernel zeroing", {0, 0, 0, 0, 0, 2}},
                             {"smem 24K", {24000, 0, 0, 0, 0, 0}},
                             {"smem 40K", {40000, 0, 0, 0, 0, 0}},
-                            {"packed16", {0, 0, 1, 0, 0, 0}}};
+                            {"packed16", {0, 0, 1, 0, 0, 0, 1}},
+                            {"cluster 2", {0, 0, 0, 0, 0, 0, 2}},
+                            {"cluster 4", {0, 0, 0, 0, 0, 0, 4}},
+                            {"cluster 2 packed16", {0, 0, 1, 0, 0, 0, 2}}};
     const size_t nshapes = sizeof shapes / sizeof shapes[0];
     std::string every; /* every shape's figure, printed after the table */
     struct bcase {

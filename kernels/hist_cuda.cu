@@ -2,14 +2,15 @@
  * hist_cuda.cu: the CUDA launchers of the 1D histogram (kernels/hist_cuda.h): the launch shape
  * chosen from the bin count and the device, the device-pointer entry, and the host path that
  * streams a host volume through pinned staging buffers in chunks. The kernel is in
- * hist_cuda_kernel.cuh, the counting pieces in hist_cuda_count.cuh, the CPU twin in hist_cpu.c.
+ * hist_cuda_kernel.cuh (hist_cuda_cluster.cuh for bins beyond one block's shared memory), the
+ * counting pieces in hist_cuda_count.cuh, the CPU twin in hist_cpu.c.
  *
  * Nothing here keeps global mutable state: device limits are read per call (cheap attribute
  * queries the runtime caches), and reusable resources live in a dh_cuda_state owned by a context.
  * Every CUDA call is checked; the message carries CUDA's own text and nothing is printed.
  */
 #include "hist_cuda.h"
-#include "hist_cuda_kernel.cuh"
+#include "hist_cuda_cluster.cuh"
 
 #include <cuda_runtime.h>
 #include <stdio.h>
@@ -28,6 +29,11 @@ const uint64_t DEFAULT_MIN_SAMPLES_PER_BLOCK = 4096;
  * the kernel's own zeroing cost more than a memset on large inputs and large outputs. */
 const uint64_t ZERO_IN_KERNEL_MAX_SAMPLES = (uint64_t)1 << 22;
 const uint64_t ZERO_IN_KERNEL_MAX_COUNTS = (uint64_t)1 << 17;
+/* Bins whose 32-bit counters do not fit one block: 1 = packed 16-bit counters in one block;
+ * 2 or 4 would take a cluster of that many blocks sharing 32-bit counters. Packed counters win:
+ * 31-36% of the read ceiling at 65536 bins against 7.5-9.2% for a cluster of 2, whose
+ * distributed-shared-memory atomics cost about 12 times a local one (bench/NOTES.md, run 9). */
+const uint32_t DEFAULT_CLUSTER = 1;
 /* Host path: samples per staging chunk (64 MiB of 16-bit samples), two chunks in flight. */
 const size_t HOST_CHUNK_SAMPLES = (size_t)32 << 20;
 
@@ -69,6 +75,29 @@ const kernel_fn KERNELS[4][2][2] = {
     {{hist_kernel<MAP_PAIR, 0, 0>, hist_kernel<MAP_PAIR, 0, 1>},
      {hist_kernel<MAP_PAIR, 1, 0>, hist_kernel<MAP_PAIR, 1, 1>}},
 };
+
+/* Cluster kernels, [kind][signed][variant]: 0 = 2 blocks of 32-bit counters, 1 = 4 blocks of
+ * 32-bit counters, 2 = 2 blocks of packed 16-bit counters. */
+const kernel_fn CLUSTER_KERNELS[4][2][3] = {
+    {{hist_cluster_kernel<MAP_SHIFT, 0, 2, 0>, hist_cluster_kernel<MAP_SHIFT, 0, 4, 0>,
+      hist_cluster_kernel<MAP_SHIFT, 0, 2, 1>},
+     {hist_cluster_kernel<MAP_SHIFT, 1, 2, 0>, hist_cluster_kernel<MAP_SHIFT, 1, 4, 0>,
+      hist_cluster_kernel<MAP_SHIFT, 1, 2, 1>}},
+    {{hist_cluster_kernel<MAP_DIV, 0, 2, 0>, hist_cluster_kernel<MAP_DIV, 0, 4, 0>,
+      hist_cluster_kernel<MAP_DIV, 0, 2, 1>},
+     {hist_cluster_kernel<MAP_DIV, 1, 2, 0>, hist_cluster_kernel<MAP_DIV, 1, 4, 0>,
+      hist_cluster_kernel<MAP_DIV, 1, 2, 1>}},
+    {{hist_cluster_kernel<MAP_LUT, 0, 2, 0>, hist_cluster_kernel<MAP_LUT, 0, 4, 0>,
+      hist_cluster_kernel<MAP_LUT, 0, 2, 1>},
+     {hist_cluster_kernel<MAP_LUT, 1, 2, 0>, hist_cluster_kernel<MAP_LUT, 1, 4, 0>,
+      hist_cluster_kernel<MAP_LUT, 1, 2, 1>}},
+    {{hist_cluster_kernel<MAP_PAIR, 0, 2, 0>, hist_cluster_kernel<MAP_PAIR, 0, 4, 0>,
+      hist_cluster_kernel<MAP_PAIR, 0, 2, 1>},
+     {hist_cluster_kernel<MAP_PAIR, 1, 2, 0>, hist_cluster_kernel<MAP_PAIR, 1, 4, 0>,
+      hist_cluster_kernel<MAP_PAIR, 1, 2, 1>}},
+};
+const int CLUSTER_THREADS[3] = {cluster_shape<2, 0>::threads, cluster_shape<4, 0>::threads,
+                                cluster_shape<2, 1>::threads};
 
 /* The constants of pair_slots (hist_cuda_count.cuh) for a shift map, or 0 when the pair form
  * cannot take the map. In the unsigned sample domain u (signed samples biased by 32768) the
@@ -161,11 +190,43 @@ int launch(const void *d_data, int is_signed, uint64_t n, uint64_t first, uint64
     a.zero = zero ? 1 : 0;
     a.out_len = out_len;
 
-    /* Wide 32-bit counters whenever one copy fits; as many copies as the target allows. */
+    /* The shift kernel computes s - lo in int32: fine for any |lo| <= 2^30 (s is 16-bit);
+     * beyond that the division kernel, exact for any range, takes the map. The pair form of the
+     * shift map is preferred wherever it applies. */
+    const int shift_ok = map->shift >= 0 && map->lo >= -(1 << 30) && map->lo <= (1 << 30);
+    int kind = map->lut ? MAP_LUT : shift_ok ? MAP_SHIFT : MAP_DIV;
+    if (kind == MAP_SHIFT && !(tuning && tuning->classic_map) && pair_params(a, is_signed))
+        kind = MAP_PAIR;
+
+    /* Wide 32-bit counters whenever one copy fits; as many copies as the target allows. Beyond
+     * that packed 16-bit counters in one block (DEFAULT_CLUSTER), or where asked a cluster
+     * sharing the counters over distributed shared memory (Hopper on). */
     const uint32_t stride = a.slots | 1u;
     int packed = tuning && tuning->force_packed;
+    uint32_t cluster = tuning ? tuning->cluster_size : 0;
+    if (cluster == 0 && DEFAULT_CLUSTER > 1 && !packed && (size_t)stride * 4 > (size_t)optin) {
+        int can = 0;
+        DH_CK(cudaDeviceGetAttribute(&can, cudaDevAttrClusterLaunch, dev),
+              "cudaDeviceGetAttribute(cluster launch)");
+        cluster = can ? DEFAULT_CLUSTER : 1;
+    }
+    if (cluster != 0 && cluster != 1 && cluster != 2 && cluster != 4)
+        return fail_text(msg, msg_len, "cluster size must be 1, 2 or 4");
+    if (cluster == 4 && packed)
+        return fail_text(msg, msg_len, "packed counters in a cluster take 2 blocks");
+    const int variant = cluster == 4 ? 1 : packed ? 2 : 0;
     size_t smem;
-    if (!packed && (size_t)stride * 4 <= (size_t)optin) {
+    if (cluster >= 2) {
+        /* Keys (internal slot less post) run below slots - post; block rank k % cluster keeps
+         * key k at index k / cluster (hist_cuda_cluster.cuh). */
+        const int64_t post = kind == MAP_PAIR ? a.pair_post : 0;
+        int64_t keys = (int64_t)a.slots - post;
+        if (keys < (int64_t)cluster)
+            keys = cluster;
+        const uint32_t per_block = (uint32_t)((keys + cluster - 1) / cluster);
+        a.words = packed ? (per_block + 1) / 2 : per_block;
+        smem = (size_t)a.words * 4;
+    } else if (!packed && (size_t)stride * 4 <= (size_t)optin) {
         uint32_t copies = 1;
         while (copies * 2 <= max_copies && (size_t)copies * 2 * stride * 4 <= smem_target)
             copies *= 2;
@@ -176,17 +237,61 @@ int launch(const void *d_data, int is_signed, uint64_t n, uint64_t first, uint64
         packed = 1;
         a.words = (a.slots + 1) / 2;
         smem = (size_t)a.words * 4;
-        if (smem > (size_t)optin)
-            return fail_text(msg, msg_len, "the device's shared memory is too small for the bins");
+    }
+    if (smem > (size_t)optin)
+        return fail_text(msg, msg_len, "the device's shared memory is too small for the bins");
+
+    if (cluster >= 2) {
+        const kernel_fn kernel = CLUSTER_KERNELS[kind][is_signed ? 1 : 0][variant];
+        const int threads = CLUSTER_THREADS[variant];
+        if (smem > 48 * 1024)
+            DH_CK(cudaFuncSetAttribute((const void *)kernel,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
+                  "cudaFuncSetAttribute(shared memory)");
+        if (zero) {
+            /* A cluster launch cannot be cooperative: zero with memsets first. */
+            DH_CK(cudaMemsetAsync(d_out, 0, out_len * sizeof(uint64_t), stream),
+                  "cudaMemsetAsync(counts)");
+            if (d_total)
+                DH_CK(cudaMemsetAsync(d_total, 0, (size_t)a.slots * sizeof(uint64_t), stream),
+                      "cudaMemsetAsync(counts)");
+            a.zero = 0;
+        }
+        cudaLaunchAttribute attr;
+        memset(&attr, 0, sizeof attr);
+        attr.id = cudaLaunchAttributeClusterDimension;
+        attr.val.clusterDim.x = cluster;
+        attr.val.clusterDim.y = 1;
+        attr.val.clusterDim.z = 1;
+        cudaLaunchConfig_t cfg;
+        memset(&cfg, 0, sizeof cfg);
+        cfg.blockDim = dim3(threads);
+        cfg.dynamicSmemBytes = smem;
+        cfg.stream = stream;
+        cfg.attrs = &attr;
+        cfg.numAttrs = 1;
+        /* Clusters: one per `cluster` x min_per_block samples, at most as many as the device
+         * holds at once (asked only when more than the multiprocessors are wanted). */
+        const uint64_t by_size = n ? (n + min_per_block - 1) / min_per_block : 1;
+        uint64_t clusters = (by_size + cluster - 1) / cluster;
+        if (clusters * cluster > (uint64_t)sms) {
+            int most = 0;
+            cfg.gridDim = dim3((unsigned)(clusters * cluster < (uint64_t)sms * 4
+                                              ? clusters * cluster
+                                              : (uint64_t)sms * 4 / cluster * cluster));
+            DH_CK(cudaOccupancyMaxActiveClusters(&most, kernel, &cfg),
+                  "cudaOccupancyMaxActiveClusters");
+            if (most < 1)
+                return fail_text(msg, msg_len, "the cluster kernel does not fit on this device");
+            if (clusters > (uint64_t)most)
+                clusters = (uint64_t)most;
+        }
+        a.blocks = (uint32_t)(clusters * cluster);
+        cfg.gridDim = dim3(a.blocks);
+        DH_CK(cudaLaunchKernelEx(&cfg, kernel, a), "histogram kernel launch (cluster)");
+        return 0;
     }
 
-    /* The shift kernel computes s - lo in int32: fine for any |lo| <= 2^30 (s is 16-bit);
-     * beyond that the division kernel, exact for any range, takes the map. The pair form of the
-     * shift map is preferred wherever it applies. */
-    const int shift_ok = map->shift >= 0 && map->lo >= -(1 << 30) && map->lo <= (1 << 30);
-    int kind = map->lut ? MAP_LUT : shift_ok ? MAP_SHIFT : MAP_DIV;
-    if (kind == MAP_SHIFT && !(tuning && tuning->classic_map) && pair_params(a, is_signed))
-        kind = MAP_PAIR;
     const kernel_fn kernel = KERNELS[kind][is_signed ? 1 : 0][packed];
     if (smem > 48 * 1024)
         DH_CK(cudaFuncSetAttribute((const void *)kernel,

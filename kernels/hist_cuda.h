@@ -57,6 +57,11 @@ typedef struct dh_cuda_tuning {
     int classic_map;               /* 1: the shift map one sample at a time, not in pairs */
     int zero_mode;                 /* output zeroing: 0 default, 1 a memset before the kernel,
                                     * 2 inside the kernel (one cooperative launch) */
+    uint32_t cluster_size;         /* 0: default (DEFAULT_CLUSTER in hist_cuda.cu: today no
+                                    * cluster); 1: never a cluster; 2 or 4: a
+                                    * cluster of that many blocks sharing the histogram over
+                                    * distributed shared memory, at any bin count (with
+                                    * force_packed and 2: packed counters in the cluster) */
 } dh_cuda_tuning;
 
 /* dh_hist_cuda_device with an explicit shape (NULL: defaults). zero_output 0 leaves d_out as

@@ -2,10 +2,10 @@
  * test_hist_cuda.c: the CUDA histogram (kernels/hist_cuda.h, plugin/histogram_device.c) against
  * its CPU twin dh_hist_cpu, which test_hist_cpu checks against the naive loop. Every kernel path
  * (shift, division and table maps; wide counters with many copies and with one; packed 16-bit
- * counters), both entry points (host buffers, device pointers on a stream) and the public
- * device-pointer API must give identical counts on random, CT-like, constant,
- * one-value-per-slice and extreme-value data, at awkward sizes and alignments, per slice and
- * beyond 2^31 samples.
+ * counters; clusters of 2 and 4 blocks sharing 32-bit or packed counters), both entry points
+ * (host buffers, device pointers on a stream) and the public device-pointer API must give
+ * identical counts on random, CT-like, constant, one-value-per-slice and extreme-value data,
+ * at awkward sizes and alignments, per slice and beyond 2^31 samples.
  *
  * Exits 77 (ctest SKIP) where no GPU is usable. Runs in CK_NOFORK mode: CUDA does not survive
  * Check's fork.
@@ -116,17 +116,22 @@ static void check_case(const uint16_t *data, int is_signed, size_t slice_len, si
     cudaStream_t stream;
     CUDA_OK(cudaStreamCreate(&stream));
 
-    /* Default shape (pair map, zeroing inside the kernel), then one wide copy with the
-     * per-sample map and a separate memset, then packed 16-bit counters at any bin count, with
-     * each map and zeroing. */
-    const dh_cuda_tuning shapes[4] = {
+    /* Default shape (pair map, zeroing inside the kernel; a cluster beyond one block's shared
+     * memory), then one wide copy with the per-sample map and a separate memset, then packed
+     * 16-bit counters at any bin count, with each map and zeroing, then clusters of 2 and 4
+     * blocks (32-bit counters) and of 2 blocks with packed counters, at any bin count. */
+    const dh_cuda_tuning shapes[] = {
         {0},
         {.smem_target = 1, .max_copies = 1, .classic_map = 1, .zero_mode = 1},
-        {.force_packed = 1, .zero_mode = 2},
-        {.force_packed = 1, .classic_map = 1, .zero_mode = 1}};
-    const char *names[4] = {"default", "one copy, per-sample map, memset", "packed",
-                            "packed, per-sample map, memset"};
-    for (int k = 0; k < 4; k++) {
+        {.force_packed = 1, .zero_mode = 2, .cluster_size = 1},
+        {.force_packed = 1, .classic_map = 1, .zero_mode = 1, .cluster_size = 1},
+        {.cluster_size = 2, .zero_mode = 2},
+        {.cluster_size = 4, .classic_map = 1, .zero_mode = 1},
+        {.cluster_size = 2, .force_packed = 1}};
+    const char *names[] = {"default", "one copy, per-sample map, memset", "packed",
+                           "packed, per-sample map, memset", "cluster of 2",
+                           "cluster of 4, per-sample map, memset", "cluster of 2, packed"};
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
         CUDA_OK(cudaMemsetAsync(d_out, 0xff, len * sizeof *d_out, stream)); /* poison */
         rc = dh_hist_cuda_device_tuned(d_buf + offset, is_signed, slice_len, slices, per_slice,
                                        &dmap, d_out, stream, &shapes[k], 1, msg, sizeof msg);
@@ -172,6 +177,33 @@ START_TEST(test_bins_and_data)
                              is_signed ? "int16" : "uint16", BIN_COUNTS[b], r);
                     check_case(data, is_signed, n, 1, 0, &map, (unsigned)(b % 8), label);
                 }
+            }
+        }
+    }
+    free(data);
+}
+END_TEST
+
+/* Bin counts around the limit of one block's 32-bit counters (about 58000 slots on Hopper) and
+ * beyond, where the default takes a cluster: every data kind, unsigned and signed, an odd length
+ * at an odd offset, full and partial ranges (the latter with under- and overflow). */
+START_TEST(test_large_bins)
+{
+    static const uint32_t bins[] = {32768, 50000, 58000, 60001, 65535, 65536};
+    const size_t n = 3 * 65536 + 77;
+    uint16_t *data = xmalloc(n * sizeof *data);
+    const enum data_kind kinds[] = {RANDOM, CT_LIKE, CONSTANT, EXTREMES};
+    for (int is_signed = 0; is_signed <= 1; is_signed++) {
+        for (size_t k = 0; k < 4; k++) {
+            fill(data, n, n, kinds[k], is_signed, 300 + k);
+            for (size_t b = 0; b < sizeof bins / sizeof bins[0]; b++) {
+                const int64_t lo = (is_signed ? -32768 : 0) + (b % 2 ? 0 : 3000);
+                dh_bin_map map;
+                map_or_die(&map, bins[b], lo, lo + (b % 2 ? 65536 : 61000));
+                char label[128];
+                snprintf(label, sizeof label, "data kind %zu %s, %u bins, lo %lld", k,
+                         is_signed ? "int16" : "uint16", bins[b], (long long)lo);
+                check_case(data, is_signed, n, 1, 0, &map, (unsigned)(b + k) % 8, label);
             }
         }
     }
@@ -414,6 +446,7 @@ static Suite *cuda_suite(void)
     tcase_add_test(tc, test_errors);
     tcase_add_test(tc, test_sizes_and_alignment);
     tcase_add_test(tc, test_bins_and_data);
+    tcase_add_test(tc, test_large_bins);
     tcase_add_test(tc, test_shift_maps);
     tcase_add_test(tc, test_per_slice);
     tcase_add_test(tc, test_table_maps);
