@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""test_cli_gpu.py: the command on the GPU gives what it gives on the CPU, on every real file.
+
+For every file and series folder of ../shared/dicom:
+- `histogram` with several option sets: --device cuda prints byte for byte what --device cpu
+  prints, with the same exit status;
+- `equalize` and `window` (per volume and per slice, several windows and clip limits): the
+  derived files' pixel data is identical (the UIDs differ by design, so only PixelData is
+  compared, read straight from the explicit little endian files written);
+- `mi` between images of the same shape: identical JSON lines (the GPU promises the same bits).
+A run in which too few inputs could be read at all fails: comparing two identical errors proves
+nothing (a GPU host without DCMTK's data dictionary reads no file).
+
+Usage: test_cli_gpu.py DICOMHIST SHARED_DICOM. Exits 77 (skipped) where no GPU is usable or the
+folder is absent. Standard library only, so it runs on a bare GPU host.
+"""
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+SKIP = 77
+failures = []
+checks = 0
+
+
+def run(args):
+    p = subprocess.run(args, capture_output=True)
+    return p.returncode, p.stdout, p.stderr
+
+
+def check(ok, what):
+    global checks
+    checks += 1
+    if not ok:
+        failures.append(what)
+        print("FAIL:", what, flush=True)
+
+
+def inputs(shared):
+    """Every DICOM file (any name) and every folder holding a series."""
+    files, folders = [], []
+    for root, dirs, names in os.walk(shared):
+        dirs.sort()
+        for n in sorted(names):
+            if n.endswith((".md", ".tsv")):
+                continue
+            files.append(os.path.join(root, n))
+        if root != shared and any(n.endswith(".dcm") for n in names) and os.path.basename(
+                os.path.dirname(root)) == "series":
+            folders.append(root)
+    return files + folders
+
+
+def pixel_data(path):
+    """PixelData of an explicit little endian file with a defined length (what dicomhist
+    writes): the bytes after the last (7FE0,0010) OW/OB header."""
+    with open(path, "rb") as f:
+        b = f.read()
+    for vr in (b"OW", b"OB"):
+        i = b.rfind(b"\xe0\x7f\x10\x00" + vr + b"\x00\x00")
+        if i >= 0:
+            (length,) = struct.unpack_from("<I", b, i + 8)
+            return b[i + 12:i + 12 + length]
+    raise ValueError(f"{path}: no PixelData found")
+
+
+def derived_pixels(folder):
+    out = {}
+    for root, _, names in os.walk(folder):
+        for n in names:
+            if n.endswith(".png"):
+                continue
+            p = os.path.join(root, n)
+            out[os.path.relpath(p, folder)] = pixel_data(p)
+    return out
+
+
+def compare_histograms(exe, paths):
+    readable = 0
+    for opts in (["--json"], ["--json", "--per-slice", "--bins", "7"],
+                 ["--json", "--per-slice", "--units", "modality", "--bins", "4097"],
+                 ["--json", "--bins", "65536"], ["--json", "--bins", "256", "--range", "0:4096"]):
+        for p in paths:
+            cpu = run([exe, "histogram", *opts, "--device", "cpu", p])
+            gpu = run([exe, "histogram", *opts, "--device", "cuda", p])
+            check(cpu[0] == gpu[0] and cpu[1] == gpu[1],
+                  f"histogram {' '.join(opts)} {p}: cpu rc {cpu[0]}, cuda rc {gpu[0]} "
+                  f"{gpu[2][:200]!r}")
+            readable += cpu[0] == 0 and len(cpu[1]) > 0
+    return readable
+
+
+def compare_derived(exe, paths, tmp):
+    jobs = [["equalize"], ["equalize", "--mode", "slice"], ["equalize", "--window", "minmax"],
+            ["equalize", "--mode", "slice", "--window", "percentile:2", "--clip-limit", "3"],
+            ["equalize", "--bits", "16", "--window", "percentile:0.5"],
+            ["window", "--window", "minmax"], ["window", "--mode", "slice", "--window",
+                                                "percentile:1", "--function", "sigmoid"]]
+    written = 0
+    for j, job in enumerate(jobs):
+        for i, p in enumerate(paths):
+            outs = {}
+            for dev in ("cpu", "cuda"):
+                d = os.path.join(tmp, f"{j}_{i}_{dev}")
+                rc, _, err = run([exe, *job, "--device", dev, "-o", d, p])
+                outs[dev] = (rc, derived_pixels(d) if rc == 0 and os.path.isdir(d) else None,
+                             err)
+            (rc1, px1, _), (rc2, px2, err2) = outs["cpu"], outs["cuda"]
+            check(rc1 == rc2 and px1 == px2,
+                  f"{' '.join(job)} {p}: cpu rc {rc1}, cuda rc {rc2}, pixels "
+                  f"{'equal' if px1 == px2 else 'differ'} {err2[:200]!r}")
+            written += rc1 == 0 and bool(px1)
+    return written
+
+
+def compare_mi(exe, shared):
+    groups = [["dcm_qa_12bit_12bitUnsigned.dcm", "dcm_qa_12bit_12bitUnsigned_0x0F0F.dcm",
+               "dcm_qa_12bit_12bitSigned_0x0F0F.dcm"],
+              ["pydicom-data_emri_small.dcm", "pydicom-data_emri_small_RLE.dcm",
+               "pydicom-data_emri_small_jpeg_ls_lossless.dcm"],
+              ["cr/cr1_6154.dcm", "cr/cr2_6247.dcm", "cr/cr3_6278.dcm"]]
+    scored = 0
+    for g in groups:
+        files = [os.path.join(shared, f) for f in g]
+        for opts in (["--bins", "64"], ["--bins", "256"], ["--bins", "7:256", "--log2"],
+                     ["--bins", "32", "--range-fixed", "0:4095", "--range-moving", "100:3000"]):
+            cpu = run([exe, "mi", "--json", *opts, "--device", "cpu", *files])
+            gpu = run([exe, "mi", "--json", *opts, "--device", "cuda", *files])
+            check(cpu[0] == gpu[0] and cpu[1] == gpu[1],
+                  f"mi {' '.join(opts)} {g[0]}...: cpu rc {cpu[0]}, cuda rc {gpu[0]} "
+                  f"{gpu[2][:200]!r}")
+            scored += cpu[1].count(b"\n")
+    return scored
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__)
+        return 2
+    exe, shared = sys.argv[1], sys.argv[2]
+    if not os.path.isfile(os.path.join(shared, "MANIFEST.tsv")):
+        print(f"skipped: {shared} is absent")
+        return SKIP
+    if b"CUDA available" not in run([exe, "--version"])[1]:
+        print("skipped: this dicomhist has no usable CUDA GPU")
+        return SKIP
+    paths = inputs(shared)
+    readable = compare_histograms(exe, paths)
+    check(readable >= 5 * 20, f"only {readable} histogram outputs were produced at all")
+    real = [os.path.join(shared, f) for f in (
+        "pylibjpeg-data_RG2_JPLL.dcm", "pydicom_CT_small.dcm", "fo-dicom_CR-MONO1-10-chest",
+        "fo-dicom_IM-0001-0001-0001.dcm", "fo-dicom_D_CLUNIE_CT1_RLE_FRAGS.dcm",
+        "pydicom-data_emri_small.dcm", "series/ct5n", "cr/cr1_6154.dcm")]
+    with tempfile.TemporaryDirectory() as tmp:
+        written = compare_derived(exe, real, tmp)
+    check(written >= 40, f"only {written} derived outputs were written at all")
+    scored = compare_mi(exe, shared)
+    check(scored >= 20, f"only {scored} MI records were produced at all")
+    print(f"{checks - len(failures)} passed, {len(failures)} failed "
+          f"({readable} histograms, {written} derived series, {scored} MI records compared)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
