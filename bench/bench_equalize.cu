@@ -30,19 +30,11 @@
 #include <string.h>
 #include <vector>
 
+#include "bench_common.cuh"
 #include "equalize.h"
 #include "equalize_cuda.h"
 #include "hist.h"
 #include "hist_cuda.h"
-
-#define CK(call)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
 
 /* The library's launchers return -1 with a message; a benchmark can only stop. */
 #define LIB(call)                                                                                  \
@@ -58,56 +50,14 @@ static const uint32_t BITS = 12;
 static int g_reps = 50;
 static char msg[512];
 
-__device__ uint32_t mix32(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    x ^= x >> 33;
-    return (uint32_t)x;
-}
-
-/* Roughly normal noise: the sum of four uniforms in [0, w], centred. */
-__device__ int32_t noise(uint64_t i, uint32_t w)
-{
-    int32_t s = 0;
-    for (int j = 0; j < 4; j++)
-        s += (int32_t)(mix32(i * 8 + j + 1) % (w + 1));
-    return s - 2 * (int32_t)w;
-}
-
 /* CT-like tissue mix; the bone share drifts with the slice so per-slice tables differ. */
 __global__ void fill_ct_kernel(uint16_t *d, size_t n)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
-        uint32_t z = (uint32_t)(i / SLICE), p = mix32(i) % 100;
-        uint32_t bone = 85 + (z * 10) / SLICES; /* 15% .. 5% bone along the volume */
-        int32_t v = p < 40     ? 24 + noise(i, 4)
-                    : p < 55   ? 924 + noise(i, 10)
-                    : p < bone ? 1064 + noise(i, 15)
-                               : 1700 + noise(i, 150);
-        d[i] = (uint16_t)(v < 0 ? 0 : v > 4095 ? 4095 : v);
+        uint32_t z = (uint32_t)(i / SLICE);
+        d[i] = bench_ct_sample(i, 85 + (z * 10) / SLICES); /* 15% .. 5% bone along the volume */
     }
-}
-
-/* The read ceiling: read everything with 16-byte loads, two in flight, keep one word. */
-__global__ void read_kernel(const uint4 *v, size_t nv, uint32_t *sink)
-{
-    uint32_t acc = 0;
-    const size_t stride = (size_t)gridDim.x * blockDim.x;
-    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-    for (; i + stride < nv; i += 2 * stride) {
-        uint4 a = __ldcs(v + i), b = __ldcs(v + i + stride);
-        acc ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w;
-    }
-    for (; i < nv; i += stride) {
-        uint4 a = __ldcs(v + i);
-        acc ^= a.x ^ a.y ^ a.z ^ a.w;
-    }
-    if (acc == 0x9e3779b9u)
-        sink[0] = acc;
 }
 
 /* The copy ceiling: 16-byte loads and stores, what a table application could reach at best. */
@@ -118,28 +68,10 @@ __global__ void copy_kernel(const uint4 *in, uint4 *out, size_t nv)
         __stcs(out + i, __ldcs(in + i));
 }
 
-/* Median time (ms) of fn() over the reps, each between two events on `s`, after warm-up. */
+/* Median time (ms) of fn() over g_reps runs on `s`. */
 template <class F> static double median_ms(cudaStream_t s, F fn)
 {
-    for (int i = 0; i < 5; i++)
-        fn();
-    CK(cudaStreamSynchronize(s));
-    std::vector<cudaEvent_t> ev(2 * g_reps);
-    for (auto &e : ev)
-        CK(cudaEventCreate(&e));
-    for (int i = 0; i < g_reps; i++) {
-        CK(cudaEventRecord(ev[2 * i], s));
-        fn();
-        CK(cudaEventRecord(ev[2 * i + 1], s));
-    }
-    CK(cudaStreamSynchronize(s));
-    std::vector<float> t(g_reps);
-    for (int i = 0; i < g_reps; i++)
-        CK(cudaEventElapsedTime(&t[i], ev[2 * i], ev[2 * i + 1]));
-    for (auto &e : ev)
-        CK(cudaEventDestroy(e));
-    std::sort(t.begin(), t.end());
-    return t[g_reps / 2];
+    return bench_median_ms(s, g_reps, [&](int) { fn(); });
 }
 
 static double gbs(double bytes, double ms)
@@ -256,10 +188,7 @@ int main(int argc, char **argv)
 {
     if (argc > 1)
         g_reps = atoi(argv[1]) > 0 ? atoi(argv[1]) : g_reps;
-    int dev = 0;
-    cudaDeviceProp prop;
-    CK(cudaGetDevice(&dev));
-    CK(cudaGetDeviceProperties(&prop, dev));
+    const cudaDeviceProp prop = bench_device();
     int driver = 0, runtime = 0;
     cudaDriverGetVersion(&driver);
     cudaRuntimeGetVersion(&runtime);
@@ -300,7 +229,7 @@ int main(int argc, char **argv)
     const int grid = prop.multiProcessorCount * 8;
     const size_t nv = N * 2 / sizeof(uint4);
     double t_read = median_ms(s, [&] {
-        read_kernel<<<grid, 256, 0, s>>>((const uint4 *)d_in, nv, d_sink);
+        bench_read_kernel<<<grid, 256, 0, s>>>((const uint4 *)d_in, nv, d_sink);
     });
     double t_copy = median_ms(s, [&] {
         copy_kernel<<<grid, 256, 0, s>>>((const uint4 *)d_in, (uint4 *)b.d_out, nv);

@@ -18,7 +18,6 @@
 #include <cub/device/device_histogram.cuh>
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <string>
 #include <stdint.h>
 #include <stdio.h>
@@ -26,101 +25,31 @@
 #include <string.h>
 #include <vector>
 
+#include "bench_common.cuh"
 #include "hist.h"
 #include "hist_cuda.h"
-
-#define CK(call)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
 
 static const size_t SLICE = 512 * 512, SLICES = 512, N = SLICE * SLICES;
 static int g_reps = 60;
 
-__device__ uint32_t mix32(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    x ^= x >> 33;
-    return (uint32_t)x;
-}
-
-/* Roughly normal noise: the sum of four uniforms in [0, w], centred. */
-__device__ int32_t noise(uint64_t i, int k, uint32_t w)
-{
-    int32_t s = 0;
-    for (int j = 0; j < 4; j++)
-        s += (int32_t)(mix32(i * 8 + k * 4 + j + 1) % (w + 1));
-    return s - 2 * (int32_t)w;
-}
-
+/* kind 0: CT-like 12-bit, 1: uniform 16-bit, 2: constant. */
 __global__ void fill_kernel(uint16_t *d, size_t n, int kind)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
-        if (kind == 0) {
-            uint32_t p = mix32(i) % 100;
-            int32_t v = p < 40 ? 24 + noise(i, 0, 4)
-                      : p < 55 ? 924 + noise(i, 0, 10)
-                      : p < 85 ? 1064 + noise(i, 0, 15)
-                               : 1700 + noise(i, 0, 150);
-            d[i] = (uint16_t)(v < 0 ? 0 : v > 4095 ? 4095 : v);
-        } else if (kind == 1) {
-            d[i] = (uint16_t)mix32(i ^ 0x5bd1e995ull);
-        } else {
+        if (kind == 0)
+            d[i] = bench_ct_sample(i, 85);
+        else if (kind == 1)
+            d[i] = (uint16_t)bench_mix32(i ^ 0x5bd1e995ull);
+        else
             d[i] = 1064;
-        }
     }
 }
 
-/* The memory ceiling: read everything with 16-byte loads, two in flight, keep one word. */
-__global__ void read_kernel(const uint4 *v, size_t nv, uint32_t *sink)
-{
-    uint32_t acc = 0;
-    const size_t stride = (size_t)gridDim.x * blockDim.x;
-    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-    for (; i + stride < nv; i += 2 * stride) {
-        uint4 a = __ldcs(v + i), b = __ldcs(v + i + stride);
-        acc ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w;
-    }
-    for (; i < nv; i += stride) {
-        uint4 a = __ldcs(v + i);
-        acc ^= a.x ^ a.y ^ a.z ^ a.w;
-    }
-    if (acc == 0x9e3779b9u)
-        sink[0] = acc;
-}
-
-/* Median time (ms) of fn() over the reps, each between two events, after warm-up. */
+/* Median time (ms) of fn(i) on the default stream, g_reps runs unless told otherwise. */
 template <class F> static double median_ms(F fn, int reps = -1)
 {
-    if (reps < 0)
-        reps = g_reps;
-    for (int i = 0; i < 5; i++)
-        fn(i);
-    CK(cudaDeviceSynchronize());
-    std::vector<cudaEvent_t> ev(2 * reps);
-    for (auto &e : ev)
-        CK(cudaEventCreate(&e));
-    for (int i = 0; i < reps; i++) {
-        CK(cudaEventRecord(ev[2 * i]));
-        fn(i);
-        CK(cudaEventRecord(ev[2 * i + 1]));
-    }
-    CK(cudaDeviceSynchronize());
-    std::vector<float> t(reps);
-    for (int i = 0; i < reps; i++)
-        CK(cudaEventElapsedTime(&t[i], ev[2 * i], ev[2 * i + 1]));
-    for (auto &e : ev)
-        CK(cudaEventDestroy(e));
-    std::sort(t.begin(), t.end());
-    return t[reps / 2];
+    return bench_median_ms(0, reps < 0 ? g_reps : reps, fn);
 }
 
 static double gbs(size_t samples, double ms)
@@ -182,10 +111,7 @@ int main(int argc, char **argv)
 {
     if (argc > 1)
         g_reps = atoi(argv[1]) > 0 ? atoi(argv[1]) : g_reps;
-    int dev = 0;
-    cudaDeviceProp prop;
-    CK(cudaGetDevice(&dev));
-    CK(cudaGetDeviceProperties(&prop, dev));
+    const cudaDeviceProp prop = bench_device();
     int rt = 0, drv = 0;
     CK(cudaRuntimeGetVersion(&rt));
     CK(cudaDriverGetVersion(&drv));
@@ -211,7 +137,7 @@ int main(int argc, char **argv)
     double ceiling_ms[3];
     for (int k = 0; k < 3; k++)
         ceiling_ms[k] = median_ms([&](int) {
-            read_kernel<<<read_blocks, 256>>>((const uint4 *)vol[k], nv, c.sink);
+            bench_read_kernel<<<read_blocks, 256>>>((const uint4 *)vol[k], nv, c.sink);
         });
     const double ceil_gbs = gbs(N, ceiling_ms[0]);
     printf("read ceiling (16-byte loads, 256 MiB): %.0f GB/s (%.0f / %.0f on the other buffers)\n\n",
@@ -312,8 +238,8 @@ int main(int argc, char **argv)
             median_ms([&](int i) { run_ours(slice(i), SLICE, 1, 0, &map, c.ours, nullptr); }, reps);
         const double cub_ms =
             median_ms([&](int i) { run_cub(c, slice(i), SLICE, 4096, 0, 4096); }, reps);
-        const double empty_ms = median_ms([&](int) { read_kernel<<<1, 32>>>(nullptr, 0, c.sink); },
-                                          reps);
+        const double empty_ms =
+            median_ms([&](int) { bench_read_kernel<<<1, 32>>>(nullptr, 0, c.sink); }, reps);
         /* Back to back without events between: what a pipeline of slices costs per slice. */
         cudaEvent_t e0, e1;
         CK(cudaEventCreate(&e0));

@@ -20,19 +20,11 @@
 #include <cstring>
 #include <vector>
 
+#define BENCH_CUDA_ERROR_EXIT 2 /* 1 says a result differs from the CPU twin */
+#include "bench_common.cuh"
 #include "jhist.h"
 #include "jhist_cuda.cuh"
 #include "mi_scores.h"
-
-#define CK(call)                                                                              \
-    do {                                                                                      \
-        cudaError_t e_ = (call);                                                              \
-        if (e_ != cudaSuccess) {                                                              \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                     \
-                    cudaGetErrorString(e_));                                                  \
-            exit(2);                                                                          \
-        }                                                                                     \
-    } while (0)
 
 static int g_failed = 0;
 
@@ -81,6 +73,36 @@ static void shifted_copy(const uint16_t *f, uint16_t *m, size_t w, size_t h, siz
                 int v = f[(z * h + sy) * w + sx] + (int)(rng_next(&s) % 17) - 8;
                 m[(z * h + y) * w + x] = (uint16_t)std::min(4095, std::max(0, v));
             }
+}
+
+/* A copy of `v` on the device. */
+static uint16_t *upload(const std::vector<uint16_t> &v)
+{
+    uint16_t *d;
+    CK(cudaMalloc(&d, v.size() * 2));
+    CK(cudaMemcpy(d, v.data(), v.size() * 2, cudaMemcpyHostToDevice));
+    return d;
+}
+
+/* A CT-like side x side fixed image and `batch` moving images, each pose a different shift and
+ * noise of it; the moving images also on the device. */
+struct image_batch {
+    std::vector<uint16_t> fixed, movs;
+    uint16_t *d_movs;
+};
+
+static image_batch make_batch(size_t side, uint32_t batch)
+{
+    const size_t n = side * side;
+    image_batch ib;
+    ib.fixed.resize(n);
+    ib.movs.resize((size_t)batch * n);
+    fill_ct(ib.fixed.data(), side, side, 1, 1);
+    for (uint32_t k = 0; k < batch; k++)
+        shifted_copy(ib.fixed.data(), ib.movs.data() + (size_t)k * n, side, side, 1,
+                     (int)(k % 9) - 4, (int)(k / 9 % 7) - 3, 100 + k);
+    ib.d_movs = upload(ib.movs);
+    return ib;
 }
 
 struct prepared {
@@ -159,34 +181,12 @@ static bool check(dh_jhist_gpu *g, const prepared &p, const uint16_t *mov, size_
     return ok;
 }
 
-static double median(std::vector<float> v)
-{
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
-
-/* Median device time (us) of `reps` single evaluations, each between two events. */
+/* Median device time (us) of `reps` single evaluations, each timed alone after 10 untimed. */
 static double time_single(dh_jhist_gpu *g, const uint16_t *d_mov, size_t stride, uint32_t count,
                           int has_range, dh_mi_values *d_out, cudaStream_t s, int reps)
 {
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    for (int i = 0; i < 10; i++)
-        evaluate(g, d_mov, stride, count, has_range, d_out, s);
-    std::vector<float> t;
-    for (int i = 0; i < reps; i++) {
-        CK(cudaEventRecord(a, s));
-        evaluate(g, d_mov, stride, count, has_range, d_out, s);
-        CK(cudaEventRecord(b, s));
-        CK(cudaEventSynchronize(b));
-        float ms;
-        CK(cudaEventElapsedTime(&ms, a, b));
-        t.push_back(ms * 1000.0f);
-    }
-    CK(cudaEventDestroy(a));
-    CK(cudaEventDestroy(b));
-    return median(t);
+    return bench_median_each_us(s, 10, reps,
+                                [&] { evaluate(g, d_mov, stride, count, has_range, d_out, s); });
 }
 
 /* Graph replay: one evaluation per graph (median us per replay), and `chain` evaluations in one
@@ -206,38 +206,12 @@ static void time_graph(dh_jhist_gpu *g, const uint16_t *d_mov, int has_range, dh
         evaluate(g, d_mov, 0, 1, has_range, d_out, s);
     CK(cudaStreamEndCapture(s, &grn));
     CK(cudaGraphInstantiate(&exn, grn, 0));
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    std::vector<float> t1, tn;
-    for (int i = 0; i < reps + 5; i++) {
-        CK(cudaEventRecord(a, s));
-        CK(cudaGraphLaunch(ex1, s));
-        CK(cudaEventRecord(b, s));
-        CK(cudaEventSynchronize(b));
-        float ms;
-        CK(cudaEventElapsedTime(&ms, a, b));
-        if (i >= 5)
-            t1.push_back(ms * 1000.0f);
-    }
-    for (int i = 0; i < 12; i++) {
-        CK(cudaEventRecord(a, s));
-        CK(cudaGraphLaunch(exn, s));
-        CK(cudaEventRecord(b, s));
-        CK(cudaEventSynchronize(b));
-        float ms;
-        CK(cudaEventElapsedTime(&ms, a, b));
-        if (i >= 2)
-            tn.push_back(ms * 1000.0f / chain);
-    }
-    *one = median(t1);
-    *chained = median(tn);
+    *one = bench_median_each_us(s, 5, reps, [&] { CK(cudaGraphLaunch(ex1, s)); });
+    *chained = bench_median_each_us(s, 2, 10, [&] { CK(cudaGraphLaunch(exn, s)); }) / chain;
     CK(cudaGraphExecDestroy(ex1));
     CK(cudaGraphExecDestroy(exn));
     CK(cudaGraphDestroy(gr1));
     CK(cudaGraphDestroy(grn));
-    CK(cudaEventDestroy(a));
-    CK(cudaEventDestroy(b));
 }
 
 __global__ void read_only(const uint4 *x, const uint4 *y, size_t units, unsigned *sink)
@@ -257,24 +231,17 @@ __global__ void read_only(const uint4 *x, const uint4 *y, size_t units, unsigned
 static int profile_one(size_t side, uint32_t bins, uint32_t batch, uint32_t cl)
 {
     const size_t n = side * side;
-    std::vector<uint16_t> fixed(n), movs((size_t)batch * n);
-    fill_ct(fixed.data(), side, side, 1, 1);
-    for (uint32_t k = 0; k < batch; k++)
-        shifted_copy(fixed.data(), movs.data() + (size_t)k * n, side, side, 1, (int)(k % 9) - 4,
-                     (int)(k / 9 % 7) - 3, 100 + k);
-    uint16_t *d_movs;
+    image_batch ib = make_batch(side, batch);
     dh_mi_values *d_out;
-    CK(cudaMalloc(&d_movs, movs.size() * 2));
     CK(cudaMalloc(&d_out, batch * sizeof(dh_mi_values)));
-    CK(cudaMemcpy(d_movs, movs.data(), movs.size() * 2, cudaMemcpyHostToDevice));
-    prepared p = prepare(fixed.data(), n, bins);
+    prepared p = prepare(ib.fixed.data(), n, bins);
     dh_jhist_gpu_tuning want = {cl, 0};
     dh_jhist_gpu *g = make_gpu(p, n, bins, batch, &want);
     for (int i = 0; i < 4; i++)
-        evaluate(g, d_movs, n, batch, 1, d_out, 0);
-    bool ok = check(g, p, movs.data(), n, bins, 1, d_out, 0);
+        evaluate(g, ib.d_movs, n, batch, 1, d_out, 0);
+    bool ok = check(g, p, ib.movs.data(), n, bins, 1, d_out, 0);
     dh_jhist_gpu_free(g);
-    CK(cudaFree(d_movs));
+    CK(cudaFree(ib.d_movs));
     CK(cudaFree(d_out));
     printf("profile %zux%zu bins %u batch %u cluster %u: %s\n", side, side, bins, batch, cl,
            ok ? "ok" : "MISMATCH");
@@ -317,22 +284,15 @@ static void stage_split(cudaStream_t s, dh_mi_values *d_out, int reps)
     std::vector<std::vector<double>> t(sizeof stages / sizeof stages[0]);
     for (const cfg_t &c : cfgs) {
         const size_t n = c.side * c.side;
-        std::vector<uint16_t> fixed(n), movs((size_t)c.batch * n);
-        fill_ct(fixed.data(), c.side, c.side, 1, 1);
-        for (uint32_t k = 0; k < c.batch; k++)
-            shifted_copy(fixed.data(), movs.data() + (size_t)k * n, c.side, c.side, 1,
-                         (int)(k % 9) - 4, (int)(k / 9 % 7) - 3, 100 + k);
-        uint16_t *d_movs;
-        CK(cudaMalloc(&d_movs, movs.size() * 2));
-        CK(cudaMemcpy(d_movs, movs.data(), movs.size() * 2, cudaMemcpyHostToDevice));
-        prepared p = prepare(fixed.data(), n, c.bins);
+        image_batch ib = make_batch(c.side, c.batch);
+        prepared p = prepare(ib.fixed.data(), n, c.bins);
         for (size_t si = 0; si < sizeof stages / sizeof stages[0]; si++) {
             dh_jhist_gpu_tuning want = {c.cluster, 0, 0, stages[si].bit};
             dh_jhist_gpu *g = make_gpu(p, n, c.bins, c.batch, &want);
-            t[si].push_back(time_single(g, d_movs, n, c.batch, 1, d_out, s, reps));
+            t[si].push_back(time_single(g, ib.d_movs, n, c.batch, 1, d_out, s, reps));
             dh_jhist_gpu_free(g);
         }
-        CK(cudaFree(d_movs));
+        CK(cudaFree(ib.d_movs));
     }
     for (size_t si = 0; si < sizeof stages / sizeof stages[0]; si++) {
         printf("| %s |", stages[si].name);
@@ -345,23 +305,17 @@ static void stage_split(cudaStream_t s, dh_mi_values *d_out, int reps)
            "|\n|---|---|---|---|\n");
     for (const cfg_t &c : cfgs) {
         const size_t n = c.side * c.side;
-        std::vector<uint16_t> fixed(n), movs((size_t)c.batch * n);
-        fill_ct(fixed.data(), c.side, c.side, 1, 1);
-        for (uint32_t k = 0; k < c.batch; k++)
-            shifted_copy(fixed.data(), movs.data() + (size_t)k * n, c.side, c.side, 1,
-                         (int)(k % 9) - 4, (int)(k / 9 % 7) - 3, 100 + k);
-        uint16_t *d_movs;
-        CK(cudaMalloc(&d_movs, movs.size() * 2));
-        CK(cudaMemcpy(d_movs, movs.data(), movs.size() * 2, cudaMemcpyHostToDevice));
-        prepared p = prepare(fixed.data(), n, c.bins);
+        image_batch ib = make_batch(c.side, c.batch);
+        const uint16_t *d_movs = ib.d_movs, *movs = ib.movs.data();
+        prepared p = prepare(ib.fixed.data(), n, c.bins);
         for (uint32_t th : {256u, 512u, 1024u}) {
             dh_jhist_gpu_tuning want = {c.cluster, 0, th, 0};
             dh_jhist_gpu *g = make_gpu(p, n, c.bins, c.batch, &want);
             dh_jhist_gpu_tuning got;
             dh_jhist_gpu_get_tuning(g, &got);
             evaluate(g, d_movs, n, c.batch, 1, d_out, s);
-            bool ok = check(g, p, movs.data(), n, c.bins, 1, d_out, 0) &&
-                      check(g, p, movs.data() + (size_t)(c.batch - 1) * n, n, c.bins, 1, d_out,
+            bool ok = check(g, p, movs, n, c.bins, 1, d_out, 0) &&
+                      check(g, p, movs + (size_t)(c.batch - 1) * n, n, c.bins, 1, d_out,
                             c.batch - 1);
             printf("| %zux%zu b%u K%u C%u | %u | %s | %.2f |\n", c.side, c.side, c.bins,
                    c.batch, got.cluster, got.threads, ok ? "ok" : "MISMATCH",
@@ -369,7 +323,7 @@ static void stage_split(cudaStream_t s, dh_mi_values *d_out, int reps)
             fflush(stdout);
             dh_jhist_gpu_free(g);
         }
-        CK(cudaFree(d_movs));
+        CK(cudaFree(ib.d_movs));
     }
 }
 
@@ -381,10 +335,7 @@ int main(int argc, char **argv)
     const bool quick = argc > 1 && !strcmp(argv[1], "--quick");
     const bool stages = argc > 1 && !strcmp(argv[1], "--stages");
     const int reps = quick ? 50 : 300;
-    cudaDeviceProp prop;
-    int dev = 0;
-    CK(cudaGetDevice(&dev));
-    CK(cudaGetDeviceProperties(&prop, dev));
+    const cudaDeviceProp prop = bench_device();
     printf("# bench_mi on %s (%d SMs, sm_%d%d), CT-like 12-bit pair (fixed, shifted+noised "
            "copy)\n",
            prop.name, prop.multiProcessorCount, prop.major, prop.minor);
@@ -412,9 +363,7 @@ int main(int argc, char **argv)
         std::vector<uint16_t> fixed(n), mov(n);
         fill_ct(fixed.data(), side, side, 1, 1);
         shifted_copy(fixed.data(), mov.data(), side, side, 1, 3, 2, 2);
-        uint16_t *d_mov;
-        CK(cudaMalloc(&d_mov, n * 2));
-        CK(cudaMemcpy(d_mov, mov.data(), n * 2, cudaMemcpyHostToDevice));
+        uint16_t *d_mov = upload(mov);
         for (uint32_t bins : bins_list) {
             prepared p = prepare(fixed.data(), n, bins);
             dh_jhist_gpu *g = make_gpu(p, n, bins, 1, nullptr);
@@ -445,16 +394,10 @@ int main(int argc, char **argv)
     {
         const size_t side = 256, n = side * side;
         const uint32_t max_batch = 1024;
-        std::vector<uint16_t> fixed(n), movs((size_t)max_batch * n);
-        fill_ct(fixed.data(), side, side, 1, 1);
-        for (uint32_t k = 0; k < max_batch; k++) /* each pose a different shift and noise */
-            shifted_copy(fixed.data(), movs.data() + (size_t)k * n, side, side, 1,
-                         (int)(k % 9) - 4, (int)(k / 9 % 7) - 3, 100 + k);
-        uint16_t *d_movs;
-        CK(cudaMalloc(&d_movs, movs.size() * 2));
-        CK(cudaMemcpy(d_movs, movs.data(), movs.size() * 2, cudaMemcpyHostToDevice));
+        image_batch ib = make_batch(side, max_batch);
+        const uint16_t *d_movs = ib.d_movs, *movs = ib.movs.data();
         for (uint32_t bins : {64u, 256u}) {
-            prepared p = prepare(fixed.data(), n, bins);
+            prepared p = prepare(ib.fixed.data(), n, bins);
             for (uint32_t cl : {0u, 1u, 2u, 4u, 8u, 16u}) {
                 dh_jhist_gpu_tuning want = {cl, 0};
                 dh_jhist_gpu *g = make_gpu(p, n, bins, max_batch, &want);
@@ -468,9 +411,9 @@ int main(int argc, char **argv)
                 dh_jhist_gpu_get_tuning(g, &t);
                 for (uint32_t batch : {64u, 256u, 1024u}) {
                     evaluate(g, d_movs, n, batch, 1, d_out, s);
-                    bool ok = check(g, p, movs.data(), n, bins, 1, d_out, 0) &&
-                              check(g, p, movs.data() + (size_t)(batch - 1) * n, n, bins, 1,
-                                    d_out, batch - 1);
+                    bool ok = check(g, p, movs, n, bins, 1, d_out, 0) &&
+                              check(g, p, movs + (size_t)(batch - 1) * n, n, bins, 1, d_out,
+                                    batch - 1);
                     double us = time_single(g, d_movs, n, batch, 1, d_out, s, 20);
                     printf("| %u | %u | %u x %u%s | %s | %.1f | %.3g |\n", bins, batch, t.cluster,
                            t.clusters_per_image, cl ? "" : " (auto)", ok ? "ok" : "MISMATCH", us,
@@ -480,7 +423,7 @@ int main(int argc, char **argv)
                 dh_jhist_gpu_free(g);
             }
         }
-        CK(cudaFree(d_movs));
+        CK(cudaFree(ib.d_movs));
     }
 
     /* 3. layouts for one 512x512 evaluation */
@@ -491,9 +434,7 @@ int main(int argc, char **argv)
         std::vector<uint16_t> fixed(n), mov(n);
         fill_ct(fixed.data(), side, side, 1, 1);
         shifted_copy(fixed.data(), mov.data(), side, side, 1, 3, 2, 2);
-        uint16_t *d_mov;
-        CK(cudaMalloc(&d_mov, n * 2));
-        CK(cudaMemcpy(d_mov, mov.data(), n * 2, cudaMemcpyHostToDevice));
+        uint16_t *d_mov = upload(mov);
         for (uint32_t bins : {64u, 256u}) {
             prepared p = prepare(fixed.data(), n, bins);
             for (uint32_t cl : {2u, 4u, 8u, 16u})
@@ -533,23 +474,11 @@ int main(int argc, char **argv)
         printf("\n## 512^3 volume pair, 64 bins (two 256 MiB volumes; median of 20)\n");
         printf("| what | C x G | check | us | GB/s (both volumes) | vs read-only |\n"
                "|---|---|---|---|---|---|\n");
-        cudaEvent_t a, b;
-        CK(cudaEventCreate(&a));
-        CK(cudaEventCreate(&b));
-        std::vector<float> tr;
-        for (int i = 0; i < 23; i++) {
-            CK(cudaEventRecord(a, s));
+        double ro = bench_median_each_us(s, 3, 20, [&] {
             read_only<<<prop.multiProcessorCount * 4, 512, 0, s>>>(
                 (const uint4 *)d_fixed_copy, (const uint4 *)d_mov, n / 8, d_sink);
             CK(cudaGetLastError());
-            CK(cudaEventRecord(b, s));
-            CK(cudaEventSynchronize(b));
-            float ms;
-            CK(cudaEventElapsedTime(&ms, a, b));
-            if (i >= 3)
-                tr.push_back(ms * 1000.0f);
-        }
-        double ro = median(tr);
+        });
         const double gb = 4.0 * n / 1e9;
         printf("| read-only kernel, 16-byte loads | - | - | %.1f | %.0f | 1.00 |\n", ro, gb / (ro * 1e-6));
         for (uint32_t cl : {0u, 8u, 16u}) {
@@ -571,8 +500,6 @@ int main(int argc, char **argv)
             fflush(stdout);
             dh_jhist_gpu_free(g);
         }
-        CK(cudaEventDestroy(a));
-        CK(cudaEventDestroy(b));
         CK(cudaFree(d_mov));
         CK(cudaFree(d_fixed_copy));
         CK(cudaFree(d_sink));

@@ -609,6 +609,31 @@ static int have_tool(const char *name)
     return system(cmd) == 0;
 }
 
+/* A synthetic file written as in.dcm into a fresh temporary folder, and the path out.dcm beside
+ * it for a DCMTK tool to write; tool_files_remove deletes both and the folder. */
+typedef struct tool_files {
+    char dir[64], in[128], out[128];
+} tool_files;
+
+static void tool_files_create(tool_files *t, const char *dir_template, const buf *b)
+{
+    snprintf(t->dir, sizeof t->dir, "%s", dir_template);
+    ck_assert_ptr_nonnull(mkdtemp(t->dir));
+    snprintf(t->in, sizeof t->in, "%s/in.dcm", t->dir);
+    snprintf(t->out, sizeof t->out, "%s/out.dcm", t->dir);
+    FILE *f = fopen(t->in, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(b->p, 1, b->n, f), b->n);
+    fclose(f);
+}
+
+static void tool_files_remove(const tool_files *t)
+{
+    unlink(t->in);
+    unlink(t->out);
+    rmdir(t->dir);
+}
+
 static const struct conversion {
     const char *tool, *args, *ts;
     int lossless_only_clean; /* 1: the codec needs values without garbage above HighBit */
@@ -661,22 +686,16 @@ START_TEST(decodes_every_transfer_syntax_to_the_same_values)
     s.data = raw;
     s.bytes = n * l->allocated / 8;
     buf b = synth_build(&s);
-    char dir[] = "/tmp/dh_test_ts_XXXXXX";
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    char in[128], out[128], cmd[512];
-    snprintf(in, sizeof in, "%s/in.dcm", dir);
-    snprintf(out, sizeof out, "%s/out.dcm", dir);
-    FILE *f = fopen(in, "wb");
-    ck_assert_ptr_nonnull(f);
-    ck_assert_uint_eq(fwrite(b.p, 1, b.n, f), b.n);
-    fclose(f);
-    snprintf(cmd, sizeof cmd, "%s %s %s %s >/dev/null 2>&1", c->tool, c->args, in, out);
+    tool_files t;
+    tool_files_create(&t, "/tmp/dh_test_ts_XXXXXX", &b);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "%s %s %s %s >/dev/null 2>&1", c->tool, c->args, t.in, t.out);
     int rc = system(cmd);
     ck_assert_msg(rc == 0, "'%s' failed", cmd);
 
     char msg[DH_DICOM_MSG_LEN];
     dh_dicom_image *img = NULL;
-    dh_status st = dh_dicom_read_file(out, 1, &img, msg, sizeof msg);
+    dh_status st = dh_dicom_read_file(t.out, 1, &img, msg, sizeof msg);
     ck_assert_msg(st == DH_OK, "%s %s: %s", c->tool, c->args, msg);
     ck_assert_str_eq(img->transfer_syntax_uid, c->ts);
     ck_assert_uint_eq(img->frames, 2);
@@ -688,9 +707,7 @@ START_TEST(decodes_every_transfer_syntax_to_the_same_values)
                       (int)sample(img, i), (int)want);
     }
     dh_dicom_image_free(img);
-    unlink(in);
-    unlink(out);
-    rmdir(dir);
+    tool_files_remove(&t);
     free(b.p);
 }
 END_TEST
@@ -709,21 +726,15 @@ START_TEST(decodes_12_bit_jpeg_extended)
     s.data = smooth;
     s.bytes = sizeof smooth;
     buf b = synth_build(&s);
-    char dir[] = "/tmp/dh_test_jpeg12_XXXXXX";
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    char in[128], out[128], cmd[512];
-    snprintf(in, sizeof in, "%s/in.dcm", dir);
-    snprintf(out, sizeof out, "%s/out.dcm", dir);
-    FILE *f = fopen(in, "wb");
-    ck_assert_ptr_nonnull(f);
-    ck_assert_uint_eq(fwrite(b.p, 1, b.n, f), b.n);
-    fclose(f);
+    tool_files t;
+    tool_files_create(&t, "/tmp/dh_test_jpeg12_XXXXXX", &b);
+    char cmd[512];
     /* +sr: keep the stored range (by default dcmcjpeg stretches min..max over 12 bits) */
-    snprintf(cmd, sizeof cmd, "dcmcjpeg +ee +sr %s %s >/dev/null 2>&1", in, out);
+    snprintf(cmd, sizeof cmd, "dcmcjpeg +ee +sr %s %s >/dev/null 2>&1", t.in, t.out);
     ck_assert_int_eq(system(cmd), 0);
     char msg[DH_DICOM_MSG_LEN];
     dh_dicom_image *img = NULL;
-    ck_assert_msg(dh_dicom_read_file(out, 1, &img, msg, sizeof msg) == DH_OK, "%s", msg);
+    ck_assert_msg(dh_dicom_read_file(t.out, 1, &img, msg, sizeof msg) == DH_OK, "%s", msg);
     ck_assert_str_eq(img->transfer_syntax_uid, "1.2.840.10008.1.2.4.51");
     /* pydicom with libjpeg decodes the same file with a mean absolute error of 0.49 and at most
      * 2 against the ramp; a wrong shift or byte order would be off by hundreds. */
@@ -736,9 +747,7 @@ START_TEST(decodes_12_bit_jpeg_extended)
     ck_assert_msg(err / (R * C) < 2.0, "mean error %g on a smooth ramp", err / (R * C));
     ck_assert_msg(bias / (R * C) > -1.0 && bias / (R * C) < 1.0, "bias %g", bias / (R * C));
     dh_dicom_image_free(img);
-    unlink(in);
-    unlink(out);
-    rmdir(dir);
+    tool_files_remove(&t);
     free(b.p);
 }
 END_TEST

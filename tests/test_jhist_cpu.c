@@ -196,37 +196,6 @@ START_TEST(test_log_against_libm)
 }
 END_TEST
 
-/* Scores from the textbook formula, libm log, plain loops. */
-static void reference_scores(const uint32_t *joint, uint32_t bf, uint32_t bm, double *mi,
-                             double *hf, double *hm, double *hj)
-{
-    double n = 0, rows[256] = {0}, cols[256] = {0};
-    for (uint32_t f = 0; f < bf; f++)
-        for (uint32_t m = 0; m < bm; m++) {
-            rows[f] += joint[f * bm + m];
-            cols[m] += joint[f * bm + m];
-            n += joint[f * bm + m];
-        }
-    *hf = *hm = *hj = 0;
-    /* -p ln p = p ln(1 + (n - c) / c): log1p keeps the digits of a dominant bin. */
-    for (uint32_t f = 0; f < bf; f++)
-        if (rows[f] > 0)
-            *hf += rows[f] / n * log1p((n - rows[f]) / rows[f]);
-    for (uint32_t m = 0; m < bm; m++)
-        if (cols[m] > 0)
-            *hm += cols[m] / n * log1p((n - cols[m]) / cols[m]);
-    for (size_t i = 0; i < (size_t)bf * bm; i++)
-        if (joint[i] > 0)
-            *hj += joint[i] / n * log1p((n - joint[i]) / joint[i]);
-    *mi = *hf + *hm - *hj;
-}
-
-static void assert_rel(double got, double want, double tol, const char *what)
-{
-    double scale = fabs(want) > 1e-300 ? fabs(want) : 1;
-    ck_assert_msg(fabs(got - want) <= tol * scale, "%s: %.17g, reference %.17g", what, got, want);
-}
-
 START_TEST(test_scores_against_reference)
 {
     static const uint32_t shapes[][2] = {{2, 2}, {16, 16}, {50, 50}, {64, 64}, {100, 7}, {256, 256}};
@@ -242,15 +211,15 @@ START_TEST(test_scores_against_reference)
             dh_mi_values v;
             dh_mi_scores_from_joint(joint, bf, bm, 0, NULL, log2, &v);
             double mi, hf, hm, hj, k = log2 ? 1 / log(2.0) : 1;
-            reference_scores(joint, bf, bm, &mi, &hf, &hm, &hj);
+            dh_test_reference_scores(joint, bf, bm, &mi, &hf, &hm, &hj);
             ck_assert_uint_eq(v.status, 0);
-            assert_rel(v.h_fixed, hf * k, 1e-12, "H(fixed)");
-            assert_rel(v.h_moving, hm * k, 1e-12, "H(moving)");
-            assert_rel(v.h_joint, hj * k, 1e-12, "H(joint)");
+            dh_test_assert_close(v.h_fixed, hf * k, 1e-12, "H(fixed)");
+            dh_test_assert_close(v.h_moving, hm * k, 1e-12, "H(moving)");
+            dh_test_assert_close(v.h_joint, hj * k, 1e-12, "H(joint)");
             ck_assert_msg(fabs(v.mi - mi * k) <= 1e-12 * (hf + hm) * k, "MI %.17g vs %.17g", v.mi,
                           mi * k);
-            assert_rel(v.nmi, (hf + hm) / hj, 1e-12, "NMI");
-            assert_rel(v.ecc, 2 * mi / (hf + hm), 1e-10, "ECC");
+            dh_test_assert_close(v.nmi, (hf + hm) / hj, 1e-12, "NMI");
+            dh_test_assert_close(v.ecc, 2 * mi / (hf + hm), 1e-10, "ECC");
         }
         free(joint);
     }
@@ -278,14 +247,14 @@ START_TEST(test_scores_degenerate)
     uint32_t ind[4] = {250, 250, 250, 250};
     dh_mi_scores_from_joint(ind, 2, 2, 0, NULL, 0, &v);
     ck_assert(fabs(v.mi) < 1e-15);
-    assert_rel(v.h_joint, 2 * log(2.0), 1e-15, "H(joint)");
-    assert_rel(v.nmi, 1.0, 1e-15, "NMI");
+    dh_test_assert_close(v.h_joint, 2 * log(2.0), 1e-15, "H(joint)");
+    dh_test_assert_close(v.nmi, 1.0, 1e-15, "NMI");
     /* Identical images: MI = H, NMI = 2, ECC = 1. */
     uint32_t diag[9] = {10, 0, 0, 0, 20, 0, 0, 0, 70};
     dh_mi_scores_from_joint(diag, 3, 3, 0, NULL, 0, &v);
-    assert_rel(v.mi, v.h_fixed, 1e-15, "MI of identical images");
-    assert_rel(v.nmi, 2.0, 1e-15, "NMI of identical images");
-    assert_rel(v.ecc, 1.0, 1e-15, "ECC of identical images");
+    dh_test_assert_close(v.mi, v.h_fixed, 1e-15, "MI of identical images");
+    dh_test_assert_close(v.nmi, 2.0, 1e-15, "NMI of identical images");
+    dh_test_assert_close(v.ecc, 1.0, 1e-15, "ECC of identical images");
 }
 END_TEST
 

@@ -28,33 +28,8 @@ static void reference(const void *fixed, int fs, const uint8_t *fmask, const dh_
                       size_t n, uint32_t *joint, double *mi, double *hf, double *hm, double *hj,
                       uint64_t *count)
 {
-    uint32_t bf = fa->bins, bm = ma->bins;
     dh_jhist_naive(fixed, fs, fmask, fa, moving, ms, valid, ma, n, joint);
-    double rows[256] = {0}, cols[256] = {0}, total = 0;
-    for (uint32_t f = 0; f < bf; f++)
-        for (uint32_t m = 0; m < bm; m++) {
-            rows[f] += joint[f * bm + m];
-            cols[m] += joint[f * bm + m];
-            total += joint[f * bm + m];
-        }
-    *hf = *hm = *hj = 0;
-    for (uint32_t f = 0; f < bf; f++)
-        if (rows[f] > 0)
-            *hf += rows[f] / total * log1p((total - rows[f]) / rows[f]);
-    for (uint32_t m = 0; m < bm; m++)
-        if (cols[m] > 0)
-            *hm += cols[m] / total * log1p((total - cols[m]) / cols[m]);
-    for (size_t i = 0; i < (size_t)bf * bm; i++)
-        if (joint[i] > 0)
-            *hj += joint[i] / total * log1p((total - joint[i]) / joint[i]);
-    *mi = *hf + *hm - *hj;
-    *count = (uint64_t)total;
-}
-
-static void close_to(double got, double want, double tol, const char *what)
-{
-    double scale = fabs(want) > 1e-300 ? fabs(want) : 1;
-    ck_assert_msg(fabs(got - want) <= tol * scale, "%s: %.17g, reference %.17g", what, got, want);
+    *count = (uint64_t)dh_test_reference_scores(joint, fa->bins, ma->bins, mi, hf, hm, hj);
 }
 
 START_TEST(test_batch_against_reference)
@@ -112,15 +87,15 @@ START_TEST(test_batch_against_reference)
                 ck_assert(memcmp(joint, got_joint, (size_t)p.bins_fixed * p.bins_moving * 4) == 0);
                 ck_assert_uint_eq(out[k].n, n);
                 ck_assert_uint_eq(out[k].status, 0);
-                close_to(out[k].h_fixed, hf, 1e-12, "H(fixed)");
-                close_to(out[k].h_moving, hm, 1e-12, "H(moving)");
-                close_to(out[k].h_joint, hj, 1e-12, "H(joint)");
+                dh_test_assert_close(out[k].h_fixed, hf, 1e-12, "H(fixed)");
+                dh_test_assert_close(out[k].h_moving, hm, 1e-12, "H(moving)");
+                dh_test_assert_close(out[k].h_joint, hj, 1e-12, "H(joint)");
                 ck_assert_msg(fabs(out[k].mi - mi) <= 1e-12 * (hf + hm), "MI %.17g vs %.17g",
                               out[k].mi, mi);
-                close_to(out[k].nmi, (hf + hm) / hj, 1e-12, "NMI");
-                close_to(out[k].ecc, 2 * mi / (hf + hm), 1e-9, "ECC");
+                dh_test_assert_close(out[k].nmi, (hf + hm) / hj, 1e-12, "NMI");
+                dh_test_assert_close(out[k].ecc, 2 * mi / (hf + hm), 1e-9, "ECC");
                 if (!masked)
-                    close_to(info.h_fixed, hf, 1e-12, "cached H(fixed)");
+                    dh_test_assert_close(info.h_fixed, hf, 1e-12, "cached H(fixed)");
             }
             /* MI falls as the noise grows. */
             for (size_t k = 1; k < K; k++)
@@ -166,9 +141,9 @@ START_TEST(test_log2_and_explicit_ranges)
     p.log2 = 1;
     f = prepare(ctx, fixed, 1, N, NULL, &p);
     ck_assert_int_eq(dh_mi_evaluate(ctx, f, moving, 1, N, 1, NULL, 0, &bits), DH_OK);
-    close_to(bits.mi, nats.mi / log(2.0), 1e-12, "MI in bits");
-    close_to(bits.h_joint, nats.h_joint / log(2.0), 1e-14, "H(joint) in bits");
-    close_to(bits.nmi, nats.nmi, 1e-14, "NMI is base-free");
+    dh_test_assert_close(bits.mi, nats.mi / log(2.0), 1e-12, "MI in bits");
+    dh_test_assert_close(bits.h_joint, nats.h_joint / log(2.0), 1e-14, "H(joint) in bits");
+    dh_test_assert_close(bits.nmi, nats.nmi, 1e-14, "NMI is base-free");
     ck_assert_int_eq(bits.moving_lo, -300);
     ck_assert_int_eq(bits.moving_hi, 400);
     /* Only pixels inside both ranges count. */
@@ -229,8 +204,8 @@ START_TEST(test_degenerate)
     p.bins_fixed = p.bins_moving = 256;
     f = prepare(ctx, extremes, 0, N, NULL, &p);
     ck_assert_int_eq(dh_mi_evaluate(ctx, f, extremes, 0, N, 1, NULL, 0, &s), DH_OK);
-    close_to(s.mi, log(2.0), 1e-15, "MI of 0/65535 halves");
-    close_to(s.nmi, 2.0, 1e-15, "NMI");
+    dh_test_assert_close(s.mi, log(2.0), 1e-15, "MI of 0/65535 halves");
+    dh_test_assert_close(s.nmi, 2.0, 1e-15, "NMI");
     ck_assert_int_eq(s.moving_lo, 0);
     ck_assert_int_eq(s.moving_hi, 65535);
     dh_mi_fixed_free(f);
@@ -240,7 +215,7 @@ START_TEST(test_degenerate)
     f = prepare(ctx, sext, 1, N, NULL, &p);
     ck_assert_int_eq(dh_mi_evaluate(ctx, f, sext, 1, N, 1, NULL, 0, &s), DH_OK);
     double h = -(0.25 * log(0.25) + 0.75 * log(0.75));
-    close_to(s.mi, h, 1e-15, "MI of int16 extremes");
+    dh_test_assert_close(s.mi, h, 1e-15, "MI of int16 extremes");
     ck_assert_int_eq(s.moving_lo, -32768);
     dh_mi_fixed_free(f);
     /* 12-bit extremes with an explicit full 12-bit range: 0 in bin 0, 4095 in bin B-1. */
@@ -336,8 +311,8 @@ START_TEST(test_real_ct_shift)
     dh_mi_fixed *f = prepare(ctx, ct, 1, n, NULL, &p);
     dh_mi_scores s[3];
     ck_assert_int_eq(dh_mi_evaluate(ctx, f, shifted, 1, n, 3, NULL, 0, s), DH_OK);
-    close_to(s[0].mi, s[0].h_fixed, 1e-14, "MI with itself");
-    close_to(s[0].nmi, 2.0, 1e-14, "NMI with itself");
+    dh_test_assert_close(s[0].mi, s[0].h_fixed, 1e-14, "MI with itself");
+    dh_test_assert_close(s[0].nmi, 2.0, 1e-14, "NMI with itself");
     ck_assert(s[1].mi < s[0].mi && s[2].mi < s[1].mi);
     ck_assert(s[0].h_fixed > 1.0); /* a real image, not a flat one */
     dh_mi_fixed_free(f);

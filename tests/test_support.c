@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "test_support.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -79,6 +80,36 @@ void dh_test_fill_ct_like(uint16_t *out, size_t n, uint64_t seed)
             v = 1700 + noise(&rng, 150);
         out[i] = (uint16_t)(v < 0 ? 0 : v > 4095 ? 4095 : v);
     }
+}
+
+double dh_test_reference_scores(const uint32_t *joint, uint32_t bf, uint32_t bm, double *mi,
+                                double *hf, double *hm, double *hj)
+{
+    double n = 0, rows[256] = {0}, cols[256] = {0};
+    for (uint32_t f = 0; f < bf; f++)
+        for (uint32_t m = 0; m < bm; m++) {
+            rows[f] += joint[f * bm + m];
+            cols[m] += joint[f * bm + m];
+            n += joint[f * bm + m];
+        }
+    *hf = *hm = *hj = 0;
+    for (uint32_t f = 0; f < bf; f++)
+        if (rows[f] > 0)
+            *hf += rows[f] / n * log1p((n - rows[f]) / rows[f]);
+    for (uint32_t m = 0; m < bm; m++)
+        if (cols[m] > 0)
+            *hm += cols[m] / n * log1p((n - cols[m]) / cols[m]);
+    for (size_t i = 0; i < (size_t)bf * bm; i++)
+        if (joint[i] > 0)
+            *hj += joint[i] / n * log1p((n - joint[i]) / joint[i]);
+    *mi = *hf + *hm - *hj;
+    return n;
+}
+
+void dh_test_assert_close(double got, double want, double tol, const char *what)
+{
+    double scale = fabs(want) > 1e-300 ? fabs(want) : 1;
+    ck_assert_msg(fabs(got - want) <= tol * scale, "%s: %.17g, reference %.17g", what, got, want);
 }
 
 int dh_test_run(Suite *suite)

@@ -1,6 +1,7 @@
 /*
  * test_support.h: what every Check suite shares: where the real files are, how a suite reports
- * itself skipped, deterministic random data, and a runner that exits the way ctest reads.
+ * itself skipped, deterministic random data, reference entropies of a joint histogram, a
+ * relative-error assertion, and a runner that exits the way ctest reads.
  */
 #ifndef DH_TEST_SUPPORT_H
 #define DH_TEST_SUPPORT_H
@@ -30,6 +31,16 @@ uint32_t dh_test_rng_below(dh_test_rng *rng, uint32_t n);
 /* CT-like 12-bit values: 40% air near 24, 15% fat near 924, 30% soft tissue near 1064, 15% bone
  * spread around 1700 (the mix ../shared/docs/gpu.md measures with). */
 void dh_test_fill_ct_like(uint16_t *out, size_t n, uint64_t seed);
+
+/* Entropies (nats) of a joint histogram of bf fixed rows by bm moving columns, at most 256 of
+ * each, by the textbook formula in plain loops: -p ln p written p ln(1 + (n - c) / c), libm's
+ * log1p keeping the digits of a dominant bin, nothing of the library's arithmetic. Sets mi,
+ * hf, hm, hj and returns the total count n. */
+double dh_test_reference_scores(const uint32_t *joint, uint32_t bf, uint32_t bm, double *mi,
+                                double *hf, double *hm, double *hj);
+
+/* Asserts |got - want| <= tol * |want| (tol absolute where want is 0); `what` names the value. */
+void dh_test_assert_close(double got, double want, double tol, const char *what);
 
 /* Runs a suite and returns the process exit status: 0 when everything passed, 1 otherwise. */
 int dh_test_run(Suite *suite);
