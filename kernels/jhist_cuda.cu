@@ -499,7 +499,8 @@ template <bool PACKED> __global__ void __launch_bounds__(THREADS, 1) mi_kernel(e
     if (!(skip & DH_JHIST_STAGE_TERMS))
         for (uint32_t l = tid; l < owned; l += T) {
             uint32_t c = owned_cell(l, rank, lb_shift);
-            terms[l] = c < cells ? dh_mi_term(red[l], n, ln_n) : 0.0;
+            terms[(l >> lb_shift) * (LB + 1) + (l & (LB - 1))] =
+                c < cells ? dh_mi_term(red[l], n, ln_n) : 0.0;
         }
     __syncthreads();
 
@@ -516,7 +517,7 @@ template <bool PACKED> __global__ void __launch_bounds__(THREADS, 1) mi_kernel(e
             const uint32_t i = tid & (W - 1), per_warp = 32 / W;
             for (uint32_t L0 = (tid >> 5) * per_warp; L0 < LB; L0 += (T >> 5) * per_warp) {
                 const uint32_t L = L0 + ((tid & 31) / W);
-                double v = L < LB && i < rows ? terms[(i << lb_shift) | L] : 0.0;
+                double v = L < LB && i < rows ? terms[i * (LB + 1) + L] : 0.0;
                 for (uint32_t s = W >> 1; s >= 1; s >>= 1)
                     v = __dadd_rn(v, __shfl_down_sync(0xFFFFFFFFu, v, s, W));
                 if (i == 0 && L < LB)
@@ -525,7 +526,7 @@ template <bool PACKED> __global__ void __launch_bounds__(THREADS, 1) mi_kernel(e
         } else {
             for (uint32_t L = tid >> 5; L < LB; L += T >> 5) {
                 const double v = warp_tree256([&](uint32_t j) {
-                    return j < rows ? terms[(j << lb_shift) | L] : 0.0;
+                    return j < rows ? terms[j * (LB + 1) + L] : 0.0;
                 });
                 if ((tid & 31) == 0)
                     lanes0[L] = v;
@@ -575,7 +576,10 @@ void smem_layout(uint32_t cells, uint32_t cluster, uint32_t *region, uint32_t *t
 {
     const uint32_t lanes = 256 / cluster, owned = (cells + 255) / 256 * lanes;
     const uint32_t hist = cells > PACKED_ABOVE_CELLS ? (cells + 1) / 2 * 4 : cells * 4;
-    const uint32_t terms = owned * 8;
+    /* terms: one row of LB lanes per histogram row, padded by one double so the threads of a
+     * warp that walk one lane's rows hit different banks (unpadded, the rows of a lane share a
+     * bank: 16- to 32-way conflicts in the tree loads). */
+    const uint32_t terms = (owned + (cells + 255) / 256) * 8;
     *region = ((hist > terms ? hist : terms) + 15) / 16 * 16;
     *total = *region + owned * 4;
 }
