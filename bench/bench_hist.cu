@@ -93,6 +93,21 @@ static void run_ours(const uint16_t *d, size_t slice_len, size_t slices, int per
     }
 }
 
+/* run_ours for shapes that a device may refuse (a cluster of 16): false, and the reason
+ * printed once, instead of stopping the benchmark. */
+static bool try_ours(const uint16_t *d, size_t slice_len, size_t slices, int per_slice,
+                     const dh_bin_map *map, uint64_t *out, const dh_cuda_tuning *t,
+                     const char *name)
+{
+    char msg[512];
+    if (dh_hist_cuda_device_tuned(d, 0, slice_len, slices, per_slice, map, out, NULL, t, 1, msg,
+                                  sizeof msg) == 0)
+        return true;
+    printf("  %s: refused: %s\n", name, msg);
+    cudaGetLastError();
+    return false;
+}
+
 /* Our counts (without under/overflow) equal CUB's? */
 static const char *agree(ctx &c, uint32_t bins)
 {
@@ -225,6 +240,30 @@ int main(int argc, char **argv)
         printf("|   (smem 24K) | %u | %.0f | %.0f | %.1f%% | %.1f%% |\n", bins,
                gbs(N, whole_m), gbs(N, per_m), 100 * whole_m / per_m,
                100 * gbs(N, per_m) / ceil_gbs);
+        /* The ways of treating the output, each against the default whole volume: a memset
+         * (the default before ZERO_STORE), zeroing in the kernel, stored by the blocks. */
+        const char *way_names[] = {"", "memset first", "zeroed in the kernel",
+                                   "stored, no zeroing"};
+        for (int way = 1; way <= 3; way++) {
+            const dh_cuda_tuning t = {0, 0, 0, 0, 0, way};
+            const double per_w =
+                median_ms([&](int) { run_ours(vol[0], SLICE, SLICES, 1, &map, c.ours, &t); });
+            printf("|   (%s) | %u | %.0f | %.0f | %.1f%% | %.1f%% |\n", way_names[way], bins,
+                   gbs(N, whole), gbs(N, per_w), 100 * whole / per_w,
+                   100 * gbs(N, per_w) / ceil_gbs);
+        }
+        /* Counts of the stored per-slice histograms against the memset way's. */
+        {
+            const size_t len = SLICES * (size_t)(bins + 2);
+            std::vector<uint64_t> a(len), b(len);
+            const dh_cuda_tuning t1 = {0, 0, 0, 0, 0, 1}, t3 = {0, 0, 0, 0, 0, 3};
+            run_ours(vol[0], SLICE, SLICES, 1, &map, c.ours, &t1);
+            CK(cudaMemcpy(a.data(), c.ours, len * 8, cudaMemcpyDeviceToHost));
+            run_ours(vol[0], SLICE, SLICES, 1, &map, c.ours, &t3);
+            CK(cudaMemcpy(b.data(), c.ours, len * 8, cudaMemcpyDeviceToHost));
+            printf("|   (stored vs memset counts: %s) | | | | | |\n", a == b ? "same" : "DIFFER");
+        }
+        fflush(stdout);
     }
 
     /* One 512x512 slice at 4096 bins, output zeroing included; slices rotate through the whole
@@ -254,14 +293,43 @@ int main(int argc, char **argv)
         printf("\none 512x512 slice, 4096 bins, zeroing included: ours %.2f us (median), CUB "
                "%.2f us, empty launch %.2f us; back to back %.2f us per slice\n",
                ours_ms * 1e3, cub_ms * 1e3, empty_ms * 1e3, batch_ms * 1e3 / reps);
-        const dh_cuda_tuning memset_zero = {0, 0, 0, 0, 0, 1};
+        const dh_cuda_tuning memset_zero = {0, 0, 0, 0, 0, 1, 0, 1};
         const double memset_ms = median_ms(
             [&](int i) { run_ours(slice(i), SLICE, 1, 0, &map, c.ours, &memset_zero); }, reps);
         printf("  with a memset launch for the zeroing instead: %.2f us\n", memset_ms * 1e3);
-        /* Shapes for small inputs: samples per block and copies. */
+        /* The ways of one call: one cluster that stores (8 or 16 blocks, the default 8), the
+         * whole device zeroing in the kernel (the default before the cluster), the whole device
+         * storing; each also back to back. */
+        struct way {
+            const char *name;
+            dh_cuda_tuning t;
+        };
+        const way ways[] = {{"cluster of 8, stored", {0, 0, 0, 0, 0, 0, 0, 8}},
+                            {"cluster of 16, stored", {0, 0, 0, 0, 0, 0, 0, 16}},
+                            {"cluster of 8, stored, smem 40K", {40000, 0, 0, 0, 0, 0, 0, 8}},
+                            {"whole device, zeroed in the kernel", {0, 0, 0, 0, 0, 2, 0, 1}},
+                            {"whole device, stored", {0, 0, 0, 0, 0, 3, 0, 1}}};
+        for (const way &w : ways) {
+            if (!try_ours(slice(0), SLICE, 1, 0, &map, c.ours, &w.t, w.name))
+                continue;
+            const double ms = median_ms(
+                [&](int i) { run_ours(slice(i), SLICE, 1, 0, &map, c.ours, &w.t); }, reps);
+            CK(cudaEventRecord(e0));
+            for (int i = 0; i < reps; i++)
+                run_ours(slice(i), SLICE, 1, 0, &map, c.ours, &w.t);
+            CK(cudaEventRecord(e1));
+            CK(cudaEventSynchronize(e1));
+            float bb = 0;
+            CK(cudaEventElapsedTime(&bb, e0, e1));
+            run_cub(c, slice(reps - 1), SLICE, 4096, 0, 4096);
+            run_ours(slice(reps - 1), SLICE, 1, 0, &map, c.ours, &w.t);
+            printf("  %s: %.2f us, back to back %.2f us, counts vs CUB %s\n", w.name, ms * 1e3,
+                   bb * 1e3 / reps, agree(c, 4096));
+        }
+        /* Shapes of the whole-device kernel for small inputs: samples per block and copies. */
         for (uint64_t per_block : {2048ull, 4096ull, 8192ull, 16384ull}) {
             for (uint32_t target : {1u, 40000u}) {
-                dh_cuda_tuning t = {target, 0, 0, per_block, 0, 0};
+                dh_cuda_tuning t = {target, 0, 0, per_block, 0, 0, 0, 1};
                 const double ms = median_ms(
                     [&](int i) { run_ours(slice(i), SLICE, 1, 0, &map, c.ours, &t); }, reps);
                 printf("  shape: %llu samples per block, smem target %u: %.2f us\n",

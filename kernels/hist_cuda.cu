@@ -11,6 +11,7 @@
  */
 #include "hist_cuda.h"
 #include "hist_cuda_cluster.cuh"
+#include "hist_cuda_small.cuh"
 
 #include <cuda_runtime.h>
 #include <stdio.h>
@@ -34,6 +35,17 @@ const uint64_t ZERO_IN_KERNEL_MAX_COUNTS = (uint64_t)1 << 17;
  * 31-36% of the read ceiling at 65536 bins against 7.5-9.2% for a cluster of 2, whose
  * distributed-shared-memory atomics cost about 12 times a local one (bench/NOTES.md, run 9). */
 const uint32_t DEFAULT_CLUSTER = 1;
+/* One cluster storing a small single histogram (hist_cuda_small.cuh) lost on one 512x512 slice
+ * at 4096 bins: 10.0 us (8 blocks) and 10.4 us (16) against 8.5 us for the whole device zeroing
+ * in the kernel (bench/NOTES.md, run 13), so it is off by default (0) and taken only when
+ * dh_cuda_tuning.small_cluster asks; SMALL_MAX_SAMPLES is where a default would apply. */
+const uint64_t SMALL_MAX_SAMPLES = (uint64_t)1 << 19;
+const uint32_t DEFAULT_SMALL_CLUSTER = 0;
+/* How a launch treats its output: add to it as it is; zero it inside the kernel (cooperative,
+ * a grid-wide barrier before the first flush); no zeroing, each histogram stored by the piece
+ * that ends it and added to by the others after a grid-wide barrier (cooperative); or a memset
+ * first. */
+enum zeroing { ZERO_NONE = 0, ZERO_KERNEL = 1, ZERO_STORE = 2, ZERO_MEMSET = 3 };
 /* Host path: samples per staging chunk (64 MiB of 16-bit samples), two chunks in flight. */
 const size_t HOST_CHUNK_SAMPLES = (size_t)32 << 20;
 
@@ -99,6 +111,18 @@ const kernel_fn CLUSTER_KERNELS[4][2][3] = {
 const int CLUSTER_THREADS[3] = {cluster_shape<2, 0>::threads, cluster_shape<4, 0>::threads,
                                 cluster_shape<2, 1>::threads};
 
+/* One-cluster kernels for small inputs, [kind][signed][0: 8 blocks, 1: 16 blocks]. */
+const kernel_fn SMALL_KERNELS[4][2][2] = {
+    {{hist_small_kernel<MAP_SHIFT, 0, 8>, hist_small_kernel<MAP_SHIFT, 0, 16>},
+     {hist_small_kernel<MAP_SHIFT, 1, 8>, hist_small_kernel<MAP_SHIFT, 1, 16>}},
+    {{hist_small_kernel<MAP_DIV, 0, 8>, hist_small_kernel<MAP_DIV, 0, 16>},
+     {hist_small_kernel<MAP_DIV, 1, 8>, hist_small_kernel<MAP_DIV, 1, 16>}},
+    {{hist_small_kernel<MAP_LUT, 0, 8>, hist_small_kernel<MAP_LUT, 0, 16>},
+     {hist_small_kernel<MAP_LUT, 1, 8>, hist_small_kernel<MAP_LUT, 1, 16>}},
+    {{hist_small_kernel<MAP_PAIR, 0, 8>, hist_small_kernel<MAP_PAIR, 0, 16>},
+     {hist_small_kernel<MAP_PAIR, 1, 8>, hist_small_kernel<MAP_PAIR, 1, 16>}},
+};
+
 /* The constants of pair_slots (hist_cuda_count.cuh) for a shift map, or 0 when the pair form
  * cannot take the map. In the unsigned sample domain u (signed samples biased by 32768) the
  * internal slot is floor((u - L) / 2^shift) for L <= u <= H, 0 below, bins + 1 above, where
@@ -141,15 +165,16 @@ int check_map(const dh_bin_map *map, int is_signed, char *msg, size_t msg_len)
     return 0;
 }
 
-/* Counts n samples at d_data (index `first` of the volume) into d_out, adding to it; or, with
- * zero set, zeroing d_out (out_len counts) and d_total inside the same launch first. A table
- * map's lut must already be on the device. */
+/* Counts n samples at d_data (index `first` of the volume) into d_out: adding to it (zero =
+ * ZERO_NONE), or overwriting d_out (out_len counts) and d_total the way `zero` says (a way the
+ * shape cannot take becomes a memset). `small` (8 or 16) asks for the one-cluster kernel where
+ * it applies. A table map's lut must already be on the device. */
 int launch(const void *d_data, int is_signed, uint64_t n, uint64_t first, uint64_t seg_len,
            const dh_bin_map *map, unsigned long long *d_out, unsigned long long *d_total,
-           int zero, uint64_t out_len, cudaStream_t stream, const dh_cuda_tuning *tuning,
-           char *msg, size_t msg_len)
+           int zero, uint32_t small, uint64_t out_len, cudaStream_t stream,
+           const dh_cuda_tuning *tuning, char *msg, size_t msg_len)
 {
-    if (n == 0 && !zero)
+    if (n == 0 && zero == ZERO_NONE)
         return 0;
     if ((uintptr_t)d_data & 1)
         return fail_text(msg, msg_len, "16-bit samples must be 2-byte aligned");
@@ -187,7 +212,6 @@ int launch(const void *d_data, int is_signed, uint64_t n, uint64_t first, uint64
     a.lut = map->lut;
     a.lut_base = map->lut_base;
     a.head = (uint32_t)(((16 - ((uintptr_t)d_data & 15)) & 15) / 2);
-    a.zero = zero ? 1 : 0;
     a.out_len = out_len;
 
     /* The shift kernel computes s - lo in int32: fine for any |lo| <= 2^30 (s is 16-bit);
@@ -241,6 +265,70 @@ int launch(const void *d_data, int is_signed, uint64_t n, uint64_t first, uint64
     if (smem > (size_t)optin)
         return fail_text(msg, msg_len, "the device's shared memory is too small for the bins");
 
+    /* Where the whole input is one small histogram of wide counters, one cluster counts it and
+     * stores the output (hist_cuda_small.cuh); the output needs no zeroing. */
+    const int wide = cluster < 2 && !packed;
+    if ((small == 8 || small == 16) && wide && zero != ZERO_NONE && n > 0 &&
+        n <= DH_CUDA_PIECE_MAX && seg_len >= n && first == 0 && !d_total) {
+        int can = 0;
+        DH_CK(cudaDeviceGetAttribute(&can, cudaDevAttrClusterLaunch, dev),
+              "cudaDeviceGetAttribute(cluster launch)");
+        if (can) {
+            const kernel_fn kernel = SMALL_KERNELS[kind][is_signed ? 1 : 0][small == 16];
+            if (small == 16)
+                DH_CK(cudaFuncSetAttribute((const void *)kernel,
+                                           cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
+                      "cudaFuncSetAttribute(cluster size)");
+            if (smem > 48 * 1024)
+                DH_CK(cudaFuncSetAttribute((const void *)kernel,
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
+                      "cudaFuncSetAttribute(shared memory)");
+            cudaLaunchAttribute attr;
+            memset(&attr, 0, sizeof attr);
+            attr.id = cudaLaunchAttributeClusterDimension;
+            attr.val.clusterDim.x = small;
+            attr.val.clusterDim.y = 1;
+            attr.val.clusterDim.z = 1;
+            cudaLaunchConfig_t cfg;
+            memset(&cfg, 0, sizeof cfg);
+            cfg.gridDim = dim3(small);
+            cfg.blockDim = dim3(small == 16 ? small_shape<16>::threads : small_shape<8>::threads);
+            cfg.dynamicSmemBytes = smem;
+            cfg.stream = stream;
+            cfg.attrs = &attr;
+            cfg.numAttrs = 1;
+            a.blocks = small;
+            /* 16 blocks is beyond the portable cluster size: a device whose processing clusters
+             * cannot hold it counts on the whole device instead (asked for only by tuning). */
+            int most = 1;
+            if (small == 16)
+                DH_CK(cudaOccupancyMaxActiveClusters(&most, kernel, &cfg),
+                      "cudaOccupancyMaxActiveClusters");
+            if (most >= 1) {
+                DH_CK(cudaLaunchKernelEx(&cfg, kernel, a),
+                      "histogram kernel launch (small cluster)");
+                return 0;
+            }
+        }
+    }
+    /* Storing needs pieces cut only at histogram and block ends, wide counters, no total. */
+    if (zero == ZERO_STORE && (!wide || d_total || n == 0 || first != 0 ||
+                               seg_len > DH_CUDA_PIECE_MAX))
+        zero = ZERO_MEMSET;
+    if (zero == ZERO_MEMSET || (cluster >= 2 && zero != ZERO_NONE)) {
+        /* A cluster launch cannot be cooperative: zero with memsets first. */
+        DH_CK(cudaMemsetAsync(d_out, 0, out_len * sizeof(uint64_t), stream),
+              "cudaMemsetAsync(counts)");
+        if (d_total)
+            DH_CK(cudaMemsetAsync(d_total, 0, (size_t)a.slots * sizeof(uint64_t), stream),
+                  "cudaMemsetAsync(counts)");
+        zero = ZERO_NONE;
+    }
+    if (n == 0 && zero == ZERO_NONE)
+        return 0;
+    a.zero = zero == ZERO_KERNEL;
+    a.store = zero == ZERO_STORE;
+
     if (cluster >= 2) {
         const kernel_fn kernel = CLUSTER_KERNELS[kind][is_signed ? 1 : 0][variant];
         const int threads = CLUSTER_THREADS[variant];
@@ -248,15 +336,6 @@ int launch(const void *d_data, int is_signed, uint64_t n, uint64_t first, uint64
             DH_CK(cudaFuncSetAttribute((const void *)kernel,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
                   "cudaFuncSetAttribute(shared memory)");
-        if (zero) {
-            /* A cluster launch cannot be cooperative: zero with memsets first. */
-            DH_CK(cudaMemsetAsync(d_out, 0, out_len * sizeof(uint64_t), stream),
-                  "cudaMemsetAsync(counts)");
-            if (d_total)
-                DH_CK(cudaMemsetAsync(d_total, 0, (size_t)a.slots * sizeof(uint64_t), stream),
-                      "cudaMemsetAsync(counts)");
-            a.zero = 0;
-        }
         cudaLaunchAttribute attr;
         memset(&attr, 0, sizeof attr);
         attr.id = cudaLaunchAttributeClusterDimension;
@@ -314,9 +393,9 @@ int launch(const void *d_data, int is_signed, uint64_t n, uint64_t first, uint64
     }
     a.blocks = (uint32_t)blocks;
 
-    if (zero) {
+    if (a.zero || a.store) {
         /* Every block is resident at once (the grid fits the device), as the grid-wide barrier
-         * before the first flush requires; the cooperative launch checks that. */
+         * requires; the cooperative launch checks that. */
         void *args[] = {&a};
         DH_CK(cudaLaunchCooperativeKernel((const void *)kernel, dim3(a.blocks), dim3(threads),
                                           args, smem, stream),
@@ -328,33 +407,39 @@ int launch(const void *d_data, int is_signed, uint64_t n, uint64_t first, uint64
     return 0;
 }
 
-/* Zeroes the outputs and counts: one cooperative launch when the device can and the input is
- * small (zero_mode 0) or when asked (2), else a memset and a plain launch. */
+/* Overwrites the outputs with the counts, in one launch where the device can: per-slice
+ * histograms stored by the blocks that end them (ZERO_STORE: 94% of the whole-volume rate at 4096
+ * bins against 89% with a memset of the 16 MB of counts); other small inputs zeroed inside the
+ * kernel; anything else after a memset.
+ * tuning->zero_mode and small_cluster force a way (bench/NOTES.md has the measurements). */
 int zero_and_count(const void *d_data, int is_signed, uint64_t n, uint64_t seg_len,
                    const dh_bin_map *map, unsigned long long *d_out, uint64_t out_len,
                    unsigned long long *d_total, cudaStream_t stream, const dh_cuda_tuning *tuning,
                    char *msg, size_t msg_len)
 {
     const int mode = tuning ? tuning->zero_mode : 0;
-    int in_kernel = mode == 2 || (mode == 0 && n <= ZERO_IN_KERNEL_MAX_SAMPLES &&
-                                  out_len <= ZERO_IN_KERNEL_MAX_COUNTS);
-    if (in_kernel) {
+    const uint32_t asked = tuning ? tuning->small_cluster : 0;
+    const uint32_t small =
+        asked == 8 || asked == 16 ? asked
+        : asked == 0 && n <= SMALL_MAX_SAMPLES && seg_len >= n ? DEFAULT_SMALL_CLUSTER
+                                                               : 0;
+    int zero = mode == 1   ? ZERO_MEMSET
+               : mode == 2 ? ZERO_KERNEL
+               : mode == 3 ? ZERO_STORE
+               : seg_len < n && !d_total ? ZERO_STORE
+               : n <= ZERO_IN_KERNEL_MAX_SAMPLES && out_len <= ZERO_IN_KERNEL_MAX_COUNTS
+                   ? ZERO_KERNEL
+                   : ZERO_MEMSET;
+    if (zero == ZERO_KERNEL || zero == ZERO_STORE) {
         int dev = 0, coop = 0;
         DH_CK(cudaGetDevice(&dev), "cudaGetDevice");
         DH_CK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev),
               "cudaDeviceGetAttribute(cooperative launch)");
-        in_kernel = coop;
+        if (!coop)
+            zero = ZERO_MEMSET;
     }
-    if (in_kernel)
-        return launch(d_data, is_signed, n, 0, seg_len, map, d_out, d_total, 1, out_len, stream,
-                      tuning, msg, msg_len);
-    const size_t slots = (size_t)map->bins + 2;
-    DH_CK(cudaMemsetAsync(d_out, 0, out_len * sizeof(uint64_t), stream), "cudaMemsetAsync(counts)");
-    if (d_total)
-        DH_CK(cudaMemsetAsync(d_total, 0, slots * sizeof(uint64_t), stream),
-              "cudaMemsetAsync(counts)");
-    return launch(d_data, is_signed, n, 0, seg_len, map, d_out, d_total, 0, 0, stream, tuning,
-                  msg, msg_len);
+    return launch(d_data, is_signed, n, 0, seg_len, map, d_out, d_total, zero, small, out_len,
+                  stream, tuning, msg, msg_len);
 }
 
 } // namespace
@@ -407,8 +492,8 @@ int dh_hist_cuda_device_tuned(const void *d_data, int is_signed, size_t slice_le
     if (zero_output)
         return zero_and_count(d_data, is_signed, n, seg_len, map, (unsigned long long *)d_out,
                               hists * (map->bins + 2), NULL, st, tuning, msg, msg_len);
-    return launch(d_data, is_signed, n, 0, seg_len, map, (unsigned long long *)d_out, NULL, 0, 0,
-                  st, tuning, msg, msg_len);
+    return launch(d_data, is_signed, n, 0, seg_len, map, (unsigned long long *)d_out, NULL,
+                  ZERO_NONE, 0, 0, st, tuning, msg, msg_len);
 }
 
 int dh_hist_cuda_device_with_total(const void *d_data, int is_signed, size_t slice_len,
@@ -577,8 +662,8 @@ static int host_run(dh_cuda_state *s, const void *data, int is_signed, size_t sl
         DH_CK(cudaMemcpyAsync(s->dbuf[b], s->pinned[b], len * sizeof(uint16_t),
                               cudaMemcpyHostToDevice, s->stream[b]),
               "cudaMemcpyAsync(samples)");
-        if (launch(s->dbuf[b], is_signed, len, off, seg_len, &dmap, s->d_out, NULL, 0, 0,
-                   s->stream[b], NULL, msg, msg_len))
+        if (launch(s->dbuf[b], is_signed, len, off, seg_len, &dmap, s->d_out, NULL, ZERO_NONE, 0,
+                   0, s->stream[b], NULL, msg, msg_len))
             return -1;
         DH_CK(cudaEventRecord(s->done[b], s->stream[b]), "cudaEventRecord");
     }

@@ -56,12 +56,19 @@ typedef struct dh_cuda_tuning {
     uint64_t min_samples_per_block; /* small inputs get fewer blocks */
     int classic_map;               /* 1: the shift map one sample at a time, not in pairs */
     int zero_mode;                 /* output zeroing: 0 default, 1 a memset before the kernel,
-                                    * 2 inside the kernel (one cooperative launch) */
+                                    * 2 inside the kernel (one cooperative launch), 3 none: each
+                                    * histogram's last piece stores it, the other pieces add
+                                    * after a grid-wide barrier (wide counters, else 1) */
     uint32_t cluster_size;         /* 0: default (DEFAULT_CLUSTER in hist_cuda.cu: today no
                                     * cluster); 1: never a cluster; 2 or 4: a
                                     * cluster of that many blocks sharing the histogram over
                                     * distributed shared memory, at any bin count (with
                                     * force_packed and 2: packed counters in the cluster) */
+    uint32_t small_cluster;        /* one histogram of a small input: 0 default (today never:
+                                    * it measured slower, bench/NOTES.md run 13), 1 never, 8 or
+                                    * 16: one cluster of that many blocks counts it and sums
+                                    * the blocks' counters over distributed shared memory into
+                                    * the output with plain stores (no zeroing, no atomics) */
 } dh_cuda_tuning;
 
 /* dh_hist_cuda_device with an explicit shape (NULL: defaults). zero_output 0 leaves d_out as

@@ -51,6 +51,11 @@ struct hist_args {
      * grid-wide barrier before their first flush (cooperative launch): one launch per call. */
     uint32_t zero;
     uint64_t out_len;
+    /* 1 (wide counters, no total, pieces cut only at histogram and block ends): no zeroing at
+     * all. The piece that ends a histogram stores every slot of it with plain stores; a block's
+     * last piece that ends inside a histogram adds to it after one grid-wide barrier, which every
+     * such store precedes (cooperative launch). */
+    uint32_t store;
 };
 
 /* Pieces never exceed this, so a 32-bit shared counter cannot wrap before its flush. */

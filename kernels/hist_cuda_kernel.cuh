@@ -13,8 +13,11 @@
  * one is counted (the first group of the next piece already during the flush). Power-of-two
  * maps take the pair form (pair_slots): two samples per 32-bit min/max/add/shift, about a third
  * fewer instructions per sample. Small inputs zero their outputs inside the kernel (a cooperative
- * launch with one grid-wide barrier before the first flush), so a call is one launch. Degenerate data stays fast: when a whole warp's 256 samples fall in one slot
- * (a constant image, air) one lane adds 256 with one atomic; otherwise lanes add into different
+ * launch with one grid-wide barrier before the first flush), so a call is one launch. Per-slice
+ * launches need no zeroing at all (a.store): the piece that ends a slice stores that slice's
+ * whole histogram, and only a block's last piece, ending inside a slice, adds to it, after one
+ * grid-wide barrier that every store precedes. Degenerate data stays fast: when a whole warp's
+ * 256 samples fall in one slot (a constant image, air) one lane adds 256 with one atomic; otherwise lanes add into different
  * copies of the histogram, so equal values in a warp do not queue on one address.
  */
 #ifndef DH_KERNELS_HIST_CUDA_KERNEL_CUH
@@ -182,6 +185,22 @@ __device__ void flush(const hist_args &a, uint32_t *smem, unsigned long long *ou
     __syncthreads();
 }
 
+/* Stores every slot of the (wide) shared histogram into `out`, zeroes included, and zeroes it:
+ * the whole histogram was counted by this block, so nothing needs zeroing or adding first. */
+__device__ void flush_store(const hist_args &a, uint32_t *smem, unsigned long long *out)
+{
+    __syncthreads();
+    for (uint32_t i = threadIdx.x; i < a.slots; i += blockDim.x) {
+        uint32_t sum = 0;
+        for (uint32_t k = 0; k < a.copies; k++) {
+            sum += smem[k * a.stride + i];
+            smem[k * a.stride + i] = 0;
+        }
+        out[external_slot(i, a.bins)] = sum;
+    }
+    __syncthreads();
+}
+
 /* One group of UNROLL vectors per lane starting at the warp's index `base`. */
 __device__ __forceinline__ void load_group(const uint4 *v, uint32_t nv, uint32_t base,
                                            uint32_t lane, uint4 x[DH_CUDA_UNROLL])
@@ -222,6 +241,7 @@ struct shape {
 struct piece {
     uint64_t begin, stop, vb, ve;
     uint32_t nv; /* vectors in the body (a piece is at most 2^30 samples: 32 bits suffice) */
+    bool last;   /* the piece ends its histogram */
     const uint4 *v;
     unsigned long long *out;
 };
@@ -231,6 +251,7 @@ __device__ __forceinline__ piece make_piece(const hist_args &a, uint64_t begin, 
     piece p;
     const uint64_t seg = (a.first + begin) / a.seg_len;
     uint64_t stop = (seg + 1) * a.seg_len - a.first;
+    p.last = stop <= end && stop - begin <= DH_CUDA_PIECE_MAX;
     if (stop > end)
         stop = end;
     if (stop - begin > DH_CUDA_PIECE_MAX)
@@ -247,6 +268,46 @@ __device__ __forceinline__ piece make_piece(const hist_args &a, uint64_t begin, 
     p.v = reinterpret_cast<const uint4 *>(a.data + vb);
     p.out = a.out + seg * a.slots;
     return p;
+}
+
+/* This block's range of the launch's samples, cut on the 16-byte grid (index head + 8k) so that
+ * pieces of different blocks never share a vector. */
+__device__ __forceinline__ void block_range(const hist_args &a, uint64_t &begin, uint64_t &end)
+{
+    const uint64_t body = a.n > a.head ? (a.n - a.head) / 8 : 0;
+    begin = blockIdx.x == 0 ? 0 : a.head + body * blockIdx.x / a.blocks * 8;
+    end = blockIdx.x + 1 == a.blocks ? a.n : a.head + body * (blockIdx.x + 1) / a.blocks * 8;
+    if (end > a.n)
+        end = a.n;
+    if (begin > end)
+        begin = end;
+}
+
+/* Counts piece p into c: its scalar head and tail, then its vectors with the software pipeline
+ * (x holds the first group, already loaded; the next group is issued before the current one is
+ * counted, two register groups taking turns). */
+template <int KIND, int SIGNED, int PACKED>
+__device__ __forceinline__ void count_piece(const hist_args &a, const counter<PACKED> &c,
+                                            const piece &p, uint4 x[DH_CUDA_UNROLL],
+                                            uint4 y[DH_CUDA_UNROLL], uint32_t warp, uint32_t lane)
+{
+    for (uint64_t i = p.begin + threadIdx.x; i < p.vb; i += blockDim.x)
+        count_scalar<KIND, SIGNED, PACKED>(a, c, i);
+    for (uint64_t i = p.ve + threadIdx.x; i < p.stop; i += blockDim.x)
+        count_scalar<KIND, SIGNED, PACKED>(a, c, i);
+    const uint32_t step = blockDim.x * DH_CUDA_UNROLL;
+    const uint32_t nv = p.nv;
+    uint32_t base = warp * 32;
+    while (base < nv) {
+        load_group(p.v, nv, base + step, lane, y);
+        count_group<KIND, SIGNED, PACKED>(a, c, x, nv, base, lane);
+        base += step;
+        if (base >= nv)
+            break;
+        load_group(p.v, nv, base + step, lane, x);
+        count_group<KIND, SIGNED, PACKED>(a, c, y, nv, base, lane);
+        base += step;
+    }
 }
 
 /* Zeroes this block's share of the outputs (a.zero: the launch is cooperative). */
@@ -272,16 +333,8 @@ __global__ void __launch_bounds__(shape<PACKED>::threads, shape<PACKED>::min_blo
         zero_outputs(a);
     __syncthreads();
 
-    /* This block's range, cut on the 16-byte grid (index head + 8k) so that pieces of different
-     * blocks never share a vector. */
-    const uint64_t body = a.n > a.head ? (a.n - a.head) / 8 : 0;
-    uint64_t begin = blockIdx.x == 0 ? 0 : a.head + body * blockIdx.x / a.blocks * 8;
-    uint64_t end =
-        blockIdx.x + 1 == a.blocks ? a.n : a.head + body * (blockIdx.x + 1) / a.blocks * 8;
-    if (end > a.n)
-        end = a.n;
-    if (begin > end)
-        begin = end;
+    uint64_t begin, end;
+    block_range(a, begin, end);
 
     const uint32_t lane = threadIdx.x & 31;
     const uint32_t warp = threadIdx.x >> 5;
@@ -297,39 +350,27 @@ __global__ void __launch_bounds__(shape<PACKED>::threads, shape<PACKED>::min_blo
      * so every lane keeps 16 * UNROLL bytes in flight while it counts; two register groups take
      * turns (no copies between them). The first group of the next piece is loaded before the
      * current piece's flush, so a slice boundary does not drain the pipeline. */
-    const uint32_t step = blockDim.x * DH_CUDA_UNROLL;
     uint4 x[DH_CUDA_UNROLL], y[DH_CUDA_UNROLL];
     piece p;
     if (begin < end) {
         p = make_piece(a, begin, end);
         load_group(p.v, p.nv, warp * 32, lane, x);
     }
-    bool met = !a.zero; /* passed the grid-wide barrier (or none is needed) */
+    bool met = !a.zero && !a.store; /* passed the grid-wide barrier (or none is needed) */
     while (begin < end) {
         c.out = p.out;
-        for (uint64_t i = p.begin + threadIdx.x; i < p.vb; i += blockDim.x)
-            count_scalar<KIND, SIGNED, PACKED>(a, c, i);
-        for (uint64_t i = p.ve + threadIdx.x; i < p.stop; i += blockDim.x)
-            count_scalar<KIND, SIGNED, PACKED>(a, c, i);
-
-        const uint32_t nv = p.nv;
-        uint32_t base = warp * 32;
-        while (base < nv) {
-            load_group(p.v, nv, base + step, lane, y);
-            count_group<KIND, SIGNED, PACKED>(a, c, x, nv, base, lane);
-            base += step;
-            if (base >= nv)
-                break;
-            load_group(p.v, nv, base + step, lane, x);
-            count_group<KIND, SIGNED, PACKED>(a, c, y, nv, base, lane);
-            base += step;
-        }
+        const bool last = p.last;
+        count_piece<KIND, SIGNED, PACKED>(a, c, p, x, y, warp, lane);
         begin = p.stop;
         if (begin < end) {
             p = make_piece(a, begin, end);
             load_group(p.v, p.nv, warp * 32, lane, x);
         }
-        if (!met) { /* every output is zero before any block adds to it */
+        if (!PACKED && a.store && last) { /* this block counted the histogram's end */
+            flush_store(a, smem, c.out);
+            continue;
+        }
+        if (!met) { /* every output is zero (or stored) before any block adds to it */
             cooperative_groups::this_grid().sync();
             met = true;
         }

@@ -116,8 +116,8 @@ static void check_case(const uint16_t *data, int is_signed, size_t slice_len, si
     cudaStream_t stream;
     CUDA_OK(cudaStreamCreate(&stream));
 
-    /* Default shape (pair map, zeroing inside the kernel; a cluster beyond one block's shared
-     * memory), then one wide copy with the per-sample map and a separate memset, then packed
+    /* Default shape (pair map; per-slice histograms stored by the blocks that end them, else
+     * zeroing inside the kernel or a memset), then one wide copy with the per-sample map and a separate memset, then packed
      * 16-bit counters at any bin count, with each map and zeroing, then clusters of 2 and 4
      * blocks (32-bit counters) and of 2 blocks with packed counters, at any bin count. */
     const dh_cuda_tuning shapes[] = {
@@ -127,10 +127,20 @@ static void check_case(const uint16_t *data, int is_signed, size_t slice_len, si
         {.force_packed = 1, .classic_map = 1, .zero_mode = 1, .cluster_size = 1},
         {.cluster_size = 2, .zero_mode = 2},
         {.cluster_size = 4, .classic_map = 1, .zero_mode = 1},
-        {.cluster_size = 2, .force_packed = 1}};
+        {.cluster_size = 2, .force_packed = 1},
+        {.zero_mode = 2, .small_cluster = 1},
+        {.zero_mode = 3, .small_cluster = 1},
+        {.zero_mode = 3, .smem_target = 40000, .classic_map = 1, .small_cluster = 1},
+        {.small_cluster = 8, .classic_map = 1},
+        {.small_cluster = 16, .smem_target = 40000}};
     const char *names[] = {"default", "one copy, per-sample map, memset", "packed",
                            "packed, per-sample map, memset", "cluster of 2",
-                           "cluster of 4, per-sample map, memset", "cluster of 2, packed"};
+                           "cluster of 4, per-sample map, memset", "cluster of 2, packed",
+                           "zeroed in the kernel, no small cluster",
+                           "stored by the blocks that end each histogram",
+                           "stored, several copies, per-sample map",
+                           "small cluster of 8 (any size), per-sample map",
+                           "small cluster of 16 (any size), several copies"};
     for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
         CUDA_OK(cudaMemsetAsync(d_out, 0xff, len * sizeof *d_out, stream)); /* poison */
         rc = dh_hist_cuda_device_tuned(d_buf + offset, is_signed, slice_len, slices, per_slice,
@@ -273,7 +283,7 @@ START_TEST(test_sizes_and_alignment)
     uint64_t *d_out = NULL, got[3 * 258];
     char msg[512] = "";
     CUDA_OK(cudaMalloc((void **)&d_out, sizeof got));
-    for (int mode = 1; mode <= 2; mode++) {
+    for (int mode = 0; mode <= 3; mode++) {
         const dh_cuda_tuning t = {.zero_mode = mode};
         CUDA_OK(cudaMemset(d_out, 0xff, sizeof got));
         ck_assert_msg(dh_hist_cuda_device_tuned(NULL, 0, 0, 3, 1, &map, d_out, NULL, &t, 1, msg,
@@ -312,6 +322,23 @@ START_TEST(test_per_slice)
                 check_case(data, 0, len, slices, 1, &map, (unsigned)(c + l) % 8, label);
             }
         }
+    }
+    /* Slices longer than a block's range (each spans many blocks, so most blocks end inside a
+     * slice and add to a histogram another block stores), odd lengths. */
+    static const size_t long_counts[] = {1, 2, 3, 5};
+    const size_t long_len = 300007;
+    free(data);
+    data = xmalloc(5 * long_len * sizeof *data);
+    for (size_t c = 0; c < 4; c++) {
+        const int is_signed = c >= 2;
+        fill(data, long_counts[c] * long_len, long_len, c % 2 ? PER_SLICE_VALUE : CT_LIKE,
+             is_signed, 900 + c);
+        dh_bin_map map;
+        map_or_die(&map, c < 2 ? 4096 : 256, 0, 4096);
+        char label[128];
+        snprintf(label, sizeof label, "%zu slices of %zu, %u bins, %s", long_counts[c], long_len,
+                 map.bins, is_signed ? "int16" : "uint16");
+        check_case(data, is_signed, long_len, long_counts[c], 1, &map, (unsigned)(c * 3) % 8, label);
     }
     free(data);
 }
