@@ -12,6 +12,7 @@
 #include "dcmtk/dcmdata/dcpixseq.h"
 #include "dcmtk/dcmdata/dcpxitem.h"
 
+#include <memory>
 #include <string>
 
 #include "dh_dicom.h"
@@ -55,6 +56,16 @@ void check_pixel_data(DcmDataset &ds, E_TransferSyntax xfer, dh_dicom_image &img
 /* Decompresses when needed and writes img.pixels: masked, sign-extended stored values
  * (dicom_pixels.cpp). */
 void decode_pixels(DcmDataset &ds, E_TransferSyntax xfer, dh_dicom_image &img);
+
+/* A stream over a caller's whole file in memory that DCMTK reads like a file: values over the
+ * read limit are skipped and loaded later through a factory, so a length beyond the data is
+ * refused instead of allocated (dicom_memory_stream.cpp). The buffer must outlive the dataset
+ * read from it. */
+std::unique_ptr<DcmInputStream> open_memory_stream(const void *data, size_t size);
+
+/* Inflates the deflated dataset data[0..size) into out; fails DH_ERR_MALFORMED when it does not
+ * inflate (dicom_inflate.cpp). */
+void inflate_dataset(const unsigned char *data, size_t size, std::string &out);
 
 /* Copies a C++ string into a fixed field, truncating. */
 void copy_field(char *dst, size_t cap, const char *src);

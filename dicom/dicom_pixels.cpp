@@ -128,9 +128,59 @@ static void extract(const Raw &raw, size_t n, const dh_dicom_image &img, uint16_
     }
 }
 
+/* DCMTK 3.6.7's JPEG decoder walks the markers of a fragment for its bit depth
+ * (DJCodecDecoder::scanJpegDataForBitDepth) and never steps past a TEM marker (FF01): a fragment
+ * with one where a marker is due hangs the process (found by fuzzing). This is the same walk;
+ * it says whether DCMTK's would reach a TEM before a frame header or the end. */
+static bool jpeg_marker_walk_stalls(const Uint8 *d, uint64_t n)
+{
+    uint64_t at = 0;
+    while (at + 4 < n) {
+        const unsigned marker = (unsigned)d[at] << 8 | d[at + 1];
+        const uint64_t segment = ((unsigned)d[at + 2] << 8 | d[at + 3]) + 2u;
+        if (marker == 0xff01)
+            return true;
+        if (marker >= 0xffc0 && marker <= 0xffcf && marker != 0xffc4 && marker != 0xffc8 &&
+            marker != 0xffcc)
+            return false; /* a frame header: DCMTK has its bit depth */
+        if (marker == 0xffff)
+            at += 1;
+        else if (marker >= 0xffd0 && marker <= 0xffd9)
+            at += 2; /* RSTn, SOI, EOI: no length */
+        else if (marker >= 0xffc0)
+            at += segment; /* DHT, JPG, DAC, SOS, DQT, ..., APPn, JPGn, COM */
+        else if (d[at] == 0xff && d[at + 1] > 2 && d[at + 1] <= 0xbf)
+            at += 2; /* reserved markers */
+        else
+            return false; /* not a marker: DCMTK stops */
+    }
+    return false;
+}
+
+static void refuse_stalling_jpeg(DcmDataset &ds, E_TransferSyntax xfer)
+{
+    if (xfer < EXS_JPEGProcess1 || xfer > EXS_JPEGProcess14SV1)
+        return; /* RLE and JPEG-LS have decoders of their own */
+    DcmElement *el = pixel_element(ds);
+    DcmPixelSequence *seq = fragments_of(*el);
+    if (seq == nullptr)
+        return;
+    for (unsigned long i = 1; i < seq->card(); i++) {
+        DcmPixelItem *item = nullptr;
+        Uint8 *bytes = nullptr;
+        if (seq->getItem(item, i).good() && item != nullptr &&
+            item->getUint8Array(bytes).good() && bytes != nullptr &&
+            jpeg_marker_walk_stalls(bytes, item->getLength()))
+            fail(DH_ERR_MALFORMED, "JPEG fragment %lu has a TEM marker (FF01) where a marker "
+                                   "segment is due, which DCMTK 3.6.7's decoder never gets past",
+                 i);
+    }
+}
+
 void decode_pixels(DcmDataset &ds, E_TransferSyntax xfer, dh_dicom_image &img)
 {
     if (img.is_encapsulated) {
+        refuse_stalling_jpeg(ds, xfer);
         OFCondition c = ds.chooseRepresentation(EXS_LittleEndianExplicit, nullptr);
         if (c.bad() || !ds.canWriteXfer(EXS_LittleEndianExplicit))
             fail(DH_ERR_MALFORMED, "decoding %s pixel data failed: %s",

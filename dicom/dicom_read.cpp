@@ -6,8 +6,6 @@
  */
 #include "dicom_internal.h"
 
-#include "dcmtk/dcmdata/dcistrmb.h"
-
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
@@ -77,7 +75,63 @@ static bool looks_like_dicom(const unsigned char *head, size_t n)
     fail(DH_ERR_MALFORMED, "not a readable DICOM file (%s)", c.text());
 }
 
-static void load_file(DcmFileFormat &ff, const char *path)
+/* Bytes that must outlive the dataset read from them, since DCMTK loads deferred values from
+ * them later: a deflated file's own bytes and its inflated dataset. std::string rather than a
+ * vector: libstdc++ instantiates its members itself, so none leak out of the shared library. */
+struct held_bytes {
+    std::string file, inflated;
+};
+
+static bool says_deflated(DcmMetaInfo &meta)
+{
+    OFString uid;
+    return meta.findAndGetOFString(DCM_TransferSyntaxUID, uid).good() &&
+           DcmXfer(uid.c_str()).getXfer() == EXS_DeflatedLittleEndianExplicit;
+}
+
+/* Meta header (when there is one) from the stream, then the dataset; a deflated dataset is
+ * inflated here first (dicom_inflate.cpp says why). Returns DCMTK's condition. */
+static OFCondition read_memory(DcmFileFormat &ff, const unsigned char *data, size_t size,
+                               held_bytes &held)
+{
+    /* Not DcmInputBufferStream: it cannot defer long values, so DCMTK would allocate whatever
+     * length a header claims before finding the bytes missing. */
+    std::unique_ptr<DcmInputStream> stream = open_memory_stream(data, size);
+    DcmMetaInfo probe;
+    probe.transferInit();
+    OFCondition c = probe.read(*stream, EXS_Unknown, EGL_noChange, DCM_MaxReadLength);
+    probe.transferEnd();
+    if (c.bad() || !says_deflated(probe)) {
+        stream = open_memory_stream(data, size);
+        ff.transferInit();
+        c = ff.read(*stream, EXS_Unknown, EGL_noChange, DCM_MaxReadLength);
+        ff.transferEnd();
+        return c;
+    }
+    const size_t start = (size_t)stream->tell();
+    if (start > size)
+        fail(DH_ERR_INTERNAL, "meta header read past the end of the data");
+    *ff.getMetaInfo() = probe;
+    inflate_dataset(data + start, size - start, held.inflated);
+    stream = open_memory_stream(held.inflated.data(), held.inflated.size());
+    DcmDataset *ds = ff.getDataset();
+    ds->transferInit();
+    c = ds->read(*stream, EXS_LittleEndianExplicit, EGL_noChange, DCM_MaxReadLength);
+    ds->transferEnd();
+    return c;
+}
+
+static void load_memory(DcmFileFormat &ff, const void *data, size_t size, held_bytes &held)
+{
+    if (size == 0)
+        fail(DH_ERR_MALFORMED, "empty buffer");
+    const unsigned char *bytes = static_cast<const unsigned char *>(data);
+    OFCondition c = read_memory(ff, bytes, size, held);
+    if (c.bad())
+        explain_read_failure(ff, c, looks_like_dicom(bytes, size));
+}
+
+static void load_file(DcmFileFormat &ff, const char *path, held_bytes &held)
 {
     struct stat st;
     if (stat(path, &st) != 0)
@@ -89,30 +143,35 @@ static void load_file(DcmFileFormat &ff, const char *path)
         fail(DH_ERR_IO, "cannot open: %s", std::generic_category().message(errno).c_str());
     unsigned char head[132];
     const size_t got = fread(head, 1, sizeof head, probe);
-    fclose(probe);
-    if (st.st_size == 0)
+    if (st.st_size == 0) {
+        fclose(probe);
         fail(DH_ERR_MALFORMED, "empty file");
+    }
+    /* Only a file with a meta header can say it is deflated: such a file is read into memory
+     * (its real size) and inflated there, never through DCMTK's filter. */
+    if (got == sizeof head && memcmp(head + 128, "DICM", 4) == 0) {
+        DcmFileFormat meta_only;
+        if (meta_only.loadFile(OFFilename(path), EXS_Unknown, EGL_noChange, DCM_MaxReadLength,
+                               ERM_metaOnly).good() &&
+            says_deflated(*meta_only.getMetaInfo())) {
+            held.file.resize((size_t)st.st_size);
+            const bool whole = fseek(probe, 0, SEEK_SET) == 0 &&
+                               fread(&held.file[0], 1, held.file.size(), probe) ==
+                                   held.file.size();
+            fclose(probe);
+            if (!whole)
+                fail(DH_ERR_IO, "cannot read: %s", std::generic_category().message(errno).c_str());
+            load_memory(ff, held.file.data(), held.file.size(), held);
+            return;
+        }
+    }
+    fclose(probe);
     /* Values over DCM_MaxReadLength (4 KB), PixelData among them, stay on disk until asked
      * for: a metadata-only read never loads them. */
     OFCondition c = ff.loadFile(OFFilename(path), EXS_Unknown, EGL_noChange, DCM_MaxReadLength,
                                 ERM_autoDetect);
     if (c.bad())
         explain_read_failure(ff, c, looks_like_dicom(head, got));
-}
-
-static void load_memory(DcmFileFormat &ff, const void *data, size_t size)
-{
-    if (size == 0)
-        fail(DH_ERR_MALFORMED, "empty buffer");
-    DcmInputBufferStream stream;
-    stream.setBuffer(data, (offile_off_t)size);
-    stream.setEos();
-    ff.transferInit();
-    OFCondition c = ff.read(stream, EXS_Unknown, EGL_noChange, DCM_MaxReadLength);
-    ff.transferEnd();
-    if (c.bad())
-        explain_read_failure(ff, c, looks_like_dicom(static_cast<const unsigned char *>(data),
-                                                     size));
 }
 
 /* The syntax the dataset is in: the meta header's when it has one (an unknown UID there must
@@ -178,8 +237,9 @@ static dh_status guarded_read(Load load, int want_pixels, dh_dicom_image **out, 
     try {
         codecs_init();
         img = new_image();
+        held_bytes held; /* declared before ff: outlives it */
         DcmFileFormat ff;
-        load(ff);
+        load(ff, held);
         read_image(ff, want_pixels, *img);
         *out = img;
         return DH_OK;
@@ -213,8 +273,9 @@ extern "C" dh_status dh_dicom_read_file(const char *path, int want_pixels, dh_di
         return DH_ERR_INVALID_ARGUMENT;
     }
     *out = nullptr;
-    return guarded_read([path](DcmFileFormat &ff) { load_file(ff, path); }, want_pixels, out,
-                        msg, msg_len);
+    return guarded_read(
+        [path](DcmFileFormat &ff, held_bytes &held) { load_file(ff, path, held); }, want_pixels,
+        out, msg, msg_len);
 }
 
 extern "C" dh_status dh_dicom_read_memory(const void *data, size_t size, int want_pixels,
@@ -226,8 +287,9 @@ extern "C" dh_status dh_dicom_read_memory(const void *data, size_t size, int wan
         return DH_ERR_INVALID_ARGUMENT;
     }
     *out = nullptr;
-    return guarded_read([data, size](DcmFileFormat &ff) { load_memory(ff, data, size); },
-                        want_pixels, out, msg, msg_len);
+    return guarded_read(
+        [data, size](DcmFileFormat &ff, held_bytes &held) { load_memory(ff, data, size, held); },
+        want_pixels, out, msg, msg_len);
 }
 
 extern "C" void dh_dicom_image_free(dh_dicom_image *image)

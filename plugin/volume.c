@@ -229,6 +229,25 @@ int dh_volume_finish_geometry(dh_volume *v)
     return rc;
 }
 
+/* A frame's place in the sort: by location, file order among equals (qsort is not stable);
+ * a NaN location (positions so large that the projection overflows) sorts last, keeping the
+ * order total. */
+typedef struct frame_key {
+    double location;
+    uint32_t index;
+} frame_key;
+
+static int compare_frame_keys(const void *pa, const void *pb)
+{
+    const frame_key *a = pa, *b = pb;
+    int a_nan = isnan(a->location), b_nan = isnan(b->location);
+    if (a_nan != b_nan)
+        return a_nan - b_nan;
+    if (!a_nan && a->location != b->location)
+        return a->location < b->location ? -1 : 1;
+    return (a->index > b->index) - (a->index < b->index);
+}
+
 /* Orders the frames of a multi-frame volume by location, moving slices in place along the
  * cycles of the permutation with one slice of scratch. */
 static int sort_frames(dh_volume *v)
@@ -242,21 +261,20 @@ static int sort_frames(dh_volume *v)
     uint32_t *order = malloc(n * sizeof *order);
     unsigned char *done = calloc(n, 1);
     dh_slice_info *info = malloc(n * sizeof *info);
+    frame_key *keys = malloc(n * sizeof *keys);
     size_t bytes = dh_volume_slice_bytes(v);
     unsigned char *scratch = malloc(bytes);
-    if (!order || !done || !info || !scratch) {
-        free(order), free(done), free(info), free(scratch);
+    if (!order || !done || !info || !keys || !scratch) {
+        free(order), free(done), free(info), free(keys), free(scratch);
         return -1;
     }
-    /* Insertion sort: stable, and frame counts are small. */
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t j = i;
-        while (j > 0 && v->slice[order[j - 1]].location > v->slice[i].location) {
-            order[j] = order[j - 1];
-            j--;
-        }
-        order[j] = i;
-    }
+    /* n log n: a file may hold tens of thousands of frames (an insertion sort took seconds). */
+    for (uint32_t i = 0; i < n; i++)
+        keys[i] = (frame_key){v->slice[i].location, i};
+    qsort(keys, n, sizeof *keys, compare_frame_keys);
+    for (uint32_t i = 0; i < n; i++)
+        order[i] = keys[i].index;
+    free(keys);
     unsigned char *data = v->data;
     for (uint32_t start = 0; start < n; start++) {
         if (done[start] || order[start] == start)

@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
+#include <zlib.h>
 
 /* ---------------------------------------------------------------------------------------------
  * A tiny explicit VR little endian writer
@@ -102,6 +104,7 @@ static void sq_end(buf *b)
 
 #define TS_EXPLICIT_LE "1.2.840.10008.1.2.1"
 #define TS_RLE "1.2.840.10008.1.2.5"
+#define TS_DEFLATED "1.2.840.10008.1.2.1.99"
 #define TS_J2K "1.2.840.10008.1.2.4.90"
 #define SC_CT "1.2.840.10008.5.1.4.1.1.2"
 
@@ -537,6 +540,112 @@ START_TEST(refuses_missing_empty_and_short_pixel_data)
                      DH_ERR_IO);
     ck_assert_ptr_nonnull(strstr(msg, "No such file"));
     free(b.p);
+}
+END_TEST
+
+/* Caps this test's address space 1 GiB above what the process maps now, so that allocating a
+ * length a header merely claims fails loudly (DCMTK's "Virtual Memory exhausted", or ASan's
+ * report) instead of passing unnoticed on an overcommitting host. Only in Check's fork mode,
+ * where the cap ends with the test's own process. */
+static void cap_address_space(void)
+{
+    const char *fork_mode = getenv("CK_FORK");
+    if (fork_mode && strcmp(fork_mode, "no") == 0)
+        return;
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long pages = 0;
+    if (!f)
+        return;
+    if (fscanf(f, "%lu", &pages) != 1)
+        pages = 0;
+    fclose(f);
+    struct rlimit r;
+    if (pages == 0 || getrlimit(RLIMIT_AS, &r) != 0)
+        return;
+    rlim_t cap = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + ((rlim_t)1 << 30);
+    if (r.rlim_max != RLIM_INFINITY && cap > r.rlim_max)
+        return;
+    r.rlim_cur = cap;
+    setrlimit(RLIMIT_AS, &r);
+}
+
+/* The same file with its dataset deflated (raw RFC 1951, as the standard says). */
+static buf deflate_file(const buf *plain)
+{
+    const uint8_t *p = plain->p;
+    uint32_t meta_len = p[140] | (uint32_t)p[141] << 8 | (uint32_t)p[142] << 16 |
+                        (uint32_t)p[143] << 24;
+    size_t start = 144 + meta_len;
+    uLong room = compressBound((uLong)(plain->n - start)) + 64;
+    uint8_t *z = malloc(room);
+    ck_assert_ptr_nonnull(z);
+    z_stream zs = {0};
+    ck_assert_int_eq(deflateInit2(&zs, 6, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
+    zs.next_in = (Bytef *)(p + start);
+    zs.avail_in = (uInt)(plain->n - start);
+    zs.next_out = z;
+    zs.avail_out = (uInt)room;
+    ck_assert_int_eq(deflate(&zs, Z_FINISH), Z_STREAM_END);
+    buf d = {0};
+    file_begin(&d, TS_DEFLATED);
+    put(&d, z, zs.total_out);
+    deflateEnd(&zs);
+    free(z);
+    return d;
+}
+
+/* Found by fuzzing: a length field far beyond the bytes that follow it was allocated by DCMTK
+ * before the read failed, from memory (DCMTK's buffer stream cannot defer long values) and from
+ * deflated datasets, file or memory (nor can its zlib filter). */
+START_TEST(refuses_lengths_beyond_the_data_without_allocating_them)
+{
+    static uint16_t raw[64];
+    for (size_t i = 0; i < 64; i++)
+        raw[i] = (uint16_t)(i * 1031u);
+    synth s = synth_default(8, 8, 16, 16, 15, 0);
+    s.data = raw;
+    s.bytes = sizeof raw;
+    buf plain = synth_build(&s);
+    const uint32_t claim = 0xfffffff0u; /* PixelData claims 4 GB and carries 128 bytes */
+    uint8_t *len_field = plain.p + plain.n - sizeof raw - 4;
+    for (int k = 0; k < 4; k++)
+        len_field[k] = (uint8_t)(claim >> (8 * k));
+    buf deflated = deflate_file(&plain);
+
+    char path[] = "/tmp/dh_test_deflated_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, deflated.p, deflated.n), (ssize_t)deflated.n);
+    close(fd);
+
+    cap_address_space();
+    char msg[DH_DICOM_MSG_LEN];
+    for (int want = 0; want <= 1; want++) {
+        const buf *inputs[2] = {&plain, &deflated};
+        for (int i = 0; i < 2; i++) {
+            read_buf(inputs[i], want, DH_ERR_MALFORMED, msg);
+            ck_assert_msg(strstr(msg, "truncated") && !strstr(msg, "exhausted"),
+                          "input %d: '%s'", i, msg);
+        }
+        dh_dicom_image *img = NULL;
+        ck_assert_int_eq(dh_dicom_read_file(path, want, &img, msg, sizeof msg),
+                         DH_ERR_MALFORMED);
+        ck_assert_ptr_null(img);
+        ck_assert_msg(strstr(msg, "truncated") && !strstr(msg, "exhausted"), "file: '%s'", msg);
+    }
+    unlink(path);
+
+    /* The deflated file with an honest length still reads, from memory and from disk. */
+    for (int k = 0; k < 4; k++)
+        len_field[k] = (uint8_t)(sizeof raw >> (8 * k));
+    free(deflated.p);
+    deflated = deflate_file(&plain);
+    dh_dicom_image *img = read_buf(&deflated, 1, DH_OK, msg);
+    ck_assert_str_eq(img->transfer_syntax_uid, TS_DEFLATED);
+    ck_assert_int_eq(memcmp(img->pixels, raw, sizeof raw), 0);
+    dh_dicom_image_free(img);
+    free(plain.p);
+    free(deflated.p);
 }
 END_TEST
 
@@ -1068,6 +1177,7 @@ static Suite *dicom_suite(void)
     TCase *bad = tcase_create("refusals");
     tcase_add_test(bad, refuses_lying_headers_before_allocating);
     tcase_add_test(bad, refuses_missing_empty_and_short_pixel_data);
+    tcase_add_test(bad, refuses_lengths_beyond_the_data_without_allocating_them);
     tcase_add_test(bad, refuses_layouts_it_does_not_read);
     suite_add_tcase(s, bad);
 
