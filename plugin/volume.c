@@ -86,6 +86,14 @@ static dh_volume *volume_alloc(const dh_dicom_image *first, uint32_t slices, con
     memcpy(v->study_uid, first->study_uid, sizeof v->study_uid);
     memcpy(v->modality, first->modality, sizeof v->modality);
     memcpy(v->transfer_syntax, first->transfer_syntax_uid, sizeof v->transfer_syntax);
+    /* A Modality LUT would replace the linear rescale; it is not applied yet, so say so rather
+     * than let modality values that may be wrong pass silently. */
+    if (first->has_modality_lut &&
+        dh_volume_warn(v, "Modality LUT Sequence not applied: modality values use slope %g and "
+                          "intercept %g", v->rescale_slope, v->rescale_intercept) != 0) {
+        dh_volume_free(v);
+        return NULL;
+    }
     return v;
 }
 

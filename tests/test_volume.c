@@ -287,6 +287,34 @@ START_TEST(test_repeated_instance)
 }
 END_TEST
 
+/* A Modality LUT Sequence is not applied yet: the volume must say so, not stay silent. */
+START_TEST(test_modality_lut_is_reported)
+{
+    if (!dh_test_have_shared())
+        return;
+    if (system("dcmodify --version > /dev/null 2>&1") != 0)
+        return; /* DCMTK's tools absent: nothing to make the file with */
+    char *dir = temp_dir();
+    run("cp %s %s/mlut.dcm", dh_test_shared("pydicom_CT_small.dcm"), dir);
+    run("dcmodify -nb -i '(0028,3000)[0].(0028,3006)=0' %s/mlut.dcm > /dev/null", dir);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/mlut.dcm", dir);
+    dh_ctx *ctx = dh_ctx_create();
+    dh_volume *v = NULL;
+    ck_assert_int_eq(dh_volume_read_file(ctx, path, &v), DH_OK);
+    ck_assert_uint_eq(dh_volume_warning_count(v), 1);
+    ck_assert_ptr_nonnull(strstr(dh_volume_warning(v, 0), "Modality LUT Sequence not applied"));
+    dh_volume_free(v);
+    /* the same file without the sequence carries no warning */
+    ck_assert_int_eq(dh_volume_read_file(ctx, dh_test_shared("pydicom_CT_small.dcm"), &v), DH_OK);
+    ck_assert_uint_eq(dh_volume_warning_count(v), 0);
+    dh_volume_free(v);
+    dh_ctx_free(ctx);
+    run("rm -rf %s", dir);
+    free(dir);
+}
+END_TEST
+
 int main(void)
 {
     if (!dh_test_have_shared())
@@ -301,6 +329,7 @@ int main(void)
     tcase_add_test(tc, test_directory_with_bad_file);
     tcase_add_test(tc, test_mismatch);
     tcase_add_test(tc, test_repeated_instance);
+    tcase_add_test(tc, test_modality_lut_is_reported);
     suite_add_tcase(s, tc);
     return dh_test_run(s);
 }
