@@ -165,6 +165,26 @@ int check_map(const dh_bin_map *map, int is_signed, char *msg, size_t msg_len)
     return 0;
 }
 
+/* The launch of one 1-D grid in clusters of `cluster` blocks; the attribute lives in *attr, which
+ * must outlive the launch. */
+cudaLaunchConfig_t cluster_config(cudaLaunchAttribute *attr, unsigned cluster, unsigned threads,
+                                  size_t smem, cudaStream_t stream)
+{
+    memset(attr, 0, sizeof *attr);
+    attr->id = cudaLaunchAttributeClusterDimension;
+    attr->val.clusterDim.x = cluster;
+    attr->val.clusterDim.y = 1;
+    attr->val.clusterDim.z = 1;
+    cudaLaunchConfig_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.blockDim = dim3(threads);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    return cfg;
+}
+
 /* Counts n samples at d_data (index `first` of the volume) into d_out: adding to it (zero =
  * ZERO_NONE), or overwriting d_out (out_len counts) and d_total the way `zero` says (a way the
  * shape cannot take becomes a memset). `small` (8 or 16) asks for the one-cluster kernel where
@@ -284,19 +304,10 @@ int launch(const void *d_data, int is_signed, uint64_t n, uint64_t first, uint64
                                            cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
                       "cudaFuncSetAttribute(shared memory)");
             cudaLaunchAttribute attr;
-            memset(&attr, 0, sizeof attr);
-            attr.id = cudaLaunchAttributeClusterDimension;
-            attr.val.clusterDim.x = small;
-            attr.val.clusterDim.y = 1;
-            attr.val.clusterDim.z = 1;
-            cudaLaunchConfig_t cfg;
-            memset(&cfg, 0, sizeof cfg);
+            cudaLaunchConfig_t cfg = cluster_config(
+                &attr, small, small == 16 ? small_shape<16>::threads : small_shape<8>::threads,
+                smem, stream);
             cfg.gridDim = dim3(small);
-            cfg.blockDim = dim3(small == 16 ? small_shape<16>::threads : small_shape<8>::threads);
-            cfg.dynamicSmemBytes = smem;
-            cfg.stream = stream;
-            cfg.attrs = &attr;
-            cfg.numAttrs = 1;
             a.blocks = small;
             /* 16 blocks is beyond the portable cluster size: a device whose processing clusters
              * cannot hold it counts on the whole device instead (asked for only by tuning). */
@@ -337,18 +348,7 @@ int launch(const void *d_data, int is_signed, uint64_t n, uint64_t first, uint64
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
                   "cudaFuncSetAttribute(shared memory)");
         cudaLaunchAttribute attr;
-        memset(&attr, 0, sizeof attr);
-        attr.id = cudaLaunchAttributeClusterDimension;
-        attr.val.clusterDim.x = cluster;
-        attr.val.clusterDim.y = 1;
-        attr.val.clusterDim.z = 1;
-        cudaLaunchConfig_t cfg;
-        memset(&cfg, 0, sizeof cfg);
-        cfg.blockDim = dim3(threads);
-        cfg.dynamicSmemBytes = smem;
-        cfg.stream = stream;
-        cfg.attrs = &attr;
-        cfg.numAttrs = 1;
+        cudaLaunchConfig_t cfg = cluster_config(&attr, cluster, threads, smem, stream);
         /* Clusters: one per `cluster` x min_per_block samples, at most as many as the device
          * holds at once (asked only when more than the multiprocessors are wanted). */
         const uint64_t by_size = n ? (n + min_per_block - 1) / min_per_block : 1;
