@@ -133,19 +133,7 @@ __device__ __forceinline__ void cluster_count_vector(const hist_args &a,
                                                      bool ok, uint32_t lane)
 {
     uint32_t s[8];
-    bool same = true;
-    if (KIND == MAP_PAIR) {
-        const uint32_t p0 = pair_slots<SIGNED>(a, x.x), p1 = pair_slots<SIGNED>(a, x.y);
-        const uint32_t p2 = pair_slots<SIGNED>(a, x.z), p3 = pair_slots<SIGNED>(a, x.w);
-        same = (p0 == p1) & (p2 == p3) & (p0 == p2) & (__byte_perm(p0, 0, 0x1032) == p0);
-        s[0] = p0 & 0xffffu, s[1] = p0 >> 16, s[2] = p1 & 0xffffu, s[3] = p1 >> 16;
-        s[4] = p2 & 0xffffu, s[5] = p2 >> 16, s[6] = p3 & 0xffffu, s[7] = p3 >> 16;
-    } else {
-        slots8<KIND, SIGNED>(a, x, s);
-#pragma unroll
-        for (int k = 1; k < 8; k++)
-            same &= s[k] == s[0];
-    }
+    const bool same = vector_slots<KIND, SIGNED>(a, x, s);
     const unsigned live = __ballot_sync(0xffffffffu, ok);
     const uint32_t leader = __ffs(live) - 1;
     const uint32_t lead = __shfl_sync(0xffffffffu, s[0], leader);

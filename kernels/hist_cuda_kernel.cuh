@@ -66,6 +66,28 @@ __device__ __forceinline__ void slots8(const hist_args &a, uint4 x, uint32_t s[8
     s[7] = internal_slot<KIND>(a, hi16<SIGNED>(x.w));
 }
 
+/* The eight slots of a 16-byte vector into s; returns whether all eight are equal. Shared by the
+ * one-block and the cluster kernels. */
+template <int KIND, int SIGNED>
+__device__ __forceinline__ bool vector_slots(const hist_args &a, uint4 x, uint32_t s[8])
+{
+    if (KIND == MAP_PAIR) {
+        /* Four words of two slots each; all eight equal when the words are equal and the first
+         * word's halves are. */
+        const uint32_t p0 = pair_slots<SIGNED>(a, x.x), p1 = pair_slots<SIGNED>(a, x.y);
+        const uint32_t p2 = pair_slots<SIGNED>(a, x.z), p3 = pair_slots<SIGNED>(a, x.w);
+        s[0] = p0 & 0xffffu, s[1] = p0 >> 16, s[2] = p1 & 0xffffu, s[3] = p1 >> 16;
+        s[4] = p2 & 0xffffu, s[5] = p2 >> 16, s[6] = p3 & 0xffffu, s[7] = p3 >> 16;
+        return (p0 == p1) & (p2 == p3) & (p0 == p2) & (__byte_perm(p0, 0, 0x1032) == p0);
+    }
+    slots8<KIND, SIGNED>(a, x, s);
+    bool same = true;
+#pragma unroll
+    for (int k = 1; k < 8; k++)
+        same &= s[k] == s[0];
+    return same;
+}
+
 /* Counts one vector per lane; called by all 32 lanes of the warp together (ok false for lanes
  * past the end). Every add is unconditional (a branch per sample costs more than the add), and
  * equal slots of different lanes land in different copies; only a warp whose 256 samples share
@@ -75,21 +97,7 @@ __device__ __forceinline__ void count_vector(const hist_args &a, const counter<P
                                              bool ok, uint32_t lane)
 {
     uint32_t s[8];
-    bool same = true;
-    if (KIND == MAP_PAIR) {
-        /* Four words of two slots each; all eight equal when the words are equal and the first
-         * word's halves are. */
-        const uint32_t p0 = pair_slots<SIGNED>(a, x.x), p1 = pair_slots<SIGNED>(a, x.y);
-        const uint32_t p2 = pair_slots<SIGNED>(a, x.z), p3 = pair_slots<SIGNED>(a, x.w);
-        same = (p0 == p1) & (p2 == p3) & (p0 == p2) & (__byte_perm(p0, 0, 0x1032) == p0);
-        s[0] = p0 & 0xffffu, s[1] = p0 >> 16, s[2] = p1 & 0xffffu, s[3] = p1 >> 16;
-        s[4] = p2 & 0xffffu, s[5] = p2 >> 16, s[6] = p3 & 0xffffu, s[7] = p3 >> 16;
-    } else {
-        slots8<KIND, SIGNED>(a, x, s);
-#pragma unroll
-        for (int k = 1; k < 8; k++)
-            same &= s[k] == s[0];
-    }
+    const bool same = vector_slots<KIND, SIGNED>(a, x, s);
     const unsigned live = __ballot_sync(0xffffffffu, ok);
     const uint32_t leader = __ffs(live) - 1;
     const uint32_t lead = __shfl_sync(0xffffffffu, s[0], leader);
