@@ -116,6 +116,23 @@ static char *uid(char *buf, uint32_t index)
     return buf;
 }
 
+/* The identity every sample file shares: one phantom patient, one study, a series per variant.
+ * The UID buffers are the caller's and must outlive the save. */
+static void set_identity(dh_dicom_write_image *im, char *study, char *series, uint32_t variant,
+                         const char *description)
+{
+    im->study_uid = uid(study, 1);
+    im->series_uid = uid(series, 10 + variant);
+    im->patient_name = "Phantom^Torso";
+    im->patient_id = "DH-PHANTOM-1";
+    im->study_date = STUDY_DATE;
+    im->study_time = STUDY_TIME;
+    im->study_id = "1";
+    im->accession_number = "DH0001";
+    im->series_description = description;
+    im->series_number = (int32_t)(10 + variant);
+}
+
 /* Saves one dataset after adding the tags the IOD wants beyond the writer's common modules. */
 static int save(const dh_dicom_write_image *im, const char *const *extra, const char *path,
                 dh_dicom_syntax syntax)
@@ -186,20 +203,11 @@ static int write_ct_series(const char *out, const char *dir, dh_dicom_syntax syn
         im.window_center = 40;
         im.window_width = 400;
         im.sop_class_uid = "1.2.840.10008.5.1.4.1.1.2"; /* CT Image Storage */
+        set_identity(&im, study, series, variant, description);
         im.sop_instance_uid = uid(sop_instance, 1000 * (variant + 1) + k);
-        im.study_uid = uid(study, 1);
-        im.series_uid = uid(series, 10 + variant);
         im.frame_of_reference_uid = uid(frame_ref, 2);
         im.modality = "CT";
-        im.patient_name = "Phantom^Torso";
-        im.patient_id = "DH-PHANTOM-1";
-        im.study_date = STUDY_DATE;
-        im.study_time = STUDY_TIME;
-        im.study_id = "1";
-        im.accession_number = "DH0001";
-        im.series_description = description;
         im.image_type = "ORIGINAL\\PRIMARY\\AXIAL";
-        im.series_number = (int32_t)(10 + variant);
         /* Acquired head first: instance numbers rise as z falls, as scanners number them. */
         im.instance_number = (int32_t)(CT_SLICES - k);
         im.has_position = 1;
@@ -285,19 +293,10 @@ static int write_projection(const char *out, const char *name, dh_dicom_syntax s
     im.window_center = 2200;
     im.window_width = 3600;
     im.sop_class_uid = "1.2.840.10008.5.1.4.1.1.1"; /* Computed Radiography Image Storage */
+    set_identity(&im, study, series, variant, description);
     im.sop_instance_uid = uid(sop_instance, 1000 * (variant + 1));
-    im.study_uid = uid(study, 1);
-    im.series_uid = uid(series, 10 + variant);
     im.modality = "CR";
-    im.patient_name = "Phantom^Torso";
-    im.patient_id = "DH-PHANTOM-1";
-    im.study_date = STUDY_DATE;
-    im.study_time = STUDY_TIME;
-    im.study_id = "1";
-    im.accession_number = "DH0001";
-    im.series_description = description;
     im.image_type = "DERIVED\\PRIMARY";
-    im.series_number = (int32_t)(10 + variant);
     im.instance_number = 1;
     im.has_pixel_spacing = 1;
     im.pixel_spacing[0] = im.pixel_spacing[1] = 1;
