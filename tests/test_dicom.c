@@ -1,6 +1,6 @@
 /*
  * test_dicom.c: the DICOM layer (dicom/dh_dicom.h). Synthetic files are built byte by byte here
- * (explicit VR little endian, written by the small writer below) to pin down the decoding rules:
+ * (explicit VR little endian, written by dicom_bytes.c) to pin down the decoding rules:
  * masking below HighBit, sign extension for several BitsStored/HighBit, 8-bit data, enhanced
  * functional groups, lying headers and every refusal. The real files of ../shared/dicom are
  * checked against facts known independently: their raw words read straight from the file, and
@@ -9,6 +9,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "dh_dicom.h"
+#include "dicom_bytes.h"
 #include "test_support.h"
 
 #include <pthread.h>
@@ -18,215 +19,6 @@
 #include <sys/resource.h>
 #include <unistd.h>
 #include <zlib.h>
-
-/* ---------------------------------------------------------------------------------------------
- * A tiny explicit VR little endian writer
- * ------------------------------------------------------------------------------------------- */
-typedef struct buf {
-    uint8_t *p;
-    size_t n, cap;
-} buf;
-
-static void put(buf *b, const void *data, size_t n)
-{
-    if (b->n + n > b->cap) {
-        b->cap = (b->n + n) * 2 + 256;
-        b->p = realloc(b->p, b->cap);
-        ck_assert_ptr_nonnull(b->p);
-    }
-    memcpy(b->p + b->n, data, n);
-    b->n += n;
-}
-static void put16(buf *b, uint16_t v)
-{
-    uint8_t x[2] = {(uint8_t)v, (uint8_t)(v >> 8)};
-    put(b, x, 2);
-}
-static void put32(buf *b, uint32_t v)
-{
-    uint8_t x[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
-    put(b, x, 4);
-}
-
-static void el_header(buf *b, uint16_t g, uint16_t e, const char *vr, uint32_t len)
-{
-    put16(b, g);
-    put16(b, e);
-    put(b, vr, 2);
-    if (strstr("OB OW SQ UN UT OF OD OL", vr)) {
-        put16(b, 0);
-        put32(b, len);
-    } else {
-        put16(b, (uint16_t)len);
-    }
-}
-/* A string value, padded to even length (UI with NUL, the others with a space). */
-static void el_str(buf *b, uint16_t g, uint16_t e, const char *vr, const char *s)
-{
-    size_t n = strlen(s);
-    el_header(b, g, e, vr, (uint32_t)(n + (n & 1)));
-    put(b, s, n);
-    if (n & 1)
-        put(b, strcmp(vr, "UI") == 0 ? "\0" : " ", 1);
-}
-static void el_us(buf *b, uint16_t g, uint16_t e, uint16_t v)
-{
-    el_header(b, g, e, "US", 2);
-    put16(b, v);
-}
-static void el_bytes(buf *b, uint16_t g, uint16_t e, const char *vr, const void *d, size_t n)
-{
-    el_header(b, g, e, vr, (uint32_t)(n + (n & 1)));
-    put(b, d, n);
-    if (n & 1)
-        put(b, "\0", 1);
-}
-/* Sequences and items of undefined length. */
-static void sq_begin(buf *b, uint16_t g, uint16_t e) { el_header(b, g, e, "SQ", 0xffffffffu); }
-static void item_begin(buf *b)
-{
-    put16(b, 0xfffe);
-    put16(b, 0xe000);
-    put32(b, 0xffffffffu);
-}
-static void item_end(buf *b)
-{
-    put16(b, 0xfffe);
-    put16(b, 0xe00d);
-    put32(b, 0);
-}
-static void sq_end(buf *b)
-{
-    put16(b, 0xfffe);
-    put16(b, 0xe0dd);
-    put32(b, 0);
-}
-
-#define TS_EXPLICIT_LE "1.2.840.10008.1.2.1"
-#define TS_RLE "1.2.840.10008.1.2.5"
-#define TS_DEFLATED "1.2.840.10008.1.2.1.99"
-#define TS_J2K "1.2.840.10008.1.2.4.90"
-#define SC_CT "1.2.840.10008.5.1.4.1.1.2"
-
-/* Preamble, magic and a meta header naming the transfer syntax. */
-static void file_begin(buf *b, const char *ts)
-{
-    buf meta = {0};
-    el_bytes(&meta, 0x0002, 0x0001, "OB", "\0\1", 2);
-    el_str(&meta, 0x0002, 0x0002, "UI", SC_CT);
-    el_str(&meta, 0x0002, 0x0003, "UI", "1.2.3.4.5");
-    if (ts != NULL) /* NULL: a meta header without TransferSyntaxUID */
-        el_str(&meta, 0x0002, 0x0010, "UI", ts);
-    uint8_t preamble[128] = {0};
-    put(b, preamble, sizeof preamble);
-    put(b, "DICM", 4);
-    el_header(b, 0x0002, 0x0000, "UL", 4);
-    put32(b, (uint32_t)meta.n);
-    put(b, meta.p, meta.n);
-    free(meta.p);
-}
-
-/* What a synthetic image says about itself; NULL strings and 0xffff numbers are left out. */
-typedef struct synth {
-    const char *ts;
-    uint16_t rows, columns, bits_allocated, bits_stored, high_bit, representation, samples;
-    const char *photometric, *frames, *slope, *intercept, *window_center, *window_width;
-    void (*groups)(buf *b); /* writes (5200,9229)/(5200,9230) when set */
-    int pixels;             /* 0: no PixelData; 1: native; 2: one RLE-like fragment per frame */
-    const void *data;
-    size_t bytes;
-} synth;
-
-#define NONE 0xffff
-
-static synth synth_default(uint16_t rows, uint16_t columns, uint16_t bits, uint16_t stored,
-                           uint16_t high, uint16_t representation)
-{
-    synth s = {TS_EXPLICIT_LE, rows, columns, bits, stored, high, representation, 1,
-               "MONOCHROME2", NULL, NULL, NULL, NULL, NULL, NULL, 1, NULL, 0};
-    return s;
-}
-
-static buf synth_build(const synth *s)
-{
-    buf b = {0};
-    file_begin(&b, s->ts);
-    el_str(&b, 0x0008, 0x0016, "UI", SC_CT);
-    el_str(&b, 0x0008, 0x0018, "UI", "1.2.3.4.5");
-    el_str(&b, 0x0008, 0x0060, "CS", "CT");
-    el_str(&b, 0x0020, 0x000d, "UI", "1.2.3.4");
-    el_str(&b, 0x0020, 0x000e, "UI", "1.2.3.4.1");
-    el_str(&b, 0x0020, 0x0013, "IS", "7");
-    if (s->samples != NONE)
-        el_us(&b, 0x0028, 0x0002, s->samples);
-    if (s->photometric)
-        el_str(&b, 0x0028, 0x0004, "CS", s->photometric);
-    if (s->frames)
-        el_str(&b, 0x0028, 0x0008, "IS", s->frames);
-    if (s->rows != NONE)
-        el_us(&b, 0x0028, 0x0010, s->rows);
-    if (s->columns != NONE)
-        el_us(&b, 0x0028, 0x0011, s->columns);
-    if (s->bits_allocated != NONE)
-        el_us(&b, 0x0028, 0x0100, s->bits_allocated);
-    if (s->bits_stored != NONE)
-        el_us(&b, 0x0028, 0x0101, s->bits_stored);
-    if (s->high_bit != NONE)
-        el_us(&b, 0x0028, 0x0102, s->high_bit);
-    if (s->representation != NONE)
-        el_us(&b, 0x0028, 0x0103, s->representation);
-    if (s->window_center)
-        el_str(&b, 0x0028, 0x1050, "DS", s->window_center);
-    if (s->window_width)
-        el_str(&b, 0x0028, 0x1051, "DS", s->window_width);
-    if (s->intercept)
-        el_str(&b, 0x0028, 0x1052, "DS", s->intercept);
-    if (s->slope)
-        el_str(&b, 0x0028, 0x1053, "DS", s->slope);
-    if (s->groups)
-        s->groups(&b);
-    if (s->pixels == 1) {
-        el_bytes(&b, 0x7fe0, 0x0010, s->bits_allocated == 8 ? "OB" : "OW", s->data, s->bytes);
-    } else if (s->pixels == 2) {
-        el_header(&b, 0x7fe0, 0x0010, "OB", 0xffffffffu);
-        put16(&b, 0xfffe); /* empty basic offset table */
-        put16(&b, 0xe000);
-        put32(&b, 0);
-        put16(&b, 0xfffe);
-        put16(&b, 0xe000);
-        put32(&b, (uint32_t)(s->bytes + (s->bytes & 1)));
-        put(&b, s->data, s->bytes);
-        if (s->bytes & 1)
-            put(&b, "\0", 1);
-        sq_end(&b);
-    }
-    return b;
-}
-
-/* Reads a buffer and checks the status; returns the image (NULL on failure). */
-static dh_dicom_image *read_buf(const buf *b, int want_pixels, dh_status expect, char *msg)
-{
-    dh_dicom_image *img = NULL;
-    dh_status s = dh_dicom_read_memory(b->p, b->n, want_pixels, &img, msg, DH_DICOM_MSG_LEN);
-    ck_assert_msg(s == expect, "status %d, expected %d: %s", (int)s, (int)expect, msg);
-    if (expect != DH_OK)
-        ck_assert_ptr_null(img);
-    return img;
-}
-
-/* The standard's rule written independently of the library: arithmetic, not shifts. */
-static int32_t reference_value(uint32_t raw, unsigned stored, unsigned high, int is_signed)
-{
-    uint32_t field = (raw / (1u << (high + 1 - stored))) % (1u << stored);
-    if (is_signed && field >= (1u << (stored - 1)))
-        return (int32_t)field - (int32_t)(1u << stored);
-    return (int32_t)field;
-}
-
-static int32_t sample(const dh_dicom_image *img, size_t i)
-{
-    return img->is_signed ? ((const int16_t *)img->pixels)[i] : ((const uint16_t *)img->pixels)[i];
-}
 
 /* ---------------------------------------------------------------------------------------------
  * Decoding rules on synthetic data
@@ -711,13 +503,6 @@ END_TEST
 /* ---------------------------------------------------------------------------------------------
  * Every other transfer syntax, made by DCMTK's tools from a synthetic file
  * ------------------------------------------------------------------------------------------- */
-static int have_tool(const char *name)
-{
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1", name);
-    return system(cmd) == 0;
-}
-
 /* A synthetic file written as in.dcm into a fresh temporary folder, and the path out.dcm beside
  * it for a DCMTK tool to write; tool_files_remove deletes both and the folder. */
 typedef struct tool_files {
@@ -759,7 +544,7 @@ static const struct conversion {
 START_TEST(decodes_every_transfer_syntax_to_the_same_values)
 {
     const struct conversion *c = &conversions[_i / 3];
-    if (!have_tool(c->tool))
+    if (!dh_test_have_tool(c->tool))
         return; /* nothing to convert with: covered by the real files when present */
     /* Three formats: 16-bit signed 12-bit, 16-bit unsigned 16-bit, 8-bit unsigned. */
     static const struct layout formats[] = {{16, 12, 11}, {16, 16, 15}, {8, 8, 7}};
@@ -824,7 +609,7 @@ END_TEST
 /* 12-bit JPEG extended (process 2/4) is lossy: the values come back near, not equal. */
 START_TEST(decodes_12_bit_jpeg_extended)
 {
-    if (!have_tool("dcmcjpeg"))
+    if (!dh_test_have_tool("dcmcjpeg"))
         return;
     enum { R = 64, C = 64 };
     static uint16_t smooth[R * C];

@@ -112,6 +112,13 @@ void dh_test_assert_close(double got, double want, double tol, const char *what)
     ck_assert_msg(fabs(got - want) <= tol * scale, "%s: %.17g, reference %.17g", what, got, want);
 }
 
+int dh_test_have_tool(const char *name)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1", name);
+    return system(cmd) == 0;
+}
+
 int dh_test_run(Suite *suite)
 {
     SRunner *runner = srunner_create(suite);

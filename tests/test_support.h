@@ -42,6 +42,9 @@ double dh_test_reference_scores(const uint32_t *joint, uint32_t bf, uint32_t bm,
 /* Asserts |got - want| <= tol * |want| (tol absolute where want is 0); `what` names the value. */
 void dh_test_assert_close(double got, double want, double tol, const char *what);
 
+/* 1 when a command-line tool (DCMTK's, say) is on the PATH. */
+int dh_test_have_tool(const char *name);
+
 /* Runs a suite and returns the process exit status: 0 when everything passed, 1 otherwise. */
 int dh_test_run(Suite *suite);
 
