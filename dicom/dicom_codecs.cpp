@@ -1,13 +1,13 @@
 /*
- * dicom_codecs.cpp: the once-per-process set-up of DCMTK: the RLE, JPEG (baseline, extended
- * 12-bit, lossless) and JPEG-LS decoders, registered on first use and never unregistered,
- * because a host process (Orthanc, for one) may be using the same DCMTK codecs itself.
+ * dicom_codecs.cpp: the once-per-process set-up of DCMTK: the RLE and JPEG (baseline, extended
+ * 12-bit, lossless) decoders, registered on first use and never unregistered, because a host
+ * process (Orthanc, for one) may be using the same DCMTK codecs itself. JPEG-LS does not go
+ * through DCMTK (dicom_jpegls.cpp says why).
  */
 #include "dicom_internal.h"
 
 #include "dcmtk/dcmdata/dcrledrg.h"
 #include "dcmtk/dcmjpeg/djdecode.h"
-#include "dcmtk/dcmjpls/djdecode.h"
 #include "dcmtk/oflog/oflog.h"
 
 #include <mutex>
@@ -30,10 +30,8 @@ void codecs_init()
     std::call_once(once, [] {
         quieten_logger("dcmtk.dcmdata");
         quieten_logger("dcmtk.dcmjpeg");
-        quieten_logger("dcmtk.dcmjpls");
         DcmRLEDecoderRegistration::registerCodecs();
         DJDecoderRegistration::registerCodecs();
-        DJLSDecoderRegistration::registerCodecs();
     });
 }
 

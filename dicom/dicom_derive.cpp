@@ -92,15 +92,12 @@ void fix_functional_groups(DcmDataset *ds, bool set_rescale)
 
 void derive(const dh_dicom_derive *r, dh_dicom_dataset *d)
 {
-    dh_dicom_impl::codecs_init();
     OFCondition c = d->file.loadFile(r->source_path);
     if (c.bad())
         fail(DH_ERR_IO, "%s: cannot read the source: %s", r->source_path, c.text());
     DcmDataset *ds = d->file.getDataset();
-    c = ds->chooseRepresentation(EXS_LittleEndianExplicit, nullptr);
-    if (c.bad() || !ds->canWriteXfer(EXS_LittleEndianExplicit))
-        fail(DH_ERR_UNSUPPORTED, "%s: cannot decompress the source: %s", r->source_path,
-             c.bad() ? c.text() : "no uncompressed representation");
+    /* The source's pixels are replaced, so they are never decoded (nor, for a large file, read). */
+    ds->findAndDeleteElement(DCM_PixelData);
     c = ds->loadAllDataIntoMemory();
     if (c.bad())
         fail(DH_ERR_IO, "%s: cannot read the source: %s", r->source_path, c.text());
@@ -131,7 +128,6 @@ void derive(const dh_dicom_derive *r, dh_dicom_dataset *d)
         if (r->pixels[i] > top)
             fail(DH_ERR_INVALID_ARGUMENT, "%s: value %u at sample %zu exceeds %u bits",
                  r->output_path, r->pixels[i], i, r->bits_stored);
-    ds->findAndDeleteElement(DCM_PixelData);
     check(ds->putAndInsertUint16Array(DCM_PixelData, r->pixels, (unsigned long)count),
           "PixelData");
     check(ds->putAndInsertUint16(DCM_BitsAllocated, 16), "BitsAllocated");

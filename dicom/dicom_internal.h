@@ -12,6 +12,7 @@
 #include "dcmtk/dcmdata/dcpixseq.h"
 #include "dcmtk/dcmdata/dcpxitem.h"
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -38,7 +39,8 @@ struct failure {
 #endif
     ;
 
-/* Registers the RLE, JPEG and JPEG-LS decoders once per process (dicom_codecs.cpp). */
+/* Registers DCMTK's RLE and JPEG decoders once per process (dicom_codecs.cpp); JPEG-LS is
+ * decoded by decode_jpegls instead. */
 void codecs_init();
 
 /* Checks the pixel module (presence of PixelData, colour model, bit layout, geometry, transfer
@@ -56,6 +58,22 @@ void check_pixel_data(DcmDataset &ds, E_TransferSyntax xfer, dh_dicom_image &img
 /* Decompresses when needed and writes img.pixels: masked, sign-extended stored values
  * (dicom_pixels.cpp). */
 void decode_pixels(DcmDataset &ds, E_TransferSyntax xfer, dh_dicom_image &img);
+
+/* JPEG-LS, lossless or near-lossless: decoded here, not by a DCMTK codec. */
+inline bool is_jpegls(E_TransferSyntax xfer)
+{
+    return xfer == EXS_JPEGLSLossless || xfer == EXS_JPEGLSLossy;
+}
+
+/* Decodes every frame of a JPEG-LS pixel sequence with CharLS 2 into cells, one per pixel,
+ * frames * rows * columns in all; corrupt or mismatched streams fail DH_ERR_MALFORMED
+ * (dicom_jpegls.cpp). */
+void decode_jpegls(DcmPixelSequence &seq, const dh_dicom_image &img, uint16_t *cells);
+
+/* Replaces the native PixelData of a grayscale dataset by its lossless JPEG-LS encoding, one
+ * fragment per frame and a basic offset table for multi-frame images; throws a failure when the
+ * image cannot be encoded (dicom_jpegls.cpp). */
+void encode_jpegls_pixels(DcmDataset &ds);
 
 /* A stream over a caller's whole file in memory that DCMTK reads like a file: values over the
  * read limit are skipped and loaded later through a factory, so a length beyond the data is

@@ -1,9 +1,10 @@
 /*
  * dicom_pixels.cpp: PixelData itself. First a check of its real length against the geometry the
  * header claims, made before any value is loaded, decompressed or allocated (files in the wild
- * claim 46341 x 46341 with 9 KB of pixels); then decompression through DCMTK's codecs and the
- * extraction of stored values exactly as the standard defines them: the BitsStored bits ending
- * at HighBit, sign-extended when PixelRepresentation is 1, whatever the unused bits hold.
+ * claim 46341 x 46341 with 9 KB of pixels); then decompression (DCMTK's codecs; CharLS 2 for
+ * JPEG-LS) and the extraction of stored values exactly as the standard defines them: the
+ * BitsStored bits ending at HighBit, sign-extended when PixelRepresentation is 1, whatever the
+ * unused bits hold.
  */
 #include "dicom_internal.h"
 
@@ -160,7 +161,7 @@ static bool jpeg_marker_walk_stalls(const Uint8 *d, uint64_t n)
 static void refuse_stalling_jpeg(DcmDataset &ds, E_TransferSyntax xfer)
 {
     if (xfer < EXS_JPEGProcess1 || xfer > EXS_JPEGProcess14SV1)
-        return; /* RLE and JPEG-LS have decoders of their own */
+        return; /* RLE has a decoder of its own */
     DcmElement *el = pixel_element(ds);
     DcmPixelSequence *seq = fragments_of(*el);
     if (seq == nullptr)
@@ -179,6 +180,22 @@ static void refuse_stalling_jpeg(DcmDataset &ds, E_TransferSyntax xfer)
 
 void decode_pixels(DcmDataset &ds, E_TransferSyntax xfer, dh_dicom_image &img)
 {
+    const size_t n = (size_t)img.rows * img.columns * img.frames;
+    const uint64_t need = needed_bytes(img);
+    uint16_t *out = static_cast<uint16_t *>(malloc(n * sizeof(uint16_t)));
+    if (out == nullptr)
+        throw std::bad_alloc();
+    img.pixels = out; /* owned by img from here on, freed with it on failure */
+
+    if (is_jpegls(xfer)) {
+        DcmPixelSequence *seq = fragments_of(*pixel_element(ds));
+        if (seq == nullptr)
+            fail(DH_ERR_MALFORMED, "JPEG-LS pixel data has no fragments");
+        decode_jpegls(*seq, img, out);
+        /* In place: each cell is read before its stored value is written. */
+        extract([out](size_t i) { return (uint32_t)out[i]; }, n, img, out);
+        return;
+    }
     if (img.is_encapsulated) {
         refuse_stalling_jpeg(ds, xfer);
         OFCondition c = ds.chooseRepresentation(EXS_LittleEndianExplicit, nullptr);
@@ -187,13 +204,6 @@ void decode_pixels(DcmDataset &ds, E_TransferSyntax xfer, dh_dicom_image &img)
                  DcmXfer(xfer).getXferName(), c.bad() ? c.text() : "no decoded representation");
     }
     DcmElement *el = pixel_element(ds);
-    const size_t n = (size_t)img.rows * img.columns * img.frames;
-    const uint64_t need = needed_bytes(img);
-
-    uint16_t *out = static_cast<uint16_t *>(malloc(n * sizeof(uint16_t)));
-    if (out == nullptr)
-        throw std::bad_alloc();
-    img.pixels = out; /* owned by img from here on, freed with it on failure */
 
     /* DCMTK hands over 16-bit words in host order whatever the file's byte order. 8-bit cells
      * are read as bytes; where the VR is OW (implicit VR) DCMTK gives them in file order too. */

@@ -16,8 +16,6 @@
 #include "dcmtk/dcmdata/dcuid.h"
 #include "dcmtk/dcmjpeg/djencode.h"
 #include "dcmtk/dcmjpeg/djrplol.h"
-#include "dcmtk/dcmjpls/djencode.h"
-#include "dcmtk/dcmjpls/djrparam.h"
 #include "dcmtk/oflog/oflog.h"
 
 #include <fcntl.h>
@@ -77,13 +75,11 @@ void register_encoders()
 {
     static std::once_flag once;
     std::call_once(once, [] {
-        for (const char *name : {"dcmtk.dcmdata", "dcmtk.dcmimgle", "dcmtk.dcmjpeg", "dcmtk.dcmjpls"})
+        for (const char *name : {"dcmtk.dcmdata", "dcmtk.dcmimgle", "dcmtk.dcmjpeg"})
             quieten_logger(name);
         DcmRLEEncoderRegistration::registerCodecs();
         DJEncoderRegistration::registerCodecs();
-        /* The raw JPEG-LS encoder, as dcmcjpls uses by default: 3.6.7's "cooked" one is not
-         * lossless on 16-bit data (test_dicom_write finds values off by dozens). */
-        DJLSEncoderRegistration::registerCodecs(0, 0, 0, 0, OFFalse);
+        /* JPEG-LS is encoded by CharLS 2 in dicom_jpegls.cpp, not by DCMTK. */
     });
 }
 
@@ -322,29 +318,33 @@ dh_status build(const dh_dicom_write_image *im, DcmDataset *ds, char *msg, size_
     return put_pixels(ds, im, msg, msg_len);
 }
 
-/* DCMTK 3.6.7's JPEG-LS encoder pads an odd-length code stream to an even fragment length with a
- * byte it never sets, so the same image encodes to different files from run to run. A stream
- * padded that way ends with the EOI marker FF D9 one byte before the end; the standard's pad
- * byte is 00. */
-void zero_fragment_padding(DcmDataset *ds, E_TransferSyntax xfer,
-                           const DcmRepresentationParameter *param)
+/* The pixels in the representation of the transfer syntax: DCMTK's encoders for RLE and JPEG
+ * lossless, CharLS 2 for JPEG-LS, nothing to do for the native syntaxes. */
+dh_status encode_pixels(DcmDataset *ds, E_TransferSyntax xfer, const char *path, char *msg,
+                        size_t msg_len)
 {
-    DcmElement *elem = nullptr;
-    if (ds->findAndGetElement(DCM_PixelData, elem).bad() || !elem)
-        return;
-    DcmPixelSequence *seq = nullptr;
-    if (OFstatic_cast(DcmPixelData *, elem)->getEncapsulatedRepresentation(xfer, param, seq).bad() ||
-        !seq)
-        return;
-    for (unsigned long i = 1; i < seq->card(); ++i) { /* item 0 is the offset table */
-        DcmPixelItem *item = nullptr;
-        Uint8 *bytes = nullptr;
-        if (seq->getItem(item, i).bad() || !item || item->getUint8Array(bytes).bad() || !bytes)
-            continue;
-        Uint32 n = item->getLength();
-        if (n >= 3 && bytes[n - 3] == 0xFF && bytes[n - 2] == 0xD9)
-            bytes[n - 1] = 0x00;
+    const char *uid = DcmXfer(xfer).getXferID();
+    if (xfer == EXS_JPEGLSLossless) {
+        try {
+            dh_dicom_impl::encode_jpegls_pixels(*ds);
+        } catch (const dh_dicom_impl::failure &f) {
+            return fail(msg, msg_len, f.status, "%s: cannot encode the pixels as %s: %s", path,
+                        uid, f.reason.c_str());
+        }
+        return DH_OK;
     }
+    DJ_RPLossless jpeg_param(1, 0); /* process 14, selection value 1, no point transform */
+    DcmRLERepresentationParameter rle_param;
+    const DcmRepresentationParameter *param = nullptr;
+    if (xfer == EXS_JPEGProcess14SV1)
+        param = &jpeg_param;
+    else if (xfer == EXS_RLELossless)
+        param = &rle_param;
+    OFCondition c = ds->chooseRepresentation(param ? xfer : EXS_LittleEndianExplicit, param);
+    if (c.bad() || !ds->canWriteXfer(xfer))
+        return fail(msg, msg_len, DH_ERR_UNSUPPORTED, "%s: cannot encode the pixels as %s: %s",
+                    path, uid, c.bad() ? c.text() : "encoder refused the image");
+    return DH_OK;
 }
 
 /* The folder part of a path ("." when it has none). */
@@ -394,24 +394,9 @@ dh_status save(dh_dicom_dataset *dataset, const char *path, dh_dicom_syntax synt
      * in another syntax). */
     DcmFileFormat copy(dataset->file);
     DcmDataset *ds = copy.getDataset();
-    OFCondition c;
-    DJ_RPLossless jpeg_param(1, 0); /* process 14, selection value 1, no point transform */
-    DJLSRepresentationParameter jpls_param(0, OFTrue);
-    DcmRLERepresentationParameter rle_param;
-    const DcmRepresentationParameter *param = nullptr;
-    if (info.xfer == EXS_JPEGProcess14SV1)
-        param = &jpeg_param;
-    else if (info.xfer == EXS_JPEGLSLossless)
-        param = &jpls_param;
-    else if (info.xfer == EXS_RLELossless)
-        param = &rle_param;
-    E_TransferSyntax pixel_xfer = param ? info.xfer : EXS_LittleEndianExplicit;
-    c = ds->chooseRepresentation(pixel_xfer, param);
-    if (c.bad() || !ds->canWriteXfer(info.xfer))
-        return fail(msg, msg_len, DH_ERR_UNSUPPORTED, "%s: cannot encode the pixels as %s: %s",
-                    path, info.uid, c.bad() ? c.text() : "encoder refused the image");
-    if (param)
-        zero_fragment_padding(ds, info.xfer, param);
+    dh_status st = encode_pixels(ds, info.xfer, path, msg, msg_len);
+    if (st != DH_OK)
+        return st;
 
     std::string tmp = folder_of(path) + "/.dicomhist-XXXXXX";
     int fd = mkstemp(&tmp[0]);
@@ -419,7 +404,7 @@ dh_status save(dh_dicom_dataset *dataset, const char *path, dh_dicom_syntax synt
         return fail(msg, msg_len, DH_ERR_IO, "%s: cannot create a temporary file in %s: %s",
                     path, folder_of(path).c_str(), strerror(errno));
     close(fd);
-    c = copy.saveFile(tmp.c_str(), info.xfer, EET_ExplicitLength, EGL_recalcGL, EPD_noChange, 0,
+    OFCondition c = copy.saveFile(tmp.c_str(), info.xfer, EET_ExplicitLength, EGL_recalcGL, EPD_noChange, 0,
                       0, EWM_createNewMeta);
     if (c.bad()) {
         unlink(tmp.c_str());

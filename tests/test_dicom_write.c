@@ -2,7 +2,9 @@
  * test_dicom_write.c: the DICOM writer (dicom/dh_dicom_write.h). Random stored values of several
  * pixel layouts go out in every transfer syntax and must come back identical through the reader;
  * the words of the explicit little endian file are checked straight from its bytes (value at
- * HighBit's place, zero or sign bits above), independently of DCMTK. Also: UIDs, refusal to
+ * HighBit's place, zero or sign bits above), independently of DCMTK, and DCMTK's own decoding
+ * tools (dcmdrle, dcmdjpeg, dcmdjpls) must find the same values in the compressed files, whose
+ * JPEG-LS streams CharLS 2 wrote, not DCMTK. Also: UIDs, refusal to
  * replace a file, no temporary file left behind, rejected values and UIDs, copied tags.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -127,6 +129,41 @@ static const dh_dicom_syntax syntaxes[] = {
     DH_DICOM_RLE,         DH_DICOM_JPEG_LOSSLESS, DH_DICOM_JPEG_LS_LOSSLESS,
 };
 
+static void assert_same_pixels(const dh_dicom_image *back, const uint16_t *pixels, int n,
+                               const char *what)
+{
+    int first = -1;
+    for (int i = 0; i < n && first < 0; ++i)
+        if (((const uint16_t *)back->pixels)[i] != pixels[i])
+            first = i;
+    ck_assert_msg(first < 0, "%s: sample %d reads %u, written %u", what, first,
+                  first < 0 ? 0 : ((const uint16_t *)back->pixels)[first],
+                  first < 0 ? 0 : pixels[first]);
+}
+
+/* The compressed file decompressed by DCMTK's tool for its syntax, where installed, then read. */
+static void decode_with_dcmtk(const char *path, dh_dicom_syntax syntax, const uint16_t *pixels,
+                              int n)
+{
+    const char *tool = syntax == DH_DICOM_RLE              ? "dcmdrle"
+                       : syntax == DH_DICOM_JPEG_LOSSLESS    ? "dcmdjpeg"
+                       : syntax == DH_DICOM_JPEG_LS_LOSSLESS ? "dcmdjpls"
+                                                             : NULL;
+    if (!tool || !dh_test_have_tool(tool))
+        return;
+    char native[600], cmd[1400], msg[DH_DICOM_MSG_LEN];
+    snprintf(native, sizeof native, "%s.native", path);
+    snprintf(cmd, sizeof cmd, "%s %s %s >/dev/null 2>&1", tool, path, native);
+    ck_assert_msg(system(cmd) == 0, "'%s' failed", cmd);
+    dh_dicom_image *img = NULL;
+    dh_status st = dh_dicom_read_file(native, 1, &img, msg, sizeof msg);
+    ck_assert_msg(st == DH_OK, "%s: %s", native, msg);
+    ck_assert_str_eq(img->transfer_syntax_uid, "1.2.840.10008.1.2.1");
+    assert_same_pixels(img, pixels, n, native);
+    dh_dicom_image_free(img);
+    unlink(native);
+}
+
 START_TEST(every_layout_round_trips_in_every_syntax)
 {
     const struct layout *L = &layouts[_i];
@@ -167,14 +204,9 @@ START_TEST(every_layout_round_trips_in_every_syntax)
         ck_assert_uint_eq(back->bits_stored, L->stored);
         ck_assert_int_eq(back->is_signed, L->is_signed);
         ck_assert_str_eq(back->transfer_syntax_uid, dh_dicom_syntax_uid(syntaxes[s]));
-        int first = -1;
-        for (int i = 0; i < N && first < 0; ++i)
-            if (((const uint16_t *)back->pixels)[i] != pixels[i])
-                first = i;
-        ck_assert_msg(first < 0, "layout %d syntax %zu: sample %d reads %u, written %u", _i, s,
-                      first, first < 0 ? 0 : ((const uint16_t *)back->pixels)[first],
-                      first < 0 ? 0 : pixels[first]);
+        assert_same_pixels(back, pixels, N, path);
         dh_dicom_image_free(back);
+        decode_with_dcmtk(path, syntaxes[s], pixels, N);
 
         if (syntaxes[s] == DH_DICOM_EXPLICIT_LE) {
             /* PixelData is the last element: its value is the file's last bytes. */

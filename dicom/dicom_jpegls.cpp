@@ -1,0 +1,275 @@
+/*
+ * dicom_jpegls.cpp: JPEG-LS through CharLS 2 (Debian's libcharls), in both directions.
+ *
+ * Why not DCMTK's dcmjpls: it carries its own copy of an old CharLS that checks corrupt or merely
+ * unusual streams with assert(), so one bad fragment (a RESET value above 255 is enough, and the
+ * standard allows up to MAXVAL) aborts the whole host process. CharLS 2 returns an error code
+ * instead. dcmjpls is not linked at all: its bundled CharLS exports symbols of the same names as
+ * CharLS 2's, and with both in one process DCMTK's encoder bound to the wrong ones and crashed.
+ * So the writer encodes JPEG-LS here too.
+ */
+#include "dicom_internal.h"
+
+#include <charls/charls.h>
+
+#include <cstring>
+#include <memory>
+#include <vector>
+
+namespace dh_dicom_impl {
+
+namespace {
+
+struct decoder_free {
+    void operator()(charls_jpegls_decoder *d) const { charls_jpegls_decoder_destroy(d); }
+};
+struct encoder_free {
+    void operator()(charls_jpegls_encoder *e) const { charls_jpegls_encoder_destroy(e); }
+};
+
+/* One item of the pixel sequence, with its bytes (empty when DCMTK cannot give them). */
+struct fragment {
+    const Uint8 *bytes = nullptr;
+    uint64_t length = 0;
+};
+
+std::vector<fragment> items_of(DcmPixelSequence &seq)
+{
+    std::vector<fragment> out;
+    for (unsigned long i = 0; i < seq.card(); i++) { /* item 0 is the basic offset table */
+        DcmPixelItem *item = nullptr;
+        Uint8 *bytes = nullptr;
+        fragment f;
+        if (seq.getItem(item, i).good() && item != nullptr && item->getLength() > 0 &&
+            item->getUint8Array(bytes).good() && bytes != nullptr) {
+            f.bytes = bytes;
+            f.length = item->getLength();
+        }
+        out.push_back(f);
+    }
+    return out;
+}
+
+bool starts_with_soi(const fragment &f)
+{
+    return f.length >= 2 && f.bytes[0] == 0xff && f.bytes[1] == 0xd8;
+}
+
+/* The first fragment of each frame, plus one past the last fragment at the end. PS3.5 A.4: one
+ * fragment per frame when the counts agree; a single frame spans every fragment; otherwise the
+ * basic offset table says where frames start, and without one each frame starts with its SOI. */
+std::vector<size_t> frame_starts(const std::vector<fragment> &items, uint32_t frames)
+{
+    const size_t fragments = items.size() - 1;
+    std::vector<size_t> starts;
+    if (fragments == frames || frames == 1) {
+        for (size_t f = 0; f < frames; f++)
+            starts.push_back(frames == 1 ? 1 : f + 1);
+        starts.push_back(items.size());
+        return starts;
+    }
+    const fragment &table = items[0];
+    if (table.length == 4ull * frames) {
+        /* Offsets count from the first byte of the first fragment's item tag. */
+        uint64_t at = 0;
+        size_t f = 0;
+        for (size_t i = 1; i < items.size() && f < frames; i++) {
+            const Uint8 *o = table.bytes + 4 * f;
+            const uint64_t offset = o[0] | o[1] << 8 | o[2] << 16 | (uint64_t)o[3] << 24;
+            if (offset == at) {
+                starts.push_back(i);
+                f++;
+            }
+            at += 8 + items[i].length;
+        }
+        if (starts.size() == frames) {
+            starts.push_back(items.size());
+            return starts;
+        }
+        starts.clear();
+    }
+    for (size_t i = 1; i < items.size(); i++)
+        if (starts_with_soi(items[i]))
+            starts.push_back(i);
+    if (starts.size() != frames || (frames > 0 && starts[0] != 1))
+        fail(DH_ERR_MALFORMED, "cannot tell which of the %zu JPEG-LS fragments belong to which of "
+                               "the %u frames (no usable offset table, %zu start with SOI)",
+             fragments, frames, starts.size());
+    starts.push_back(items.size());
+    return starts;
+}
+
+/* One frame's code stream: its fragments joined (a copy only where it spans several). */
+const Uint8 *frame_stream(const std::vector<fragment> &items, size_t first, size_t end,
+                          std::vector<Uint8> &joined, uint64_t &length)
+{
+    if (end == first + 1) {
+        length = items[first].length;
+        return items[first].bytes;
+    }
+    joined.clear();
+    for (size_t i = first; i < end; i++)
+        if (items[i].bytes)
+            joined.insert(joined.end(), items[i].bytes, items[i].bytes + items[i].length);
+    length = joined.size();
+    return joined.data();
+}
+
+[[noreturn]] void fail_charls(uint32_t frame, const char *step, charls_jpegls_errc e)
+{
+    fail(DH_ERR_MALFORMED, "JPEG-LS frame %u: %s: %s", frame + 1, step,
+         charls_get_error_message(e));
+}
+
+/* Decodes one frame into cells[rows * columns]: 8-bit samples widen, 9..16-bit ones are copied. */
+void decode_frame(const Uint8 *stream, uint64_t length, const dh_dicom_image &img,
+                  uint32_t frame, uint16_t *cells)
+{
+    if (stream == nullptr || length == 0)
+        fail(DH_ERR_MALFORMED, "JPEG-LS frame %u has no bytes", frame + 1);
+    std::unique_ptr<charls_jpegls_decoder, decoder_free> d(charls_jpegls_decoder_create());
+    if (!d)
+        throw std::bad_alloc();
+    charls_jpegls_errc e = charls_jpegls_decoder_set_source_buffer(d.get(), stream, length);
+    if (e == charls::jpegls_errc::success)
+        e = charls_jpegls_decoder_read_header(d.get());
+    if (e != charls::jpegls_errc::success)
+        fail_charls(frame, "unreadable header", e);
+    charls_frame_info info{};
+    e = charls_jpegls_decoder_get_frame_info(d.get(), &info);
+    if (e != charls::jpegls_errc::success)
+        fail_charls(frame, "unreadable frame header", e);
+    if (info.width != img.columns || info.height != img.rows || info.component_count != 1)
+        fail(DH_ERR_MALFORMED, "JPEG-LS frame %u is %ux%u with %d component(s), the dataset "
+                               "says %ux%u grayscale",
+             frame + 1, info.width, info.height, info.component_count, img.columns, img.rows);
+    if (info.bits_per_sample > (int32_t)img.bits_allocated)
+        fail(DH_ERR_MALFORMED, "JPEG-LS frame %u has %d-bit samples, more than BitsAllocated %u",
+             frame + 1, info.bits_per_sample, img.bits_allocated);
+
+    const size_t n = (size_t)img.rows * img.columns;
+    if (info.bits_per_sample > 8) {
+        e = charls_jpegls_decoder_decode_to_buffer(d.get(), cells, n * 2, 0);
+    } else {
+        std::vector<uint8_t> bytes(n);
+        e = charls_jpegls_decoder_decode_to_buffer(d.get(), bytes.data(), n, 0);
+        for (size_t i = 0; i < n; i++)
+            cells[i] = bytes[i];
+    }
+    if (e != charls::jpegls_errc::success)
+        fail_charls(frame, "corrupt code stream", e);
+}
+
+/* Encodes one frame of masked cells losslessly; the stream is padded to an even length with the
+ * standard's 00. */
+std::vector<uint8_t> encode_frame(const void *cells, size_t cells_bytes, uint32_t rows,
+                                  uint32_t columns, int precision, uint32_t frame)
+{
+    std::unique_ptr<charls_jpegls_encoder, encoder_free> e(charls_jpegls_encoder_create());
+    if (!e)
+        throw std::bad_alloc();
+    charls_frame_info info{};
+    info.width = columns;
+    info.height = rows;
+    info.bits_per_sample = precision;
+    info.component_count = 1;
+    size_t capacity = 0;
+    std::vector<uint8_t> out;
+    charls_jpegls_errc err = charls_jpegls_encoder_set_frame_info(e.get(), &info);
+    if (err == charls::jpegls_errc::success)
+        err = charls_jpegls_encoder_get_estimated_destination_size(e.get(), &capacity);
+    if (err == charls::jpegls_errc::success) {
+        out.resize(capacity);
+        err = charls_jpegls_encoder_set_destination_buffer(e.get(), out.data(), out.size());
+    }
+    if (err == charls::jpegls_errc::success)
+        err = charls_jpegls_encoder_encode_from_buffer(e.get(), cells, cells_bytes, 0);
+    size_t written = 0;
+    if (err == charls::jpegls_errc::success)
+        err = charls_jpegls_encoder_get_bytes_written(e.get(), &written);
+    if (err != charls::jpegls_errc::success)
+        fail(DH_ERR_INTERNAL, "JPEG-LS encoding of frame %u failed: %s", frame + 1,
+             charls_get_error_message(err));
+    out.resize(written + (written & 1), 0);
+    return out;
+}
+
+} // namespace
+
+void decode_jpegls(DcmPixelSequence &seq, const dh_dicom_image &img, uint16_t *cells)
+{
+    const std::vector<fragment> items = items_of(seq);
+    const std::vector<size_t> starts = frame_starts(items, img.frames);
+    const size_t frame_cells = (size_t)img.rows * img.columns;
+    std::vector<Uint8> joined;
+    for (uint32_t f = 0; f < img.frames; f++) {
+        uint64_t length = 0;
+        const Uint8 *stream = frame_stream(items, starts[f], starts[f + 1], joined, length);
+        decode_frame(stream, length, img, f, cells + f * frame_cells);
+    }
+}
+
+void encode_jpegls_pixels(DcmDataset &ds)
+{
+    Uint16 rows = 0, columns = 0, allocated = 0, high_bit = 0, samples = 1;
+    Sint32 frames = 1;
+    ds.findAndGetUint16(DCM_Rows, rows);
+    ds.findAndGetUint16(DCM_Columns, columns);
+    ds.findAndGetUint16(DCM_BitsAllocated, allocated);
+    ds.findAndGetUint16(DCM_HighBit, high_bit);
+    ds.findAndGetUint16(DCM_SamplesPerPixel, samples);
+    if (ds.findAndGetSint32(DCM_NumberOfFrames, frames).bad() || frames < 1)
+        frames = 1;
+    /* The precision of the stream is the cell up to HighBit; CharLS takes 2 to 16 bits. */
+    const int precision = high_bit + 1;
+    if (samples != 1 || (allocated != 8 && allocated != 16) || precision > allocated ||
+        precision < 2 || rows == 0 || columns == 0)
+        fail(DH_ERR_UNSUPPORTED, "JPEG-LS is written for grayscale images of 8 or 16-bit cells "
+                                 "with HighBit 1 or above only");
+
+    DcmElement *el = nullptr;
+    if (ds.findAndGetElement(DCM_PixelData, el).bad() || el == nullptr)
+        fail(DH_ERR_INTERNAL, "no PixelData to encode");
+    const size_t frame_cells = (size_t)rows * columns;
+    const size_t cell_bytes = allocated / 8;
+    Uint8 *data = nullptr;
+    if (el->getUint8Array(data).bad() || data == nullptr ||
+        el->getLength() < frame_cells * cell_bytes * (size_t)frames)
+        fail(DH_ERR_INTERNAL, "PixelData holds fewer cells than %u frames of %ux%u", (unsigned)frames,
+             rows, columns);
+
+    /* Two's complement samples repeat their sign above HighBit; JPEG-LS takes the bits up to
+     * HighBit as an unsigned sample and the reader sign-extends them again. */
+    const uint16_t mask = (uint16_t)((1u << precision) - 1u);
+    std::vector<uint16_t> words(allocated == 16 ? frame_cells : 0);
+    std::vector<uint8_t> bytes(allocated == 8 ? frame_cells : 0);
+    std::unique_ptr<DcmPixelSequence> seq(new DcmPixelSequence(DCM_PixelSequenceTag));
+    DcmPixelItem *table = new DcmPixelItem(DCM_PixelItemTag);
+    seq->insert(table);
+    DcmOffsetList offsets;
+    for (uint32_t f = 0; f < (uint32_t)frames; f++) {
+        const Uint8 *cells = data + f * frame_cells * cell_bytes;
+        const void *masked;
+        if (allocated == 16) {
+            memcpy(words.data(), cells, frame_cells * 2); /* host order, as DCMTK keeps it */
+            for (uint16_t &w : words)
+                w &= mask;
+            masked = words.data();
+        } else {
+            for (size_t i = 0; i < frame_cells; i++)
+                bytes[i] = (uint8_t)(cells[i] & mask);
+            masked = bytes.data();
+        }
+        std::vector<uint8_t> stream =
+            encode_frame(masked, frame_cells * cell_bytes, rows, columns, precision, f);
+        OFCondition c = seq->storeCompressedFrame(offsets, stream.data(), (Uint32)stream.size(), 0);
+        if (c.bad())
+            fail(DH_ERR_INTERNAL, "cannot store JPEG-LS frame %u: %s", f + 1, c.text());
+    }
+    if (frames > 1 && table->createOffsetTable(offsets).bad())
+        fail(DH_ERR_INTERNAL, "cannot build the basic offset table");
+    OFstatic_cast(DcmPixelData *, el)->putOriginalRepresentation(EXS_JPEGLSLossless, nullptr,
+                                                                  seq.release());
+}
+
+} // namespace dh_dicom_impl
