@@ -30,8 +30,11 @@ static DcmElement *pixel_element(DcmDataset &ds)
     return el;
 }
 
-static void check_native(DcmElement &el, dh_dicom_image &img)
+static void check_native(DcmElement &el, E_TransferSyntax xfer, dh_dicom_image &img)
 {
+    if (el.getLengthField() == DCM_UndefinedLength)
+        fail(DH_ERR_MALFORMED, "PixelData is encapsulated (undefined length) although %s is a "
+                               "native transfer syntax", DcmXfer(xfer).getXferName());
     const uint64_t have = el.getLengthField();
     const uint64_t need = needed_bytes(img);
     img.pixel_data_bytes = have;
@@ -103,7 +106,7 @@ void check_pixel_data(DcmDataset &ds, E_TransferSyntax xfer, dh_dicom_image &img
     if (img.is_encapsulated)
         check_encapsulated(*el, xfer, img);
     else
-        check_native(*el, img);
+        check_native(*el, xfer, img);
 }
 
 /* The standard's rule, one loop per signedness. `raw(i)` gives the i-th pixel cell. */

@@ -295,6 +295,15 @@ START_TEST(refuses_lying_headers_before_allocating)
     s.data = nine_kb;
     s.bytes = 600;
     expect_refusal(s, DH_ERR_MALFORMED, "only 1 fragment");
+
+    /* Fragments under a native syntax: the undefined length (FFFFFFFF) is no length at all, and
+     * once passed for 4 GB of native pixels (1.1 GB allocated from 816 bytes: fuzzing). */
+    s = synth_default(53768, 10240, 16, 12, 11, 1);
+    s.pixels = 2;
+    s.data = nine_kb;
+    s.bytes = 126;
+    expect_refusal(s, DH_ERR_MALFORMED, "PixelData is encapsulated (undefined length) although "
+                                        "Little Endian Explicit is a native transfer syntax");
 }
 END_TEST
 
