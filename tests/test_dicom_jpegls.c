@@ -342,6 +342,38 @@ START_TEST(truncated_streams_are_errors)
 }
 END_TEST
 
+/* A stream that ends before its image does can make CharLS 2.4 crawl for about 6 s at the end of
+ * its buffer (most cuts a few bytes short of the end of a low-noise frame do), whatever the frame's
+ * size: a minute for ten such files, hours for a truncated multi-frame series. Each of these four
+ * took 6 to 8 s; they now fail in milliseconds. The case runs under a timeout of 15 s, so the
+ * crawl reads as a failure; no speed is measured. */
+START_TEST(truncated_frames_fail_at_once)
+{
+    enum { SIDE = 128, FRAMES = 4 }; /* four single-frame files */
+    static const size_t cut[FRAMES] = {3, 5, 6, 10};
+    static uint16_t cells[SIDE * SIDE];
+    dh_test_rng rng;
+    dh_test_rng_seed(&rng, 13);
+    buf streams[FRAMES];
+    for (int f = 0; f < FRAMES; f++) {
+        for (size_t i = 0; i < SIDE * SIDE; i++)
+            cells[i] = (uint16_t)(2000 + dh_test_rng_below(&rng, 4));
+        streams[f] = encode(cells, SIDE, SIDE, 12, 1, 0);
+        streams[f].n -= cut[f];
+    }
+    for (int f = 0; f < FRAMES; f++) {
+        placed p;
+        place(&p, &streams[f], 1, ONE_FRAGMENT_EACH);
+        synth s = jpegls_synth(16, 12, 0, NULL, &p.e);
+        s.rows = SIDE;
+        s.columns = SIDE;
+        expect_malformed(&s, "JPEG-LS frame 1: corrupt code stream");
+    }
+    for (int f = 0; f < FRAMES; f++)
+        free(streams[f].p);
+}
+END_TEST
+
 static Suite *jpegls_suite(void)
 {
     Suite *s = suite_create("dicom_jpegls");
@@ -357,6 +389,10 @@ static Suite *jpegls_suite(void)
     tcase_add_test(bad, truncated_streams_are_errors);
     tcase_set_timeout(bad, 60);
     suite_add_tcase(s, bad);
+    TCase *crawl = tcase_create("crawl");
+    tcase_add_test(crawl, truncated_frames_fail_at_once);
+    tcase_set_timeout(crawl, 15);
+    suite_add_tcase(s, crawl);
     return s;
 }
 
