@@ -87,7 +87,7 @@ static char *dciodvfy_errors(const char *path)
 
 static void check_no_new_errors(const char *source, const char *written)
 {
-    if (system("command -v dciodvfy >/dev/null 2>&1") != 0)
+    if (!dh_test_have_tool("dciodvfy"))
         return;
     char *before = dciodvfy_errors(source), *after = dciodvfy_errors(written);
     for (char *line = strtok(after, "\n"); line; line = strtok(NULL, "\n"))
@@ -96,16 +96,20 @@ static void check_no_new_errors(const char *source, const char *written)
     free(after);
 }
 
-/* One tag's value as dcmdump prints it, e.g. "[DERIVED\SECONDARY]". */
-static void dump_tag(const char *path, const char *tag, char *out, size_t n)
+/* Asserts that one tag, as dcmdump prints it (e.g. "[DERIVED\SECONDARY]"), contains `want`.
+ * dcmdump comes with DCMTK's tools; a host without them (a bare GPU machine) skips the check. */
+static void assert_tag_contains(const char *path, const char *tag, const char *want)
 {
-    char cmd[1024];
+    if (!dh_test_have_tool("dcmdump"))
+        return;
+    char cmd[1024], value[512] = "";
     snprintf(cmd, sizeof cmd, "dcmdump -q +P %s '%s' 2>/dev/null | head -1", tag, path);
     FILE *p = popen(cmd, "r");
-    out[0] = '\0';
-    if (!fgets(out, (int)n, p))
-        out[0] = '\0';
+    if (!fgets(value, (int)sizeof value, p))
+        value[0] = '\0';
     pclose(p);
+    ck_assert_msg(strstr(value, want) != NULL, "%s: %s is '%s', expected '%s' in it", path, tag,
+                  value, want);
 }
 
 START_TEST(real_xray_volume_mode_is_the_formula_and_valid_dicom)
@@ -145,16 +149,11 @@ START_TEST(real_xray_volume_mode_is_the_formula_and_valid_dicom)
     ck_assert_str_eq(img->study_uid, dh_volume_study_uid(v));
     ck_assert_int_eq(memcmp(img->pixels, r->data, dh_volume_sample_count(v) * 2), 0);
     dh_dicom_image_free(img);
-    char value[512];
-    dump_tag(s->files[0], "ImageType", value, sizeof value);
-    ck_assert_msg(strstr(value, "[DERIVED\\SECONDARY") != NULL, "ImageType %s", value);
-    dump_tag(s->files[0], "PatientName", value, sizeof value);
-    ck_assert_msg(strstr(value, "CompressedSamples^RG2") != NULL, "PatientName %s", value);
-    dump_tag(s->files[0], "ReferencedSOPInstanceUID", value, sizeof value);
-    ck_assert_msg(strstr(value, "1.3.6.1.4.1.5962.1.1.10.1.4.20040826185059.5457") != NULL,
-                  "reference %s", value);
-    dump_tag(s->files[0], "DerivationDescription", value, sizeof value);
-    ck_assert_msg(strstr(value, "equalization") != NULL, "DerivationDescription %s", value);
+    assert_tag_contains(s->files[0], "ImageType", "[DERIVED\\SECONDARY");
+    assert_tag_contains(s->files[0], "PatientName", "CompressedSamples^RG2");
+    assert_tag_contains(s->files[0], "ReferencedSOPInstanceUID",
+                        "1.3.6.1.4.1.5962.1.1.10.1.4.20040826185059.5457");
+    assert_tag_contains(s->files[0], "DerivationDescription", "equalization");
     check_no_new_errors(src, s->files[0]);
 
     /* Never replace: a second run into the same folder fails and leaves the first file. */
@@ -228,9 +227,7 @@ START_TEST(ct_series_slice_mode_one_derived_series)
             z++;
         ck_assert_int_eq(memcmp(img->pixels, r->data + z * slice_len, slice_len * 2), 0);
         dh_dicom_image_free(img);
-        char value[512];
-        dump_tag(s->files[i], "RescaleType", value, sizeof value);
-        ck_assert_msg(strstr(value, "[US]") != NULL, "RescaleType %s", value);
+        assert_tag_contains(s->files[i], "RescaleType", "[US]");
         check_no_new_errors(s->sources[i], s->files[i]);
     }
     for (uint32_t z = 0; z < 5; z++)
