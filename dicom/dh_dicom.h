@@ -57,7 +57,6 @@ typedef struct dh_dicom_image {
     void *pixels;
 
     /* Added after the first layout; everything above keeps its meaning. */
-    uint32_t samples_per_pixel;             /* always 1 in an image that was read */
     char photometric_name[DH_DICOM_CS_LEN]; /* as written ("" when absent: MONOCHROME2 assumed) */
     int has_rescale;        /* 1 when the file carries RescaleSlope/Intercept (any level) */
     int has_modality_lut;   /* 1 when a Modality LUT Sequence replaces the linear rescale */

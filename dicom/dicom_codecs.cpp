@@ -1,13 +1,16 @@
 /*
  * dicom_codecs.cpp: the once-per-process set-up of DCMTK: the RLE and JPEG (baseline, extended
- * 12-bit, lossless) decoders, registered on first use and never unregistered, because a host
- * process (Orthanc, for one) may be using the same DCMTK codecs itself. JPEG-LS does not go
- * through DCMTK (dicom_jpegls.cpp says why).
+ * 12-bit, lossless) decoders, and for the writer the RLE and JPEG lossless encoders, each set
+ * registered on first use and never unregistered, because a host process (Orthanc, for one) may
+ * be using the same DCMTK codecs itself. JPEG-LS does not go through DCMTK (dicom_jpegls.cpp
+ * says why).
  */
 #include "dicom_internal.h"
 
 #include "dcmtk/dcmdata/dcrledrg.h"
+#include "dcmtk/dcmdata/dcrleerg.h"
 #include "dcmtk/dcmjpeg/djdecode.h"
+#include "dcmtk/dcmjpeg/djencode.h"
 #include "dcmtk/oflog/oflog.h"
 
 #include <mutex>
@@ -32,6 +35,18 @@ void codecs_init()
         quieten_logger("dcmtk.dcmjpeg");
         DcmRLEDecoderRegistration::registerCodecs();
         DJDecoderRegistration::registerCodecs();
+    });
+}
+
+void encoders_init()
+{
+    static std::once_flag once;
+    std::call_once(once, [] {
+        /* The JPEG encoder renders through dcmimgle, which logs at INFO level by default. */
+        for (const char *name : {"dcmtk.dcmdata", "dcmtk.dcmimgle", "dcmtk.dcmjpeg"})
+            quieten_logger(name);
+        DcmRLEEncoderRegistration::registerCodecs();
+        DJEncoderRegistration::registerCodecs();
     });
 }
 

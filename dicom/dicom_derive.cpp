@@ -1,7 +1,7 @@
 /*
- * dicom_derive.cpp: derived images (dh_dicom_derive.h). The source dataset is loaded whole and
- * decompressed, its pixels replaced, and every tag that describes the old pixels or the old
- * instance is rewritten or removed; everything else (patient, study, equipment, geometry,
+ * dicom_derive.cpp: derived images (dh_dicom_derive.h). The source dataset is loaded whole but
+ * for its pixels, which are dropped unread and replaced, and every tag that describes the old
+ * pixels or the old instance is rewritten or removed; everything else (patient, study, equipment, geometry,
  * InstanceNumber, photometric interpretation) is kept as it was. Saving is dicom_write.cpp's
  * atomic, never-replacing save.
  */
@@ -73,8 +73,7 @@ void fix_functional_groups(DcmDataset *ds, bool set_rescale)
         DcmSequenceOfItems *seq = nullptr;
         if (ds->findAndGetSequence(seq_tag, seq).bad() || !seq)
             continue;
-        for (unsigned long i = 0; i < seq->card(); i++) {
-            DcmItem *item = seq->getItem(i);
+        for (DcmItem *item : dh_dicom_impl::items_in<DcmItem>(*seq)) {
             item->findAndDeleteElement(DCM_FrameVOILUTSequence);
             DcmItem *pvt = nullptr;
             if (item->findAndGetSequenceItem(DCM_PixelValueTransformationSequence, pvt).good() &&

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "dh_dicom.h"
 
@@ -39,9 +40,25 @@ struct failure {
 #endif
     ;
 
+/* The items of a sequence, in order (pixel fragments with the offset table first, or the items
+ * of a sequence of items). DCMTK's getItem(i) walks its list from the start on every call, so a
+ * loop over it is quadratic: seconds for the 40,000 frames of one enhanced file. */
+template <class Item, class Sequence> std::vector<Item *> items_in(Sequence &seq)
+{
+    std::vector<Item *> items;
+    items.reserve(seq.card());
+    for (DcmObject *o = seq.nextInContainer(nullptr); o != nullptr; o = seq.nextInContainer(o))
+        items.push_back(static_cast<Item *>(o));
+    return items;
+}
+
 /* Registers DCMTK's RLE and JPEG decoders once per process (dicom_codecs.cpp); JPEG-LS is
  * decoded by decode_jpegls instead. */
 void codecs_init();
+
+/* Registers DCMTK's RLE and JPEG encoders once per process, for the writer (dicom_codecs.cpp);
+ * JPEG-LS is encoded by encode_jpegls_pixels instead. */
+void encoders_init();
 
 /* Checks the pixel module (presence of PixelData, colour model, bit layout, geometry, transfer
  * syntax) and fills the pixel format fields of img (dicom_pixel_format.cpp). */

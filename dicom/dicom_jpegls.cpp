@@ -36,12 +36,10 @@ struct fragment {
 std::vector<fragment> items_of(DcmPixelSequence &seq)
 {
     std::vector<fragment> out;
-    for (unsigned long i = 0; i < seq.card(); i++) { /* item 0 is the basic offset table */
-        DcmPixelItem *item = nullptr;
+    for (DcmPixelItem *item : items_in<DcmPixelItem>(seq)) { /* item 0: the offset table */
         Uint8 *bytes = nullptr;
         fragment f;
-        if (seq.getItem(item, i).good() && item != nullptr && item->getLength() > 0 &&
-            item->getUint8Array(bytes).good() && bytes != nullptr) {
+        if (item->getLength() > 0 && item->getUint8Array(bytes).good() && bytes != nullptr) {
             f.bytes = bytes;
             f.length = item->getLength();
         }

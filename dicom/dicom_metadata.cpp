@@ -46,12 +46,11 @@ static void get_string(DcmItem &item, const DcmTagKey &tag, char *out, size_t ca
         copy_field(out, cap, s.c_str());
 }
 
-/* Where enhanced multi-frame images keep their functional group macros. The per-frame items
- * are listed once: DCMTK's getItem(i) walks its list from the start, and calling it for every
- * frame made a file of 40,000 frames (1.8 MB) take a minute. */
+/* Where enhanced multi-frame images keep their functional group macros, the per-frame items
+ * listed once (items_in: calling getItem(i) for every frame made a file of 40,000 frames take a
+ * minute). */
 struct functional_groups {
     DcmItem *shared = nullptr;
-    bool has_per_frame = false;
     std::vector<DcmItem *> per_frame;
 };
 
@@ -62,13 +61,8 @@ static functional_groups find_groups(DcmDataset &ds)
         g.shared = nullptr;
     DcmSequenceOfItems *seq = nullptr;
     if (ds.findAndGetSequence(DCM_PerFrameFunctionalGroupsSequence, seq).good() &&
-        seq != nullptr) {
-        g.has_per_frame = true;
-        g.per_frame.reserve(seq->card());
-        for (DcmObject *o = seq->nextInContainer(nullptr); o != nullptr;
-             o = seq->nextInContainer(o))
-            g.per_frame.push_back(static_cast<DcmItem *>(o));
-    }
+        seq != nullptr)
+        g.per_frame = items_in<DcmItem>(*seq);
     return g;
 }
 
@@ -160,7 +154,7 @@ static void read_geometry(DcmDataset &ds, const functional_groups &g, dh_dicom_i
 
     if (get_numbers(ds, DCM_ImagePositionPatient, 3, img.position))
         img.has_position = 1;
-    if (!g.has_per_frame && g.shared == nullptr)
+    if (g.per_frame.empty() && g.shared == nullptr)
         return;
     /* Enhanced: one position per frame, kept only when every frame has one. frames is already
      * bounded by the real length of PixelData, so this allocation is too. */

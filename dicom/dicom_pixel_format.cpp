@@ -53,7 +53,6 @@ static void check_colour_model(DcmDataset &ds, dh_dicom_image &img)
         copy_field(img.photometric_name, sizeof img.photometric_name, photometric.c_str());
     Uint16 samples = 1;
     get_us(ds, DCM_SamplesPerPixel, samples);
-    img.samples_per_pixel = samples;
 
     const char *p = img.photometric_name;
     if (p[0] == '\0' || strcmp(p, "MONOCHROME2") == 0)

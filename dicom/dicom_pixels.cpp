@@ -72,13 +72,11 @@ static void check_encapsulated(DcmElement &el, E_TransferSyntax xfer, dh_dicom_i
                                "transfer syntax", DcmXfer(xfer).getXferName());
     }
     /* Item 0 is the basic offset table; the fragments follow. */
-    const unsigned long items = seq->card();
+    const std::vector<DcmPixelItem *> list = items_in<DcmPixelItem>(*seq);
+    const unsigned long items = list.size();
     uint64_t compressed = 0;
-    for (unsigned long i = 1; i < items; i++) {
-        DcmPixelItem *item = nullptr;
-        if (seq->getItem(item, i).good() && item != nullptr)
-            compressed += item->getLengthField();
-    }
+    for (unsigned long i = 1; i < items; i++)
+        compressed += list[i]->getLengthField();
     img.pixel_data_bytes = compressed;
     if (items <= 1 || compressed == 0)
         fail(DH_ERR_MALFORMED, "PixelData (7FE0,0010) is present but empty (no compressed "
@@ -161,21 +159,16 @@ static bool jpeg_marker_walk_stalls(const Uint8 *d, uint64_t n)
     return false;
 }
 
-static void refuse_stalling_jpeg(DcmDataset &ds, E_TransferSyntax xfer)
+static void refuse_stalling_jpeg(DcmPixelSequence &seq, E_TransferSyntax xfer)
 {
     if (xfer < EXS_JPEGProcess1 || xfer > EXS_JPEGProcess14SV1)
         return; /* RLE has a decoder of its own */
-    DcmElement *el = pixel_element(ds);
-    DcmPixelSequence *seq = fragments_of(*el);
-    if (seq == nullptr)
-        return;
-    for (unsigned long i = 1; i < seq->card(); i++) {
-        DcmPixelItem *item = nullptr;
+    const std::vector<DcmPixelItem *> items = items_in<DcmPixelItem>(seq);
+    for (size_t i = 1; i < items.size(); i++) {
         Uint8 *bytes = nullptr;
-        if (seq->getItem(item, i).good() && item != nullptr &&
-            item->getUint8Array(bytes).good() && bytes != nullptr &&
-            jpeg_marker_walk_stalls(bytes, item->getLength()))
-            fail(DH_ERR_MALFORMED, "JPEG fragment %lu has a TEM marker (FF01) where a marker "
+        if (items[i]->getUint8Array(bytes).good() && bytes != nullptr &&
+            jpeg_marker_walk_stalls(bytes, items[i]->getLength()))
+            fail(DH_ERR_MALFORMED, "JPEG fragment %zu has a TEM marker (FF01) where a marker "
                                    "segment is due, which DCMTK 3.6.7's decoder never gets past",
                  i);
     }
@@ -190,23 +183,24 @@ void decode_pixels(DcmDataset &ds, E_TransferSyntax xfer, dh_dicom_image &img)
         throw std::bad_alloc();
     img.pixels = out; /* owned by img from here on, freed with it on failure */
 
-    if (is_jpegls(xfer)) {
-        DcmPixelSequence *seq = fragments_of(*pixel_element(ds));
-        if (seq == nullptr)
-            fail(DH_ERR_MALFORMED, "JPEG-LS pixel data has no fragments");
-        decode_jpegls(*seq, img, out);
-        /* In place: each cell is read before its stored value is written. */
-        extract([out](size_t i) { return (uint32_t)out[i]; }, n, img, out);
-        return;
-    }
+    DcmElement *el = pixel_element(ds);
     if (img.is_encapsulated) {
-        refuse_stalling_jpeg(ds, xfer);
+        DcmPixelSequence *seq = fragments_of(*el); /* check_encapsulated made sure it exists */
+        if (seq == nullptr)
+            fail(DH_ERR_INTERNAL, "encapsulated PixelData lost its fragments");
+        if (is_jpegls(xfer)) {
+            decode_jpegls(*seq, img, out);
+            /* In place: each cell is read before its stored value is written. */
+            extract([out](size_t i) { return (uint32_t)out[i]; }, n, img, out);
+            return;
+        }
+        refuse_stalling_jpeg(*seq, xfer);
         OFCondition c = ds.chooseRepresentation(EXS_LittleEndianExplicit, nullptr);
         if (c.bad() || !ds.canWriteXfer(EXS_LittleEndianExplicit))
             fail(DH_ERR_MALFORMED, "decoding %s pixel data failed: %s",
                  DcmXfer(xfer).getXferName(), c.bad() ? c.text() : "no decoded representation");
+        el = pixel_element(ds); /* the decoded representation */
     }
-    DcmElement *el = pixel_element(ds);
 
     /* DCMTK hands over 16-bit words in host order whatever the file's byte order. 8-bit cells
      * are read as bytes; where the VR is OW (implicit VR) DCMTK gives them in file order too. */

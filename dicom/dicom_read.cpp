@@ -214,7 +214,6 @@ static dh_dicom_image *new_image()
     if (img == nullptr)
         throw std::bad_alloc();
     img->rescale_slope = 1.0;
-    img->samples_per_pixel = 1;
     img->frames = 1;
     return img;
 }

@@ -11,12 +11,9 @@
 #include "dcmtk/dcmdata/dcpixel.h"
 #include "dcmtk/dcmdata/dcpixseq.h"
 #include "dcmtk/dcmdata/dcpxitem.h"
-#include "dcmtk/dcmdata/dcrleerg.h"
 #include "dcmtk/dcmdata/dcrlerp.h"
 #include "dcmtk/dcmdata/dcuid.h"
-#include "dcmtk/dcmjpeg/djencode.h"
 #include "dcmtk/dcmjpeg/djrplol.h"
-#include "dcmtk/oflog/oflog.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -27,7 +24,6 @@
 #include <cinttypes>
 #include <cstdarg>
 #include <cstring>
-#include <mutex>
 #include <new>
 #include <random>
 #include <string>
@@ -58,29 +54,6 @@ void clear(char *msg, size_t msg_len)
 {
     if (msg && msg_len)
         msg[0] = '\0';
-}
-
-/* The JPEG encoder renders through dcmimgle, which logs at INFO level to stderr by default; a
- * library must not print. Only loggers nobody configured are quietened (the reader's rule, see
- * dicom_codecs.cpp), so a host that set its own levels keeps them. */
-void quieten_logger(const char *name)
-{
-    OFLogger logger = OFLog::getLogger(name);
-    if (logger.getLogLevel() == dcmtk::log4cplus::NOT_SET_LOG_LEVEL)
-        logger.setLogLevel(OFLogger::OFF_LOG_LEVEL);
-}
-
-/* Encoders once per process, never cleaned up: a host process may be using DCMTK itself. */
-void register_encoders()
-{
-    static std::once_flag once;
-    std::call_once(once, [] {
-        for (const char *name : {"dcmtk.dcmdata", "dcmtk.dcmimgle", "dcmtk.dcmjpeg"})
-            quieten_logger(name);
-        DcmRLEEncoderRegistration::registerCodecs();
-        DJEncoderRegistration::registerCodecs();
-        /* JPEG-LS is encoded by CharLS 2 in dicom_jpegls.cpp, not by DCMTK. */
-    });
 }
 
 /* A decimal string (VR DS, at most 16 characters) that round-trips as closely as 16 allows. */
@@ -153,7 +126,7 @@ bool valid_uid(const char *uid)
     return true;
 }
 
-/* Checks the pixel format and builds the words (or bytes) as they go into PixelData. */
+/* Checks the pixel format of an image description before anything is built from it. */
 dh_status check_image(const dh_dicom_write_image *im, char *msg, size_t msg_len)
 {
     if (im->rows == 0 || im->columns == 0 || im->frames == 0 || im->rows > 65535 ||
@@ -387,7 +360,7 @@ dh_status save(dh_dicom_dataset *dataset, const char *path, dh_dicom_syntax synt
                     path, (int)syntax);
     if (!replace && access(path, F_OK) == 0)
         return fail(msg, msg_len, DH_ERR_IO, "%s: already exists (not replaced)", path);
-    register_encoders();
+    dh_dicom_impl::encoders_init();
 
     /* Encode a copy so the caller's dataset keeps only its uncompressed representation (the
      * encoders also add tags such as DerivationDescription that must not leak into a later save
@@ -531,7 +504,7 @@ dh_status dh_dicom_dataset_copy_patient_study(dh_dicom_dataset *dataset, const c
     try {
         DcmFileFormat source;
         /* Large elements (the pixels) stay on disk: only the header is wanted. */
-        OFCondition c = source.loadFile(source_path, EXS_Unknown, EGL_noChange, 4096);
+        OFCondition c = source.loadFile(source_path, EXS_Unknown, EGL_noChange, DCM_MaxReadLength);
         if (c.bad())
             return fail(msg, msg_len, DH_ERR_MALFORMED, "%s: cannot read: %s", source_path,
                         c.text());
