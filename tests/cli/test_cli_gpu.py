@@ -13,31 +13,14 @@ A run in which too few inputs could be read at all fails: comparing two identica
 nothing (a GPU host without DCMTK's data dictionary reads no file).
 
 Usage: test_cli_gpu.py DICOMHIST SHARED_DICOM. Exits 77 (skipped) where no GPU is usable or the
-folder is absent. Standard library only, so it runs on a bare GPU host.
+folder is absent. Needs no module beyond the standard library (cli_testlib imports numpy and
+pydicom only for its reference decode, unused here), so it runs on a bare GPU host.
 """
-import json
 import os
 import struct
-import subprocess
-import sys
 import tempfile
 
-SKIP = 77
-failures = []
-checks = 0
-
-
-def run(args):
-    p = subprocess.run(args, capture_output=True)
-    return p.returncode, p.stdout, p.stderr
-
-
-def check(ok, what):
-    global checks
-    checks += 1
-    if not ok:
-        failures.append(what)
-        print("FAIL:", what, flush=True)
+import cli_testlib as t
 
 
 def inputs(shared):
@@ -79,22 +62,22 @@ def derived_pixels(folder):
     return out
 
 
-def compare_histograms(exe, paths):
+def compare_histograms(c, exe, paths):
     readable = 0
     for opts in (["--json"], ["--json", "--per-slice", "--bins", "7"],
                  ["--json", "--per-slice", "--units", "modality", "--bins", "4097"],
                  ["--json", "--bins", "65536"], ["--json", "--bins", "256", "--range", "0:4096"]):
         for p in paths:
-            cpu = run([exe, "histogram", *opts, "--device", "cpu", p])
-            gpu = run([exe, "histogram", *opts, "--device", "cuda", p])
-            check(cpu[0] == gpu[0] and cpu[1] == gpu[1],
-                  f"histogram {' '.join(opts)} {p}: cpu rc {cpu[0]}, cuda rc {gpu[0]} "
-                  f"{gpu[2][:200]!r}")
-            readable += cpu[0] == 0 and len(cpu[1]) > 0
+            cpu = t.run(exe, "histogram", *opts, "--device", "cpu", p)
+            gpu = t.run(exe, "histogram", *opts, "--device", "cuda", p)
+            c.check(cpu.rc == gpu.rc and cpu.out == gpu.out,
+                    f"histogram {' '.join(opts)} {p}: cpu rc {cpu.rc}, cuda rc {gpu.rc} "
+                    f"{gpu.err[:200]!r}")
+            readable += cpu.rc == 0 and len(cpu.out) > 0
     return readable
 
 
-def compare_derived(exe, paths, tmp):
+def compare_derived(c, exe, paths, tmp):
     jobs = [["equalize"], ["equalize", "--mode", "slice"], ["equalize", "--window", "minmax"],
             ["equalize", "--mode", "slice", "--window", "percentile:2", "--clip-limit", "3"],
             ["equalize", "--bits", "16", "--window", "percentile:0.5"],
@@ -106,27 +89,27 @@ def compare_derived(exe, paths, tmp):
             outs = {}
             for dev in ("cpu", "cuda"):
                 d = os.path.join(tmp, f"{j}_{i}_{dev}")
-                rc, _, err = run([exe, *job, "--device", dev, "-o", d, p])
-                outs[dev] = (rc, derived_pixels(d) if rc == 0 and os.path.isdir(d) else None,
-                             err)
+                r = t.run(exe, *job, "--device", dev, "-o", d, p)
+                outs[dev] = (r.rc, derived_pixels(d) if r.rc == 0 and os.path.isdir(d) else None,
+                             r.err)
             (rc1, px1, _), (rc2, px2, err2) = outs["cpu"], outs["cuda"]
-            check(rc1 == rc2 and px1 == px2,
-                  f"{' '.join(job)} {p}: cpu rc {rc1}, cuda rc {rc2}, pixels "
-                  f"{'equal' if px1 == px2 else 'differ'} {err2[:200]!r}")
+            c.check(rc1 == rc2 and px1 == px2,
+                    f"{' '.join(job)} {p}: cpu rc {rc1}, cuda rc {rc2}, pixels "
+                    f"{'equal' if px1 == px2 else 'differ'} {err2[:200]!r}")
             written += rc1 == 0 and bool(px1)
     return written
 
 
-def records_but_device(stdout):
+def records_but_device(run):
     """The JSON records with the field that names the device taken out; every other value must
     match exactly (numbers are printed so that they read back to the same double)."""
-    records = [json.loads(line) for line in stdout.splitlines()]
+    records = run.json_lines()
     for r in records:
         r.pop("device", None)
     return records
 
 
-def compare_mi(exe, shared):
+def compare_mi(c, exe, shared):
     groups = [["dcm_qa_12bit_12bitUnsigned.dcm", "dcm_qa_12bit_12bitUnsigned_0x0F0F.dcm",
                "dcm_qa_12bit_12bitSigned_0x0F0F.dcm"],
               ["pydicom-data_emri_small.dcm", "pydicom-data_emri_small_RLE.dcm",
@@ -137,42 +120,36 @@ def compare_mi(exe, shared):
         files = [os.path.join(shared, f) for f in g]
         for opts in (["--bins", "64"], ["--bins", "256"], ["--bins", "7:256", "--log2"],
                      ["--bins", "32", "--range-fixed", "0:4095", "--range-moving", "100:3000"]):
-            cpu = run([exe, "mi", "--json", *opts, "--device", "cpu", *files])
-            gpu = run([exe, "mi", "--json", *opts, "--device", "cuda", *files])
-            check(cpu[0] == gpu[0] and records_but_device(cpu[1]) == records_but_device(gpu[1]),
-                  f"mi {' '.join(opts)} {g[0]}...: cpu rc {cpu[0]}, cuda rc {gpu[0]} "
-                  f"{gpu[2][:200]!r}")
-            scored += cpu[1].count(b"\n")
+            cpu = t.run(exe, "mi", "--json", *opts, "--device", "cpu", *files)
+            gpu = t.run(exe, "mi", "--json", *opts, "--device", "cuda", *files)
+            c.check(cpu.rc == gpu.rc and records_but_device(cpu) == records_but_device(gpu),
+                    f"mi {' '.join(opts)} {g[0]}...: cpu rc {cpu.rc}, cuda rc {gpu.rc} "
+                    f"{gpu.err[:200]!r}")
+            scored += cpu.out.count("\n")
     return scored
 
 
 def main():
-    if len(sys.argv) != 3:
-        print(__doc__)
-        return 2
-    exe, shared = sys.argv[1], sys.argv[2]
-    if not os.path.isfile(os.path.join(shared, "MANIFEST.tsv")):
-        print(f"skipped: {shared} is absent")
-        return SKIP
-    if b"CUDA available" not in run([exe, "--version"])[1]:
-        print("skipped: this dicomhist has no usable CUDA GPU")
-        return SKIP
+    exe, shared = t.parse_argv()
+    t.require_shared(shared)
+    if "CUDA available" not in t.run(exe, "--version").out:
+        t.skip("this dicomhist has no usable CUDA GPU")
+    c = t.Checks()
     paths = inputs(shared)
-    readable = compare_histograms(exe, paths)
-    check(readable >= 5 * 20, f"only {readable} histogram outputs were produced at all")
+    readable = compare_histograms(c, exe, paths)
+    c.check(readable >= 5 * 20, f"only {readable} histogram outputs were produced at all")
     real = [os.path.join(shared, f) for f in (
         "pylibjpeg-data_RG2_JPLL.dcm", "pydicom_CT_small.dcm", "fo-dicom_CR-MONO1-10-chest",
         "fo-dicom_IM-0001-0001-0001.dcm", "fo-dicom_D_CLUNIE_CT1_RLE_FRAGS.dcm",
         "pydicom-data_emri_small.dcm", "series/ct5n", "cr/cr1_6154.dcm")]
     with tempfile.TemporaryDirectory() as tmp:
-        written = compare_derived(exe, real, tmp)
-    check(written >= 40, f"only {written} derived outputs were written at all")
-    scored = compare_mi(exe, shared)
-    check(scored >= 20, f"only {scored} MI records were produced at all")
-    print(f"{checks - len(failures)} passed, {len(failures)} failed "
-          f"({readable} histograms, {written} derived series, {scored} MI records compared)")
-    return 1 if failures else 0
+        written = compare_derived(c, exe, real, tmp)
+    c.check(written >= 40, f"only {written} derived outputs were written at all")
+    scored = compare_mi(c, exe, shared)
+    c.check(scored >= 20, f"only {scored} MI records were produced at all")
+    print(f"compared {readable} histograms, {written} derived series, {scored} MI records")
+    c.finish()
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

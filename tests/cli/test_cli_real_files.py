@@ -170,8 +170,13 @@ def check_bad_files(c, binary, bad):
             c.equal(r.out, "", f"{' '.join(args)} {path}: no output")
 
 
-def check_whole_folder(c, binary, shared, readable, bad):
-    """The shared folder as one input: bad files reported, good series still there."""
+# Inputs the whole-folder check looks for among the folder's volumes.
+WHOLE_FOLDER_TARGETS = ("ct5n", "ct2_uneven", "pydicom_CT_small.dcm", "pylibjpeg-data_RG2_JPLL.dcm")
+
+
+def check_whole_folder(c, binary, shared, expected, bad):
+    """The shared folder as one input: bad files reported, good series still there. `expected`
+    maps each target to (series UID, slices, stored min, stored max) from its reference."""
     r = t.run(binary, "info", "--json", shared)
     c.equal(r.rc, 1, f"info {shared}: exit status with bad files inside")
     for path in bad:
@@ -181,15 +186,12 @@ def check_whole_folder(c, binary, shared, readable, bad):
     by_uid = {}
     for rec in records:
         by_uid.setdefault(rec.get("series_uid"), []).append(rec)
-    for target, files in readable:
-        if os.path.basename(target) in ("ct5n", "ct2_uneven", "pydicom_CT_small.dcm",
-                                        "pylibjpeg-data_RG2_JPLL.dcm"):
-            ref = t.RefVolume(files)
-            found = [rec for rec in by_uid.get(ref.series_uid, [])
-                     if rec.get("slices") == ref.slices and rec.get("stored_min") == ref.stored_min
-                     and rec.get("stored_max") == ref.stored_max]
-            c.check(len(found) == 1, f"info {shared}: reports {target} once "
-                                     f"({len(found)} matching volumes)")
+    for target, (uid, slices, lo, hi) in expected.items():
+        found = [rec for rec in by_uid.get(uid, [])
+                 if rec.get("slices") == slices and rec.get("stored_min") == lo
+                 and rec.get("stored_max") == hi]
+        c.check(len(found) == 1, f"info {shared}: reports {target} once "
+                                 f"({len(found)} matching volumes)")
 
 
 def main():
@@ -200,15 +202,19 @@ def main():
     readable, bad = discover(shared)
     c.check(len(readable) >= 15 and len(bad) >= 5,
             f"found the real files ({len(readable)} readable inputs, {len(bad)} bad files)")
+    expected = {}  # each reference decoded once, its summary kept for the whole-folder check
     for target, files in readable:
         print(f"-- {target}", flush=True)
         ref = t.RefVolume(files)
         check_info(c, binary, target, ref)
         check_histograms(c, binary, target, ref)
+        if os.path.basename(target) in WHOLE_FOLDER_TARGETS:
+            expected[target] = (ref.series_uid, ref.slices, ref.stored_min, ref.stored_max)
     print("-- bad files", flush=True)
     check_bad_files(c, binary, bad)
     print("-- the whole folder", flush=True)
-    check_whole_folder(c, binary, shared, readable, bad)
+    c.equal(len(expected), len(WHOLE_FOLDER_TARGETS), "whole-folder targets found")
+    check_whole_folder(c, binary, shared, expected, bad)
     c.finish()
 
 

@@ -7,14 +7,13 @@ explicit float64 edges lo + k (hi - lo + 1) / B (../shared/docs/mutual-informati
 Usage: test_mi_reference.py DICOMHIST SHARED_DICOM. Exits 77 (skipped) when the shared folder,
 pydicom, scikit-learn or scikit-image is absent.
 """
-import json
 import math
 import os
-import subprocess
 import sys
 import tempfile
 
-SKIP = 77
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli"))
+import cli_testlib as t  # noqa: E402  (the command tests' runner and reference decode)
 
 try:
     import numpy as np
@@ -22,19 +21,12 @@ try:
     from skimage.metrics import normalized_mutual_information
     from sklearn.metrics import mutual_info_score
 except ImportError as e:  # a missing module is a skip, not a failure
-    print(f"skipped: {e}")
-    sys.exit(SKIP)
+    t.skip(str(e))
 
 
 def stored_values(path):
-    """Stored values as the standard defines them: masked to BitsStored, sign-extended."""
-    ds = pydicom.dcmread(path)
-    raw = ds.pixel_array.astype(np.int64)
-    bits = int(ds.BitsStored)
-    raw &= (1 << bits) - 1
-    if int(ds.PixelRepresentation) == 1:
-        raw = np.where(raw >= 1 << (bits - 1), raw - (1 << bits), raw)
-    return raw.ravel()
+    """Stored values by the standard's rule (cli_testlib), flattened frame after frame."""
+    return t.stored_values(t.read_dataset(path)).ravel()
 
 
 def bin_index(v, lo, hi, bins):
@@ -60,11 +52,10 @@ def reference(fixed, moving, bf, bm, frange=None, mrange=None):
 
 
 def run_mi(tool, args):
-    out = subprocess.run([tool, "mi", "--json", "--device", "cpu"] + args, capture_output=True,
-                         text=True)
-    if out.returncode != 0:
-        raise AssertionError(f"dicomhist mi {args} failed ({out.returncode}): {out.stderr}")
-    return [json.loads(line) for line in out.stdout.splitlines()]
+    r = t.run(tool, "mi", "--json", "--device", "cpu", *args)
+    if r.rc != 0:
+        raise AssertionError(f"dicomhist mi {args} failed ({r.rc}): {r.err}")
+    return r.json_lines()
 
 
 def close(a, b, tol, what):
@@ -81,13 +72,8 @@ def write_shifted(src, dst, shift):
 
 
 def main():
-    if len(sys.argv) != 3:
-        print(__doc__)
-        return 2
-    tool, shared = sys.argv[1], sys.argv[2]
-    if not os.path.isfile(os.path.join(shared, "MANIFEST.tsv")):
-        print("skipped: ../shared/dicom is absent")
-        return SKIP
+    tool, shared = t.parse_argv()
+    t.require_shared(shared)
     p = lambda name: os.path.join(shared, name)
     failures = 0
     with tempfile.TemporaryDirectory() as tmp:
