@@ -156,6 +156,12 @@ typedef struct eq_job {
 } eq_job;
 
 /* Resolves the window of table t into r's per-table fields and job->windows. */
+/* MINMAX and PERCENTILE windows come from the ranks of each table's histogram. */
+static int window_from_ranks(const dh_equalize_params *p)
+{
+    return p->window == DH_WINDOW_MINMAX || p->window == DH_WINDOW_PERCENTILE;
+}
+
 static dh_status resolve_window(dh_ctx *ctx, eq_job *j, uint32_t t)
 {
     const dh_volume *v = j->v;
@@ -163,8 +169,7 @@ static dh_status resolve_window(dh_ctx *ctx, eq_job *j, uint32_t t)
     dh_equalized *r = j->r;
     double lo = NAN, hi = NAN;
     dh_eq_window w = {j->base, j->base + (int32_t)j->len - 1};
-    int from_ranks = p->window == DH_WINDOW_MINMAX || p->window == DH_WINDOW_PERCENTILE;
-    if (from_ranks) {
+    if (window_from_ranks(p)) {
         const uint64_t *h = j->hist + (size_t)t * (j->len + 2);
         double pct = p->window == DH_WINDOW_PERCENTILE ? p->percentile : 0;
         if (dh_window_percentile(h, j->len, j->base, pct, &w) != 0)
@@ -199,7 +204,7 @@ static dh_status resolve_window(dh_ctx *ctx, eq_job *j, uint32_t t)
         return DH_OK;
     }
     r->center[t] = r->width[t] = NAN;
-    if (!from_ranks && p->window != DH_WINDOW_NONE &&
+    if (!window_from_ranks(p) && p->window != DH_WINDOW_NONE &&
         dh_window_to_stored(lo, hi, v->rescale_slope, v->rescale_intercept, j->base, j->len,
                             &w) != 0)
         return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "%s: window [%g, %g] cannot be mapped",
@@ -276,8 +281,7 @@ static dh_status run_cpu(dh_ctx *ctx, eq_job *j)
 
 static int needs_histograms(const dh_equalize_params *p)
 {
-    return p->operation == DH_EQ_EQUALIZE || p->window == DH_WINDOW_MINMAX ||
-           p->window == DH_WINDOW_PERCENTILE;
+    return p->operation == DH_EQ_EQUALIZE || window_from_ranks(p);
 }
 
 #ifdef DH_HAVE_CUDA
@@ -292,7 +296,7 @@ static dh_status run_cuda(dh_ctx *ctx, eq_job *j)
     if (dh_eq_cuda_begin(v->data, v->is_signed, j->slice_len, v->slices, per_slice, j->base,
                          j->len, &s, msg, sizeof msg) != 0)
         return dh_ctx_fail(ctx, DH_ERR_CUDA, "%s: %s", v->path, msg);
-    int ranks = j->p->window == DH_WINDOW_MINMAX || j->p->window == DH_WINDOW_PERCENTILE;
+    int ranks = window_from_ranks(j->p);
     if (ranks && dh_eq_cuda_histograms(s, j->hist, msg, sizeof msg) != 0) {
         st = dh_ctx_fail(ctx, DH_ERR_CUDA, "%s: %s", v->path, msg);
         goto done;
@@ -387,11 +391,9 @@ dh_status dh_equalize(dh_ctx *ctx, const dh_volume *v, const dh_equalize_params 
     r->center = malloc(j.tables * sizeof(double));
     r->width = malloc(j.tables * sizeof(double));
     j.windows = malloc(j.tables * sizeof *j.windows);
-    int want_hist = needs_histograms(params) && !use_cuda;
-#ifdef DH_HAVE_CUDA
-    if (use_cuda && (params->window == DH_WINDOW_MINMAX || params->window == DH_WINDOW_PERCENTILE))
-        want_hist = 1;
-#endif
+    /* The GPU builds equalization tables from its own histograms; it needs them here only to
+     * find a window from ranks. */
+    int want_hist = use_cuda ? window_from_ranks(params) : needs_histograms(params);
     if (want_hist)
         j.hist = malloc((size_t)j.tables * (j.len + 2) * sizeof *j.hist);
     if (!r->data || !r->tables || !r->window_lo || !r->window_hi || !r->center || !r->width ||

@@ -37,6 +37,11 @@ void dh_orientation_normal(const double o[6], double n[3])
     n[2] = o[0] * o[4] - o[1] * o[3];
 }
 
+double dh_project_on_normal(const double p[3], const double n[3])
+{
+    return p[0] * n[0] + p[1] * n[1] + p[2] * n[2];
+}
+
 size_t dh_volume_slice_bytes(const dh_volume *v)
 {
     return (size_t)v->rows * v->columns * sizeof(uint16_t);
@@ -336,20 +341,15 @@ dh_status dh_volume_from_image(dh_ctx *ctx, dh_dicom_image *image, const char *p
             memcpy(s->position, image->position, sizeof s->position);
             s->has_position = 1;
         }
-        s->location = (s->has_position && has_geometry)
-                          ? s->position[0] * v->normal[0] + s->position[1] * v->normal[1] +
-                                s->position[2] * v->normal[2]
-                          : (double)f;
+        /* A multi-frame file without per-frame positions has no geometry beyond its first
+         * frame: file order and index locations rather than one real location among indices. */
+        const int located = s->has_position && has_geometry &&
+                            (image->frame_positions || v->slices == 1);
+        s->location = located ? dh_project_on_normal(s->position, v->normal) : (double)f;
         if (!(s->source = dh_strdup(path))) {
             dh_volume_free(v);
             return dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "%s: out of memory", path);
         }
-    }
-    /* A multi-frame file without per-frame positions has no geometry beyond its first frame:
-     * keep file order and index locations rather than mix one real location with indices. */
-    if (v->slices > 1 && !image->frame_positions) {
-        for (uint32_t f = 0; f < v->slices; f++)
-            v->slice[f].location = (double)f;
     }
     if ((image->frame_positions && has_geometry && sort_frames(v) != 0) ||
         dh_volume_finish_geometry(v) != 0) {

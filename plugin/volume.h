@@ -74,6 +74,9 @@ dh_status dh_volume_from_image(dh_ctx *ctx, dh_dicom_image *image, const char *p
 /* Slice normal from an orientation (row x column cosines). */
 void dh_orientation_normal(const double orientation[6], double normal[3]);
 
+/* A position's coordinate along the slice normal: what slices are ordered by. */
+double dh_project_on_normal(const double position[3], const double normal[3]);
+
 char *dh_strdup(const char *s);
 
 #endif /* DH_PLUGIN_VOLUME_H */

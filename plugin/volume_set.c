@@ -410,8 +410,7 @@ static int build_series(dh_volume_set *set, file_list *list, const group *g)
             continue;
         by_location &= f->meta->has_position;
         if (f->meta->has_position)
-            f->location = f->meta->position[0] * normal[0] + f->meta->position[1] * normal[1] +
-                          f->meta->position[2] * normal[2];
+            f->location = dh_project_on_normal(f->meta->position, normal);
         keys[n++] = (sort_key){.file = f};
     }
     for (size_t i = 0; i < n; i++)
@@ -473,15 +472,9 @@ oom:
 /* A multi-frame or UID-less file: a volume of its own, read with its pixels. */
 static int build_single(dh_volume_set *set, input_file *f)
 {
-    char msg[DH_DICOM_MSG_LEN] = "";
-    dh_dicom_image *img = NULL;
-    dh_status st = dh_dicom_read_file(f->path, 1, &img, msg, sizeof msg);
-    if (st != DH_OK)
-        return add_failure(set, f->path, st, "%s: %s", f->path, msg);
     dh_ctx local = {0};
     dh_volume *v = NULL;
-    st = dh_volume_from_image(&local, img, f->path, &v);
-    dh_dicom_image_free(img);
+    dh_status st = dh_volume_read_file(&local, f->path, &v);
     if (st != DH_OK)
         return add_failure(set, f->path, st, "%s", local.message);
     if (add_volume(set, v) != 0) {
