@@ -23,7 +23,7 @@
 #define BENCH_CUDA_ERROR_EXIT 2 /* 1 says a result differs from the CPU twin */
 #include "bench_common.cuh"
 #include "jhist.h"
-#include "jhist_cuda.cuh"
+#include "jhist_cuda.h"
 #include "mi_scores.h"
 
 static int g_failed = 0;

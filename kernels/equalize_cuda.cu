@@ -28,6 +28,9 @@
 #include <cstdio>
 #include <cstdlib>
 
+#define DH_CUDA_PREFIX ""
+
+#include "cuda_check.h"
 #include "equalize_cuda.h"
 #include "hist_cuda.h"
 
@@ -37,19 +40,6 @@ constexpr int kLutThreads = 512, kLutItems = 8, kLutChunk = kLutThreads * kLutIt
 static_assert(kLutItems % 8 == 0, "table entries are stored 8 at a time");
 constexpr int kApplyThreads = 256, kApplyUnroll = 4;
 
-int cuda_fail(cudaError_t e, const char *what, char *msg, size_t msg_len)
-{
-    if (msg && msg_len)
-        snprintf(msg, msg_len, "%s: %s", what, cudaGetErrorString(e));
-    return -1;
-}
-
-#define DH_TRY(call, what)                                                                   \
-    do {                                                                                     \
-        cudaError_t e_ = (call);                                                             \
-        if (e_ != cudaSuccess)                                                               \
-            return cuda_fail(e_, what, msg, msg_len);                                        \
-    } while (0)
 
 /* ---- tables ---- */
 
@@ -351,10 +341,10 @@ int launch_apply(const T *data, size_t slice_len, size_t slices, const uint16_t 
 {
     const size_t n = slice_len * slices;
     int device = 0, sms = 0, smem_optin = 0;
-    DH_TRY(cudaGetDevice(&device), "cudaGetDevice");
-    DH_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "SM count");
-    DH_TRY(cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
-           "shared memory size");
+    DH_CUDA_CK(cudaGetDevice(&device), "cudaGetDevice");
+    DH_CUDA_CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "SM count");
+    DH_CUDA_CK(cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
+               "shared memory size");
     const size_t table_bytes = (size_t)len * sizeof(uint16_t);
     /* Shared memory when the table fits and each copy of it serves at least as many samples. */
     const bool shared = table_bytes <= (size_t)smem_optin && (!per_slice || slice_len >= len);
@@ -362,16 +352,16 @@ int launch_apply(const T *data, size_t slice_len, size_t slices, const uint16_t 
     if (shared) {
         auto k = apply_kernel<T, true>;
         if (table_bytes > 48 * 1024)
-            DH_TRY(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        (int)table_bytes),
-                   "table application kernel, shared memory size");
-        DH_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, kApplyThreads,
-                                                             table_bytes),
-               "table application kernel, occupancy");
+            DH_CUDA_CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            (int)table_bytes),
+                       "table application kernel, shared memory size");
+        DH_CUDA_CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, kApplyThreads,
+                                                                 table_bytes),
+                   "table application kernel, occupancy");
     } else {
-        DH_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, apply_kernel<T, false>,
-                                                             kApplyThreads, 0),
-               "table application kernel, occupancy");
+        DH_CUDA_CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, apply_kernel<T, false>,
+                                                                 kApplyThreads, 0),
+                   "table application kernel, occupancy");
     }
     if (per_sm < 1)
         per_sm = 1;
@@ -388,7 +378,7 @@ int launch_apply(const T *data, size_t slice_len, size_t slices, const uint16_t 
     else
         apply_kernel<T, false><<<(unsigned)blocks, kApplyThreads, 0, stream>>>(
             data, n, slice_len, per_block, luts, per_slice, base, len, out);
-    DH_TRY(cudaGetLastError(), "table application kernel");
+    DH_CUDA_CK(cudaGetLastError(), "table application kernel");
     return 0;
 }
 
@@ -416,7 +406,7 @@ int dh_eq_lut_build_cuda(const uint64_t *d_hist, uint32_t tables, int32_t base, 
         return 0;
     lut_kernel<<<tables, kLutThreads, 0, (cudaStream_t)stream>>>(d_hist, base, len, d_windows,
                                                                  levels, clip_limit, d_luts);
-    DH_TRY(cudaGetLastError(), "equalization table kernel");
+    DH_CUDA_CK(cudaGetLastError(), "equalization table kernel");
     return 0;
 }
 
@@ -480,7 +470,7 @@ int dh_eq_cuda_begin(const void *data, int is_signed, size_t slice_len, size_t s
         e = cudaMemcpyAsync(s->d_data, data, s->n * 2, cudaMemcpyHostToDevice, s->stream);
     if (e != cudaSuccess) {
         dh_eq_cuda_free(s);
-        return cuda_fail(e, "allocating and uploading the volume", msg, msg_len);
+        return dh_cuda_fail(msg, msg_len, "", "allocating and uploading the volume", e);
     }
     dh_bin_map map;
     dh_eq_bin_map_init(&map, base, len);
@@ -495,31 +485,31 @@ int dh_eq_cuda_begin(const void *data, int is_signed, size_t slice_len, size_t s
 
 int dh_eq_cuda_histograms(dh_eq_cuda *s, uint64_t *hist, char *msg, size_t msg_len)
 {
-    DH_TRY(cudaMemcpyAsync(hist, s->d_hist, (size_t)s->tables * (s->len + 2) * sizeof(uint64_t),
-                           cudaMemcpyDeviceToHost, s->stream),
-           "copying the histograms");
-    DH_TRY(cudaStreamSynchronize(s->stream), "histograms");
+    DH_CUDA_CK(cudaMemcpyAsync(hist, s->d_hist, (size_t)s->tables * (s->len + 2) * sizeof(uint64_t),
+                               cudaMemcpyDeviceToHost, s->stream),
+               "copying the histograms");
+    DH_CUDA_CK(cudaStreamSynchronize(s->stream), "histograms");
     return 0;
 }
 
 int dh_eq_cuda_equalize(dh_eq_cuda *s, const dh_eq_window *windows, uint32_t levels,
                         double clip_limit, char *msg, size_t msg_len)
 {
-    DH_TRY(cudaMemcpyAsync(s->d_windows, windows, s->tables * sizeof(dh_eq_window),
-                           cudaMemcpyHostToDevice, s->stream),
-           "uploading the windows");
+    DH_CUDA_CK(cudaMemcpyAsync(s->d_windows, windows, s->tables * sizeof(dh_eq_window),
+                               cudaMemcpyHostToDevice, s->stream),
+               "uploading the windows");
     /* The windows live in pageable host memory the caller may free: wait for the copy. */
-    DH_TRY(cudaStreamSynchronize(s->stream), "uploading the windows");
+    DH_CUDA_CK(cudaStreamSynchronize(s->stream), "uploading the windows");
     return dh_eq_lut_build_cuda(s->d_hist, s->tables, s->base, s->len, s->d_windows, levels,
                                 clip_limit, s->d_luts, s->stream, msg, msg_len);
 }
 
 int dh_eq_cuda_set_tables(dh_eq_cuda *s, const uint16_t *luts, char *msg, size_t msg_len)
 {
-    DH_TRY(cudaMemcpyAsync(s->d_luts, luts, (size_t)s->tables * s->len * sizeof(uint16_t),
-                           cudaMemcpyHostToDevice, s->stream),
-           "uploading the tables");
-    DH_TRY(cudaStreamSynchronize(s->stream), "uploading the tables");
+    DH_CUDA_CK(cudaMemcpyAsync(s->d_luts, luts, (size_t)s->tables * s->len * sizeof(uint16_t),
+                               cudaMemcpyHostToDevice, s->stream),
+               "uploading the tables");
+    DH_CUDA_CK(cudaStreamSynchronize(s->stream), "uploading the tables");
     return 0;
 }
 
@@ -528,13 +518,13 @@ int dh_eq_cuda_finish(dh_eq_cuda *s, uint16_t *out, uint16_t *luts, char *msg, s
     if (dh_lut_apply_cuda(s->d_data, s->is_signed, s->slice_len, s->slices, s->d_luts,
                           s->per_slice, s->base, s->len, s->d_out, s->stream, msg, msg_len) != 0)
         return -1;
-    DH_TRY(cudaMemcpyAsync(out, s->d_out, s->n * sizeof(uint16_t), cudaMemcpyDeviceToHost,
-                           s->stream),
-           "copying the output");
-    DH_TRY(cudaMemcpyAsync(luts, s->d_luts, (size_t)s->tables * s->len * sizeof(uint16_t),
-                           cudaMemcpyDeviceToHost, s->stream),
-           "copying the tables");
-    DH_TRY(cudaStreamSynchronize(s->stream), "equalization");
+    DH_CUDA_CK(cudaMemcpyAsync(out, s->d_out, s->n * sizeof(uint16_t), cudaMemcpyDeviceToHost,
+                               s->stream),
+               "copying the output");
+    DH_CUDA_CK(cudaMemcpyAsync(luts, s->d_luts, (size_t)s->tables * s->len * sizeof(uint16_t),
+                               cudaMemcpyDeviceToHost, s->stream),
+               "copying the tables");
+    DH_CUDA_CK(cudaStreamSynchronize(s->stream), "equalization");
     return 0;
 }
 

@@ -9,6 +9,7 @@
  * queries the runtime caches), and reusable resources live in a dh_cuda_state owned by a context.
  * Every CUDA call is checked; the message carries CUDA's own text and nothing is printed.
  */
+#include "cuda_check.h"
 #include "hist_cuda.h"
 #include "hist_cuda_cluster.cuh"
 #include "hist_cuda_small.cuh"
@@ -17,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define DH_CUDA_PREFIX "CUDA histogram: "
 
 using namespace dh_cuda;
 
@@ -30,11 +33,11 @@ const uint64_t DEFAULT_MIN_SAMPLES_PER_BLOCK = 4096;
  * the kernel's own zeroing cost more than a memset on large inputs and large outputs. */
 const uint64_t ZERO_IN_KERNEL_MAX_SAMPLES = (uint64_t)1 << 22;
 const uint64_t ZERO_IN_KERNEL_MAX_COUNTS = (uint64_t)1 << 17;
-/* Bins whose 32-bit counters do not fit one block: 1 = packed 16-bit counters in one block;
- * 2 or 4 would take a cluster of that many blocks sharing 32-bit counters. Packed counters win:
- * 31-36% of the read ceiling at 65536 bins against 7.5-9.2% for a cluster of 2, whose
- * distributed-shared-memory atomics cost about 12 times a local one (bench/NOTES.md, run 9). */
-const uint32_t DEFAULT_CLUSTER = 1;
+/* Bins whose 32-bit counters do not fit one block get packed 16-bit counters in one block; a
+ * cluster of 2 or 4 blocks sharing 32-bit counters is there only when dh_cuda_tuning asks for it.
+ * Packed counters win: 31-36% of the read ceiling at 65536 bins against 7.5-9.2% for a cluster of
+ * 2, whose distributed-shared-memory atomics cost about 12 times a local one (bench/NOTES.md,
+ * run 9). */
 /* One cluster storing a small single histogram (hist_cuda_small.cuh) lost on one 512x512 slice
  * at 4096 bins: 10.0 us (8 blocks) and 10.4 us (16) against 8.5 us for the whole device zeroing
  * in the kernel (bench/NOTES.md, run 13), so it is off by default (0) and taken only when
@@ -49,17 +52,6 @@ enum zeroing { ZERO_NONE = 0, ZERO_KERNEL = 1, ZERO_STORE = 2, ZERO_MEMSET = 3 }
 /* Host path: samples per staging chunk (64 MiB of 16-bit samples), two chunks in flight. */
 const size_t HOST_CHUNK_SAMPLES = (size_t)32 << 20;
 
-int fail(char *msg, size_t msg_len, const char *what, cudaError_t err)
-{
-    /* A failed call also sets CUDA's last error; clear it (when not sticky) so that the caller's
-     * own later check does not see ours a second time. */
-    (void)cudaGetLastError();
-    if (msg && msg_len)
-        snprintf(msg, msg_len, "CUDA histogram: %s failed: %s (%s)", what, cudaGetErrorString(err),
-                 cudaGetErrorName(err));
-    return -1;
-}
-
 int fail_text(char *msg, size_t msg_len, const char *text)
 {
     if (msg && msg_len)
@@ -67,12 +59,6 @@ int fail_text(char *msg, size_t msg_len, const char *text)
     return -1;
 }
 
-#define DH_CK(call, what)                                                                          \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess)                                                                     \
-            return fail(msg, msg_len, what, e_);                                                   \
-    } while (0)
 
 typedef void (*kernel_fn)(const hist_args);
 
@@ -200,11 +186,11 @@ int launch(const void *d_data, int is_signed, uint64_t n, uint64_t first, uint64
         return fail_text(msg, msg_len, "16-bit samples must be 2-byte aligned");
 
     int dev = 0, sms = 0, optin = 0;
-    DH_CK(cudaGetDevice(&dev), "cudaGetDevice");
-    DH_CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev),
-          "cudaDeviceGetAttribute(multiprocessors)");
-    DH_CK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev),
-          "cudaDeviceGetAttribute(shared memory per block)");
+    DH_CUDA_CK(cudaGetDevice(&dev), "cudaGetDevice");
+    DH_CUDA_CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev),
+               "cudaDeviceGetAttribute(multiprocessors)");
+    DH_CUDA_CK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev),
+               "cudaDeviceGetAttribute(shared memory per block)");
 
     const uint32_t smem_target =
         tuning && tuning->smem_target ? tuning->smem_target : DEFAULT_SMEM_TARGET;
@@ -243,17 +229,11 @@ int launch(const void *d_data, int is_signed, uint64_t n, uint64_t first, uint64
         kind = MAP_PAIR;
 
     /* Wide 32-bit counters whenever one copy fits; as many copies as the target allows. Beyond
-     * that packed 16-bit counters in one block (DEFAULT_CLUSTER), or where asked a cluster
-     * sharing the counters over distributed shared memory (Hopper on). */
+     * that packed 16-bit counters in one block, or where asked a cluster sharing the counters
+     * over distributed shared memory (Hopper on). */
     const uint32_t stride = a.slots | 1u;
     int packed = tuning && tuning->force_packed;
-    uint32_t cluster = tuning ? tuning->cluster_size : 0;
-    if (cluster == 0 && DEFAULT_CLUSTER > 1 && !packed && (size_t)stride * 4 > (size_t)optin) {
-        int can = 0;
-        DH_CK(cudaDeviceGetAttribute(&can, cudaDevAttrClusterLaunch, dev),
-              "cudaDeviceGetAttribute(cluster launch)");
-        cluster = can ? DEFAULT_CLUSTER : 1;
-    }
+    const uint32_t cluster = tuning ? tuning->cluster_size : 0; /* 0 or 1: one block */
     if (cluster != 0 && cluster != 1 && cluster != 2 && cluster != 4)
         return fail_text(msg, msg_len, "cluster size must be 1, 2 or 4");
     if (cluster == 4 && packed)
@@ -291,18 +271,19 @@ int launch(const void *d_data, int is_signed, uint64_t n, uint64_t first, uint64
     if ((small == 8 || small == 16) && wide && zero != ZERO_NONE && n > 0 &&
         n <= DH_CUDA_PIECE_MAX && seg_len >= n && first == 0 && !d_total) {
         int can = 0;
-        DH_CK(cudaDeviceGetAttribute(&can, cudaDevAttrClusterLaunch, dev),
-              "cudaDeviceGetAttribute(cluster launch)");
+        DH_CUDA_CK(cudaDeviceGetAttribute(&can, cudaDevAttrClusterLaunch, dev),
+                   "cudaDeviceGetAttribute(cluster launch)");
         if (can) {
             const kernel_fn kernel = SMALL_KERNELS[kind][is_signed ? 1 : 0][small == 16];
             if (small == 16)
-                DH_CK(cudaFuncSetAttribute((const void *)kernel,
-                                           cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
-                      "cudaFuncSetAttribute(cluster size)");
+                DH_CUDA_CK(cudaFuncSetAttribute((const void *)kernel,
+                                                cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
+                           "cudaFuncSetAttribute(cluster size)");
             if (smem > 48 * 1024)
-                DH_CK(cudaFuncSetAttribute((const void *)kernel,
-                                           cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
-                      "cudaFuncSetAttribute(shared memory)");
+                DH_CUDA_CK(cudaFuncSetAttribute((const void *)kernel,
+                                                cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                (int)smem),
+                           "cudaFuncSetAttribute(shared memory)");
             cudaLaunchAttribute attr;
             cudaLaunchConfig_t cfg = cluster_config(
                 &attr, small, small == 16 ? small_shape<16>::threads : small_shape<8>::threads,
@@ -313,11 +294,11 @@ int launch(const void *d_data, int is_signed, uint64_t n, uint64_t first, uint64
              * cannot hold it counts on the whole device instead (asked for only by tuning). */
             int most = 1;
             if (small == 16)
-                DH_CK(cudaOccupancyMaxActiveClusters(&most, kernel, &cfg),
-                      "cudaOccupancyMaxActiveClusters");
+                DH_CUDA_CK(cudaOccupancyMaxActiveClusters(&most, kernel, &cfg),
+                           "cudaOccupancyMaxActiveClusters");
             if (most >= 1) {
-                DH_CK(cudaLaunchKernelEx(&cfg, kernel, a),
-                      "histogram kernel launch (small cluster)");
+                DH_CUDA_CK(cudaLaunchKernelEx(&cfg, kernel, a),
+                           "histogram kernel launch (small cluster)");
                 return 0;
             }
         }
@@ -328,11 +309,11 @@ int launch(const void *d_data, int is_signed, uint64_t n, uint64_t first, uint64
         zero = ZERO_MEMSET;
     if (zero == ZERO_MEMSET || (cluster >= 2 && zero != ZERO_NONE)) {
         /* A cluster launch cannot be cooperative: zero with memsets first. */
-        DH_CK(cudaMemsetAsync(d_out, 0, out_len * sizeof(uint64_t), stream),
-              "cudaMemsetAsync(counts)");
+        DH_CUDA_CK(cudaMemsetAsync(d_out, 0, out_len * sizeof(uint64_t), stream),
+                   "cudaMemsetAsync(counts)");
         if (d_total)
-            DH_CK(cudaMemsetAsync(d_total, 0, (size_t)a.slots * sizeof(uint64_t), stream),
-                  "cudaMemsetAsync(counts)");
+            DH_CUDA_CK(cudaMemsetAsync(d_total, 0, (size_t)a.slots * sizeof(uint64_t), stream),
+                       "cudaMemsetAsync(counts)");
         zero = ZERO_NONE;
     }
     if (n == 0 && zero == ZERO_NONE)
@@ -344,9 +325,9 @@ int launch(const void *d_data, int is_signed, uint64_t n, uint64_t first, uint64
         const kernel_fn kernel = CLUSTER_KERNELS[kind][is_signed ? 1 : 0][variant];
         const int threads = CLUSTER_THREADS[variant];
         if (smem > 48 * 1024)
-            DH_CK(cudaFuncSetAttribute((const void *)kernel,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
-                  "cudaFuncSetAttribute(shared memory)");
+            DH_CUDA_CK(cudaFuncSetAttribute((const void *)kernel,
+                                            cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
+                       "cudaFuncSetAttribute(shared memory)");
         cudaLaunchAttribute attr;
         cudaLaunchConfig_t cfg = cluster_config(&attr, cluster, threads, smem, stream);
         /* Clusters: one per `cluster` x min_per_block samples, at most as many as the device
@@ -358,8 +339,8 @@ int launch(const void *d_data, int is_signed, uint64_t n, uint64_t first, uint64
             cfg.gridDim = dim3((unsigned)(clusters * cluster < (uint64_t)sms * 4
                                               ? clusters * cluster
                                               : (uint64_t)sms * 4 / cluster * cluster));
-            DH_CK(cudaOccupancyMaxActiveClusters(&most, kernel, &cfg),
-                  "cudaOccupancyMaxActiveClusters");
+            DH_CUDA_CK(cudaOccupancyMaxActiveClusters(&most, kernel, &cfg),
+                       "cudaOccupancyMaxActiveClusters");
             if (most < 1)
                 return fail_text(msg, msg_len, "the cluster kernel does not fit on this device");
             if (clusters > (uint64_t)most)
@@ -367,15 +348,15 @@ int launch(const void *d_data, int is_signed, uint64_t n, uint64_t first, uint64
         }
         a.blocks = (uint32_t)(clusters * cluster);
         cfg.gridDim = dim3(a.blocks);
-        DH_CK(cudaLaunchKernelEx(&cfg, kernel, a), "histogram kernel launch (cluster)");
+        DH_CUDA_CK(cudaLaunchKernelEx(&cfg, kernel, a), "histogram kernel launch (cluster)");
         return 0;
     }
 
     const kernel_fn kernel = KERNELS[kind][is_signed ? 1 : 0][packed];
     if (smem > 48 * 1024)
-        DH_CK(cudaFuncSetAttribute((const void *)kernel,
-                                   cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
-              "cudaFuncSetAttribute(shared memory)");
+        DH_CUDA_CK(cudaFuncSetAttribute((const void *)kernel,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
+                   "cudaFuncSetAttribute(shared memory)");
     const int threads = packed ? shape<1>::threads : shape<0>::threads;
     /* A grid no larger than the multiprocessors needs no occupancy query (one block of any of
      * our shapes fits an SM: launch bounds cap the registers, smem was checked above); small
@@ -384,8 +365,8 @@ int launch(const void *d_data, int is_signed, uint64_t n, uint64_t first, uint64
     uint64_t blocks = by_size;
     if (blocks > (uint64_t)sms) {
         int per_sm = 0;
-        DH_CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem),
-              "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+        DH_CUDA_CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem),
+                   "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
         if (per_sm < 1)
             return fail_text(msg, msg_len, "the kernel does not fit on this device");
         if (blocks > (uint64_t)sms * per_sm)
@@ -397,13 +378,13 @@ int launch(const void *d_data, int is_signed, uint64_t n, uint64_t first, uint64
         /* Every block is resident at once (the grid fits the device), as the grid-wide barrier
          * requires; the cooperative launch checks that. */
         void *args[] = {&a};
-        DH_CK(cudaLaunchCooperativeKernel((const void *)kernel, dim3(a.blocks), dim3(threads),
-                                          args, smem, stream),
-              "histogram kernel launch (cooperative)");
+        DH_CUDA_CK(cudaLaunchCooperativeKernel((const void *)kernel, dim3(a.blocks), dim3(threads),
+                                               args, smem, stream),
+                   "histogram kernel launch (cooperative)");
         return 0;
     }
     kernel<<<a.blocks, threads, smem, stream>>>(a);
-    DH_CK(cudaGetLastError(), "histogram kernel launch");
+    DH_CUDA_CK(cudaGetLastError(), "histogram kernel launch");
     return 0;
 }
 
@@ -432,9 +413,9 @@ int zero_and_count(const void *d_data, int is_signed, uint64_t n, uint64_t seg_l
                    : ZERO_MEMSET;
     if (zero == ZERO_KERNEL || zero == ZERO_STORE) {
         int dev = 0, coop = 0;
-        DH_CK(cudaGetDevice(&dev), "cudaGetDevice");
-        DH_CK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev),
-              "cudaDeviceGetAttribute(cooperative launch)");
+        DH_CUDA_CK(cudaGetDevice(&dev), "cudaGetDevice");
+        DH_CUDA_CK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev),
+                   "cudaDeviceGetAttribute(cooperative launch)");
         if (!coop)
             zero = ZERO_MEMSET;
     }
@@ -472,6 +453,19 @@ int dh_cuda_usable(void)
     return count > 0;
 }
 
+/* The entry points' shared argument check: slice_len * slices samples without overflow, and a
+ * buffer to read them from where there are any. */
+static int count_samples(const void *data, size_t slice_len, size_t slices, size_t *n, char *msg,
+                         size_t msg_len)
+{
+    *n = slice_len * slices;
+    if (slices && *n / slices != slice_len)
+        return fail_text(msg, msg_len, "sample count overflows size_t");
+    if (*n && !data)
+        return fail_text(msg, msg_len, "no input buffer");
+    return 0;
+}
+
 int dh_hist_cuda_device_tuned(const void *d_data, int is_signed, size_t slice_len, size_t slices,
                               int per_slice, const dh_bin_map *map, uint64_t *d_out, void *stream,
                               const dh_cuda_tuning *tuning, int zero_output, char *msg,
@@ -481,11 +475,9 @@ int dh_hist_cuda_device_tuned(const void *d_data, int is_signed, size_t slice_le
         return -1;
     if (!d_out)
         return fail_text(msg, msg_len, "no output buffer");
-    const size_t n = slice_len * slices;
-    if (slices && n / slices != slice_len)
-        return fail_text(msg, msg_len, "sample count overflows size_t");
-    if (n && !d_data)
-        return fail_text(msg, msg_len, "no input buffer");
+    size_t n;
+    if (count_samples(d_data, slice_len, slices, &n, msg, msg_len))
+        return -1;
     cudaStream_t st = (cudaStream_t)stream;
     const size_t hists = per_slice ? slices : 1;
     const uint64_t seg_len = per_slice ? slice_len : n;
@@ -504,11 +496,9 @@ int dh_hist_cuda_device_with_total(const void *d_data, int is_signed, size_t sli
         return -1;
     if (!d_total || !d_slices)
         return fail_text(msg, msg_len, "no output buffer");
-    const size_t n = slice_len * slices;
-    if (slices && n / slices != slice_len)
-        return fail_text(msg, msg_len, "sample count overflows size_t");
-    if (n && !d_data)
-        return fail_text(msg, msg_len, "no input buffer");
+    size_t n;
+    if (count_samples(d_data, slice_len, slices, &n, msg, msg_len))
+        return -1;
     cudaStream_t st = (cudaStream_t)stream;
     const size_t slots = (size_t)map->bins + 2;
     return zero_and_count(d_data, is_signed, n, slice_len, map, (unsigned long long *)d_slices,
@@ -573,17 +563,19 @@ void dh_cuda_state_free(dh_cuda_state *state)
 static int state_ready(dh_cuda_state *s, char *msg, size_t msg_len)
 {
     int dev = 0;
-    DH_CK(cudaGetDevice(&dev), "cudaGetDevice");
+    DH_CUDA_CK(cudaGetDevice(&dev), "cudaGetDevice");
     if (s->ready && s->device == dev)
         return 0;
     state_release(s);
     s->ready = 1;
     s->device = dev;
     for (int i = 0; i < 2; i++) {
-        DH_CK(cudaStreamCreateWithFlags(&s->stream[i], cudaStreamNonBlocking), "cudaStreamCreate");
-        DH_CK(cudaEventCreateWithFlags(&s->done[i], cudaEventDisableTiming), "cudaEventCreate");
+        DH_CUDA_CK(cudaStreamCreateWithFlags(&s->stream[i], cudaStreamNonBlocking),
+                   "cudaStreamCreate");
+        DH_CUDA_CK(cudaEventCreateWithFlags(&s->done[i], cudaEventDisableTiming),
+                   "cudaEventCreate");
     }
-    DH_CK(cudaEventCreateWithFlags(&s->zeroed, cudaEventDisableTiming), "cudaEventCreate");
+    DH_CUDA_CK(cudaEventCreateWithFlags(&s->zeroed, cudaEventDisableTiming), "cudaEventCreate");
     return 0;
 }
 
@@ -597,30 +589,31 @@ static int host_run(dh_cuda_state *s, const void *data, int is_signed, size_t sl
     const size_t out_bytes = (per_slice ? slices : 1) * slots * sizeof(uint64_t);
 
     size_t free_bytes = 0, total_bytes = 0;
-    DH_CK(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+    DH_CUDA_CK(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
 
     if (s->out_bytes < out_bytes) {
         if (s->d_out)
-            DH_CK(cudaFree(s->d_out), "cudaFree");
+            DH_CUDA_CK(cudaFree(s->d_out), "cudaFree");
         s->d_out = NULL;
         s->out_bytes = 0;
-        DH_CK(cudaMalloc((void **)&s->d_out, out_bytes), "cudaMalloc(counts)");
+        DH_CUDA_CK(cudaMalloc((void **)&s->d_out, out_bytes), "cudaMalloc(counts)");
         s->out_bytes = out_bytes;
-        DH_CK(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+        DH_CUDA_CK(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
     }
 
     dh_bin_map dmap = *map;
     if (map->lut) {
         if (!s->d_lut)
-            DH_CK(cudaMalloc((void **)&s->d_lut, 65536 * sizeof(uint32_t)), "cudaMalloc(table)");
-        DH_CK(cudaMemcpyAsync(s->d_lut, map->lut, 65536 * sizeof(uint32_t),
-                              cudaMemcpyHostToDevice, s->stream[0]),
-              "cudaMemcpyAsync(table)");
+            DH_CUDA_CK(cudaMalloc((void **)&s->d_lut, 65536 * sizeof(uint32_t)),
+                       "cudaMalloc(table)");
+        DH_CUDA_CK(cudaMemcpyAsync(s->d_lut, map->lut, 65536 * sizeof(uint32_t),
+                                   cudaMemcpyHostToDevice, s->stream[0]),
+                   "cudaMemcpyAsync(table)");
         dmap.lut = s->d_lut;
     }
-    DH_CK(cudaMemsetAsync(s->d_out, 0, out_bytes, s->stream[0]), "cudaMemsetAsync(counts)");
-    DH_CK(cudaEventRecord(s->zeroed, s->stream[0]), "cudaEventRecord");
-    DH_CK(cudaStreamWaitEvent(s->stream[1], s->zeroed, 0), "cudaStreamWaitEvent");
+    DH_CUDA_CK(cudaMemsetAsync(s->d_out, 0, out_bytes, s->stream[0]), "cudaMemsetAsync(counts)");
+    DH_CUDA_CK(cudaEventRecord(s->zeroed, s->stream[0]), "cudaEventRecord");
+    DH_CUDA_CK(cudaStreamWaitEvent(s->stream[1], s->zeroed, 0), "cudaStreamWaitEvent");
 
     /* Chunk: at most HOST_CHUNK_SAMPLES, and the two device buffers within a quarter of what
      * is free, so a volume larger than the GPU's memory streams through instead of failing. */
@@ -635,16 +628,16 @@ static int host_run(dh_cuda_state *s, const void *data, int is_signed, size_t sl
         for (int i = 0; i < 2; i++) {
             /* Both streams are idle here (the last call synchronized), so freeing is safe. */
             if (s->pinned[i])
-                DH_CK(cudaFreeHost(s->pinned[i]), "cudaFreeHost");
+                DH_CUDA_CK(cudaFreeHost(s->pinned[i]), "cudaFreeHost");
             if (s->dbuf[i])
-                DH_CK(cudaFree(s->dbuf[i]), "cudaFree");
+                DH_CUDA_CK(cudaFree(s->dbuf[i]), "cudaFree");
             s->pinned[i] = s->dbuf[i] = NULL;
         }
         s->chunk_samples = 0;
         for (int i = 0; i < 2; i++) {
-            DH_CK(cudaMallocHost(&s->pinned[i], chunk * sizeof(uint16_t)),
-                  "cudaMallocHost(staging)");
-            DH_CK(cudaMalloc(&s->dbuf[i], chunk * sizeof(uint16_t)), "cudaMalloc(samples)");
+            DH_CUDA_CK(cudaMallocHost(&s->pinned[i], chunk * sizeof(uint16_t)),
+                       "cudaMallocHost(staging)");
+            DH_CUDA_CK(cudaMalloc(&s->dbuf[i], chunk * sizeof(uint16_t)), "cudaMalloc(samples)");
         }
         s->chunk_samples = chunk;
     }
@@ -657,21 +650,21 @@ static int host_run(dh_cuda_state *s, const void *data, int is_signed, size_t sl
         const int b = (int)(k & 1);
         const size_t len = n - off < chunk ? n - off : chunk;
         if (k >= 2)
-            DH_CK(cudaEventSynchronize(s->done[b]), "cudaEventSynchronize");
+            DH_CUDA_CK(cudaEventSynchronize(s->done[b]), "cudaEventSynchronize");
         memcpy(s->pinned[b], (const uint16_t *)data + off, len * sizeof(uint16_t));
-        DH_CK(cudaMemcpyAsync(s->dbuf[b], s->pinned[b], len * sizeof(uint16_t),
-                              cudaMemcpyHostToDevice, s->stream[b]),
-              "cudaMemcpyAsync(samples)");
+        DH_CUDA_CK(cudaMemcpyAsync(s->dbuf[b], s->pinned[b], len * sizeof(uint16_t),
+                                   cudaMemcpyHostToDevice, s->stream[b]),
+                   "cudaMemcpyAsync(samples)");
         if (launch(s->dbuf[b], is_signed, len, off, seg_len, &dmap, s->d_out, NULL, ZERO_NONE, 0,
                    0, s->stream[b], NULL, msg, msg_len))
             return -1;
-        DH_CK(cudaEventRecord(s->done[b], s->stream[b]), "cudaEventRecord");
+        DH_CUDA_CK(cudaEventRecord(s->done[b], s->stream[b]), "cudaEventRecord");
     }
     if (k >= 2)
-        DH_CK(cudaStreamWaitEvent(s->stream[0], s->done[1], 0), "cudaStreamWaitEvent");
-    DH_CK(cudaMemcpyAsync(out, s->d_out, out_bytes, cudaMemcpyDeviceToHost, s->stream[0]),
-          "cudaMemcpyAsync(counts)");
-    DH_CK(cudaStreamSynchronize(s->stream[0]), "histogram on the GPU");
+        DH_CUDA_CK(cudaStreamWaitEvent(s->stream[0], s->done[1], 0), "cudaStreamWaitEvent");
+    DH_CUDA_CK(cudaMemcpyAsync(out, s->d_out, out_bytes, cudaMemcpyDeviceToHost, s->stream[0]),
+               "cudaMemcpyAsync(counts)");
+    DH_CUDA_CK(cudaStreamSynchronize(s->stream[0]), "histogram on the GPU");
     return 0;
 }
 
@@ -683,11 +676,9 @@ int dh_hist_cuda_host_state(dh_cuda_state *state, const void *data, int is_signe
         return fail_text(msg, msg_len, "no state or output buffer");
     if (check_map(map, is_signed, msg, msg_len))
         return -1;
-    const size_t n = slice_len * slices;
-    if (slices && n / slices != slice_len)
-        return fail_text(msg, msg_len, "sample count overflows size_t");
-    if (n && !data)
-        return fail_text(msg, msg_len, "no input buffer");
+    size_t n;
+    if (count_samples(data, slice_len, slices, &n, msg, msg_len))
+        return -1;
     if (state_ready(state, msg, msg_len))
         return -1;
     if (host_run(state, data, is_signed, slice_len, slices, per_slice, map, out, msg, msg_len)) {

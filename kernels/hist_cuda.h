@@ -59,8 +59,8 @@ typedef struct dh_cuda_tuning {
                                     * 2 inside the kernel (one cooperative launch), 3 none: each
                                     * histogram's last piece stores it, the other pieces add
                                     * after a grid-wide barrier (wide counters, else 1) */
-    uint32_t cluster_size;         /* 0: default (DEFAULT_CLUSTER in hist_cuda.cu: today no
-                                    * cluster); 1: never a cluster; 2 or 4: a
+    uint32_t cluster_size;         /* 0 (default) or 1: no cluster (packed counters won,
+                                    * hist_cuda.cu says why); 2 or 4: a
                                     * cluster of that many blocks sharing the histogram over
                                     * distributed shared memory, at any bin count (with
                                     * force_packed and 2: packed counters in the cluster) */

@@ -1,6 +1,6 @@
 /*
  * jhist.h: joint histograms of two images of 16-bit stored values, the operation behind mutual
- * information. Its CPU twin is jhist_cpu.c; the CUDA launchers (jhist_cuda.cuh) must give the same
+ * information. Its CPU twin is jhist_cpu.c; the CUDA launchers (jhist_cuda.h) must give the same
  * counts bit for bit, and tests hold both to the naive double loop declared here.
  *
  * Binning (../shared/docs/mutual-information.md): an inclusive integer range [lo, hi] per image

@@ -1,5 +1,5 @@
 /*
- * jhist_cuda.cu: joint histograms and mutual-information scores on the GPU (jhist_cuda.cuh), the
+ * jhist_cuda.cu: joint histograms and mutual-information scores on the GPU (jhist_cuda.h), the
  * twin of jhist_cpu.c + mi_scores.c. One evaluation of K moving images is ONE launch: no zeroing
  * pass, no global atomics on counts, no host synchronization, nothing allocated.
  *
@@ -41,8 +41,9 @@
 #include <cstring>
 #include <new>
 
+#include "cuda_check.h"
 #include "jhist.h"
-#include "jhist_cuda.cuh"
+#include "jhist_cuda.h"
 #include "mi_scores.h"
 
 namespace cg = cooperative_groups;
@@ -58,12 +59,6 @@ constexpr uint32_t NO_CELL = 0xFFFFFFFFu;
 constexpr int RANGE_THREADS = 512;
 constexpr uint32_t RANGE_BLOCKS = 128; /* per image, for multi-cluster images */
 
-int fail(char *msg, size_t len, const char *what, cudaError_t err)
-{
-    if (msg && len)
-        snprintf(msg, len, "%s: %s", what, cudaGetErrorString(err));
-    return -1;
-}
 
 struct eval_args {
     const uint16_t *fixed_bins;
@@ -735,7 +730,8 @@ extern "C" int dh_jhist_gpu_create(const uint16_t *fixed_bins, size_t n, uint32_
         delete g;
         if (err == cudaSuccess)
             err = cudaErrorInvalidConfiguration;
-        return fail(msg, msg_len, "no thread-block cluster fits this device (needs sm_90)", err);
+        return dh_cuda_fail(msg, msg_len, "", "fitting a thread-block cluster (sm_90 needed)",
+                            err);
     }
     /* Clusters per image: one up to about a megapixel; beyond, enough to fill the GPU once. */
     uint32_t clusters = 1;
@@ -762,7 +758,7 @@ extern "C" int dh_jhist_gpu_create(const uint16_t *fixed_bins, size_t n, uint32_
         (err = cudaMemset(g->d_joint, 0, (size_t)max_batch * cells * sizeof(uint32_t))) !=
             cudaSuccess) {
         dh_jhist_gpu_free(g);
-        return fail(msg, msg_len, "allocating the fixed image on the GPU", err);
+        return dh_cuda_fail(msg, msg_len, "", "allocating the fixed image on the GPU", err);
     }
     if (clusters > 1 &&
         ((err = cudaMalloc(&g->d_partials,
@@ -771,14 +767,14 @@ extern "C" int dh_jhist_gpu_create(const uint16_t *fixed_bins, size_t n, uint32_
          (err = cudaMalloc(&g->d_range_parts,
                            (size_t)max_batch * RANGE_BLOCKS * sizeof(int2))) != cudaSuccess)) {
         dh_jhist_gpu_free(g);
-        return fail(msg, msg_len, "allocating the multi-cluster workspace", err);
+        return dh_cuda_fail(msg, msg_len, "", "allocating the multi-cluster workspace", err);
     }
     /* The memsets above run on the legacy default stream, asynchronously; an evaluation on a
      * non-blocking stream does not wait for them, and a late memset of d_joint used to zero
      * joint histograms an evaluation had just written. Wait for them here, once. */
     if ((err = cudaDeviceSynchronize()) != cudaSuccess) {
         dh_jhist_gpu_free(g);
-        return fail(msg, msg_len, "preparing the fixed image on the GPU", err);
+        return dh_cuda_fail(msg, msg_len, "", "preparing the fixed image on the GPU", err);
     }
     *out = g;
     return 0;
@@ -849,7 +845,7 @@ extern "C" int dh_jhist_gpu_evaluate(dh_jhist_gpu *g, const void *d_moving, int 
     if (!has_range && g->clusters > 1) {
         range_kernel<<<count * RANGE_BLOCKS, RANGE_THREADS, 0, s>>>(a, g->d_range_parts);
         if ((err = cudaGetLastError()) != cudaSuccess)
-            return fail(msg, msg_len, "launching the range kernel", err);
+            return dh_cuda_fail(msg, msg_len, "", "launching the range kernel", err);
     }
     cudaLaunchConfig_t cfg = {};
     cudaLaunchAttribute attr;
@@ -867,7 +863,7 @@ extern "C" int dh_jhist_gpu_evaluate(dh_jhist_gpu *g, const void *d_moving, int 
     if (err == cudaSuccess)
         err = cudaGetLastError();
     if (err != cudaSuccess)
-        return fail(msg, msg_len, "launching the joint-histogram kernel", err);
+        return dh_cuda_fail(msg, msg_len, "", "launching the joint-histogram kernel", err);
     return 0;
 }
 
@@ -890,7 +886,7 @@ extern "C" int dh_jhist_gpu_evaluate_host(dh_jhist_gpu *g, const void *moving, i
         g->d_stage = nullptr;
         g->stage_bytes = 0;
         if ((err = cudaMalloc(&g->d_stage, need)) != cudaSuccess)
-            return fail(msg, msg_len, "allocating staging memory", err);
+            return dh_cuda_fail(msg, msg_len, "", "allocating staging memory", err);
         g->stage_bytes = need;
     }
     char *base = (char *)g->d_stage;
@@ -901,16 +897,16 @@ extern "C" int dh_jhist_gpu_evaluate_host(dh_jhist_gpu *g, const void *moving, i
                             (count > 1 ? stride : g->n) * sizeof(uint16_t),
                             g->n * sizeof(uint16_t), count, cudaMemcpyHostToDevice)) !=
         cudaSuccess)
-        return fail(msg, msg_len, "copying the moving images", err);
+        return dh_cuda_fail(msg, msg_len, "", "copying the moving images", err);
     if (valid && (err = cudaMemcpy2D(d_mask, mask_stride, valid, count > 1 ? valid_stride : g->n,
                                      g->n, count, cudaMemcpyHostToDevice)) != cudaSuccess)
-        return fail(msg, msg_len, "copying the validity masks", err);
+        return dh_cuda_fail(msg, msg_len, "", "copying the validity masks", err);
     if (dh_jhist_gpu_evaluate(g, d_img, is_signed, img_stride, count, d_mask, mask_stride,
                               has_range, lo, hi, log2, d_out, nullptr, msg, msg_len))
         return -1;
     if ((err = cudaMemcpy(out, d_out, (size_t)count * sizeof(dh_mi_values),
                           cudaMemcpyDeviceToHost)) != cudaSuccess)
-        return fail(msg, msg_len, "evaluating", err);
+        return dh_cuda_fail(msg, msg_len, "", "evaluating", err);
     return 0;
 }
 
@@ -922,6 +918,6 @@ extern "C" int dh_jhist_gpu_read_joint(dh_jhist_gpu *g, uint32_t item, uint32_t 
     if ((err = cudaDeviceSynchronize()) != cudaSuccess ||
         (err = cudaMemcpy(counts, g->d_joint + item * cells, cells * sizeof(uint32_t),
                           cudaMemcpyDeviceToHost)) != cudaSuccess)
-        return fail(msg, msg_len, "reading the joint histogram", err);
+        return dh_cuda_fail(msg, msg_len, "", "reading the joint histogram", err);
     return 0;
 }

@@ -12,7 +12,7 @@
 
 #include "context.h"
 #ifdef DH_HAVE_CUDA
-#include "jhist_cuda.cuh"
+#include "jhist_cuda.h"
 #endif
 
 /* The kernels write dh_mi_values into the caller's dh_mi_scores array: one layout. */

@@ -18,7 +18,7 @@ struct dh_mi_fixed {
     uint16_t *bins;       /* CPU: the prepared fixed bins (NULL once on the GPU) */
     uint32_t *joint;      /* CPU: max_batch joint histograms of the last evaluation */
     uint32_t last_count;  /* images in the last evaluation */
-    struct dh_jhist_gpu *gpu; /* when the image lives on the GPU (kernels/jhist_cuda.cuh) */
+    struct dh_jhist_gpu *gpu; /* when the image lives on the GPU (kernels/jhist_cuda.h) */
     char msg[512];        /* the GPU layer's message, copied into the context */
 };
 

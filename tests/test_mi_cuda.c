@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "../kernels/jhist.h"
-#include "../kernels/jhist_cuda.cuh"
+#include "../kernels/jhist_cuda.h"
 #include "dicomhist.h"
 #include "test_support.h"
 

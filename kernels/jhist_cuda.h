@@ -1,5 +1,5 @@
 /*
- * jhist_cuda.cuh: the CUDA side of joint histograms and mutual information (jhist.h,
+ * jhist_cuda.h: the CUDA side of joint histograms and mutual information (jhist.h,
  * mi_scores.h), callable from plain C: a GPU-resident prepared fixed image and the launcher that
  * scores batches of moving images against it. Compiled only when the build has CUDA
  * (DH_HAVE_CUDA). Counts equal dh_jhist_cpu's and records equal dh_mi_scores_from_joint's, bit
@@ -8,8 +8,8 @@
  * One evaluation is one launch of one kernel (jhist_cuda.cu says how); only a volume-sized image
  * without an explicit moving range adds a small range kernel before it.
  */
-#ifndef DH_KERNELS_JHIST_CUDA_CUH
-#define DH_KERNELS_JHIST_CUDA_CUH
+#ifndef DH_KERNELS_JHIST_CUDA_H
+#define DH_KERNELS_JHIST_CUDA_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -82,4 +82,4 @@ int dh_jhist_gpu_read_joint(dh_jhist_gpu *gpu, uint32_t item, uint32_t *counts, 
 #ifdef __cplusplus
 }
 #endif
-#endif /* DH_KERNELS_JHIST_CUDA_CUH */
+#endif /* DH_KERNELS_JHIST_CUDA_H */

@@ -1,0 +1,33 @@
+/*
+ * cuda_check.h: how the CUDA host code (hist_cuda.cu, jhist_cuda.cu, equalize_cuda.cu) reports a
+ * failed runtime call. The message names what failed and CUDA's error; CUDA's last error is
+ * cleared (when it is not sticky), so that a later cudaGetLastError() after some other launch,
+ * in this engine or another, does not report the same failure again as its own.
+ */
+#ifndef DH_CUDA_CHECK_H
+#define DH_CUDA_CHECK_H
+
+#include <cuda_runtime.h>
+#include <stdio.h>
+
+/* Writes "<prefix><what> failed: <error> (<error name>)" into msg and returns -1. */
+static inline int dh_cuda_fail(char *msg, size_t msg_len, const char *prefix, const char *what,
+                               cudaError_t err)
+{
+    (void)cudaGetLastError();
+    if (msg && msg_len)
+        snprintf(msg, msg_len, "%s%s failed: %s (%s)", prefix, what, cudaGetErrorString(err),
+                 cudaGetErrorName(err));
+    return -1;
+}
+
+/* Returns dh_cuda_fail's -1 from the enclosing function, which has `char *msg, size_t msg_len`
+ * parameters, when `call` fails; the file defines DH_CUDA_PREFIX. */
+#define DH_CUDA_CK(call, what)                                                                     \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess)                                                                     \
+            return dh_cuda_fail(msg, msg_len, DH_CUDA_PREFIX, what, e_);                           \
+    } while (0)
+
+#endif /* DH_CUDA_CHECK_H */
