@@ -253,25 +253,44 @@ static void describe(eq_job *j)
                  voi_name(p->voi), p->per_slice ? "slice" : "volume", window, r->output_bits);
 }
 
+/* The tables, one per histogram: equalization on the CPU (the GPU builds its own from its
+ * histograms), window/level on either path. */
+static dh_status table_failed(dh_ctx *ctx, eq_job *j, uint32_t t)
+{
+    return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
+                       "%s: cannot build the table (center %g, width %g)", j->v->path,
+                       j->r->center[t], j->r->width[t]);
+}
+
+static dh_status build_eq_tables_cpu(dh_ctx *ctx, eq_job *j)
+{
+    for (uint32_t t = 0; t < j->tables; t++)
+        if (dh_eq_lut_build(j->hist + (size_t)t * (j->len + 2), j->base, j->len, j->windows[t],
+                            j->levels, j->p->clip_limit, j->r->tables + (size_t)t * j->len) != 0)
+            return table_failed(ctx, j, t);
+    return DH_OK;
+}
+
+static dh_status build_voi_tables(dh_ctx *ctx, eq_job *j)
+{
+    const dh_volume *v = j->v;
+    dh_equalized *r = j->r;
+    for (uint32_t t = 0; t < j->tables; t++)
+        if (dh_voi_lut_build(j->base, j->len, v->rescale_slope, v->rescale_intercept,
+                             r->center[t], r->width[t], (dh_eq_voi)j->p->voi, j->levels,
+                             r->tables + (size_t)t * j->len) != 0)
+            return table_failed(ctx, j, t);
+    return DH_OK;
+}
+
 static dh_status run_cpu(dh_ctx *ctx, eq_job *j)
 {
     const dh_volume *v = j->v;
     dh_equalized *r = j->r;
-    for (uint32_t t = 0; t < j->tables; t++) {
-        uint16_t *lut = r->tables + (size_t)t * j->len;
-        int rc;
-        if (j->p->operation == DH_EQ_EQUALIZE)
-            rc = dh_eq_lut_build(j->hist + (size_t)t * (j->len + 2), j->base, j->len,
-                                 j->windows[t], j->levels, j->p->clip_limit, lut);
-        else
-            rc = dh_voi_lut_build(j->base, j->len, v->rescale_slope, v->rescale_intercept,
-                                  r->center[t], r->width[t], (dh_eq_voi)j->p->voi, j->levels,
-                                  lut);
-        if (rc != 0)
-            return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
-                               "%s: cannot build the table (center %g, width %g)", v->path,
-                               r->center[t], r->width[t]);
-    }
+    dh_status st = j->p->operation == DH_EQ_EQUALIZE ? build_eq_tables_cpu(ctx, j)
+                                                     : build_voi_tables(ctx, j);
+    if (st != DH_OK)
+        return st;
     if (dh_lut_apply_cpu(v->data, v->is_signed, j->slice_len, v->slices, r->tables,
                          j->tables > 1, j->base, j->len, ctx->threads, r->data) != 0)
         return dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "cannot start the worker threads");
@@ -311,15 +330,8 @@ static dh_status run_cuda(dh_ctx *ctx, eq_job *j)
             goto done;
         }
     } else {
-        for (uint32_t t = 0; t < j->tables; t++)
-            if (dh_voi_lut_build(j->base, j->len, v->rescale_slope, v->rescale_intercept,
-                                 r->center[t], r->width[t], (dh_eq_voi)j->p->voi, j->levels,
-                                 r->tables + (size_t)t * j->len) != 0) {
-                st = dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
-                                 "%s: cannot build the table (center %g, width %g)", v->path,
-                                 r->center[t], r->width[t]);
-                goto done;
-            }
+        if ((st = build_voi_tables(ctx, j)) != DH_OK)
+            goto done;
         if (dh_eq_cuda_set_tables(s, r->tables, msg, sizeof msg) != 0) {
             st = dh_ctx_fail(ctx, DH_ERR_CUDA, "%s: %s", v->path, msg);
             goto done;

@@ -102,18 +102,28 @@ dh_status dh_equalized_write_dicom(dh_ctx *ctx, const dh_volume *v, const dh_equ
             free(path);
             goto fail;
         }
-        free(frames);
-        frames = malloc((size_t)src[i].frames * slice_len * sizeof *frames);
-        if (!frames || dh_dicom_uid_random(uid) != DH_OK) {
+        /* A single-frame source's pixels are one slice of the result already; the frames of a
+         * multi-frame one are gathered back in file order. */
+        const uint16_t *pixels = r->data + (size_t)src[i].slice_of_frame[0] * slice_len;
+        if (src[i].frames > 1) {
+            free(frames);
+            frames = malloc((size_t)src[i].frames * slice_len * sizeof *frames);
+            if (!frames) {
+                st = dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "%s: cannot prepare the file", path);
+                free(path);
+                goto fail;
+            }
+            for (uint32_t f = 0; f < src[i].frames; f++)
+                memcpy(frames + (size_t)f * slice_len,
+                       r->data + (size_t)src[i].slice_of_frame[f] * slice_len,
+                       slice_len * sizeof *frames);
+            pixels = frames;
+        }
+        if (dh_dicom_uid_random(uid) != DH_OK) {
+            st = dh_ctx_fail(ctx, DH_ERR_INTERNAL, "%s: cannot prepare the file", path);
             free(path);
-            st = dh_ctx_fail(ctx, frames ? DH_ERR_INTERNAL : DH_ERR_NO_MEMORY,
-                             "%s: cannot prepare the file", path);
             goto fail;
         }
-        for (uint32_t f = 0; f < src[i].frames; f++)
-            memcpy(frames + (size_t)f * slice_len,
-                   r->data + (size_t)src[i].slice_of_frame[f] * slice_len,
-                   slice_len * sizeof *frames);
         dh_dicom_derive req = {
             .source_path = src[i].path,
             .output_path = path,
@@ -123,7 +133,7 @@ dh_status dh_equalized_write_dicom(dh_ctx *ctx, const dh_volume *v, const dh_equ
             .columns = v->columns,
             .frames = src[i].frames,
             .bits_stored = r->output_bits,
-            .pixels = frames,
+            .pixels = pixels,
             .derivation_description = r->description,
             .series_suffix = op,
         };

@@ -493,6 +493,43 @@ static void free_list(file_list *list)
     free(list->items);
 }
 
+/* The series a file joins: its SeriesInstanceUID when it is a single-frame image that has one;
+ * NULL for a file read on its own (multi-frame, no UID) or not read at all. */
+static const char *series_key(const input_file *f)
+{
+    return f->meta && f->meta->frames == 1 && f->meta->series_uid[0] ? f->meta->series_uid
+                                                                        : NULL;
+}
+
+static int by_series_then_order(const void *a, const void *b)
+{
+    const input_file *fa = *(const input_file *const *)a, *fb = *(const input_file *const *)b;
+    int c = strcmp(series_key(fa), series_key(fb));
+    return c ? c : (fa > fb) - (fa < fb);
+}
+
+/* leader[i]: the first file (in list order) of file i's series, i itself for a file on its own.
+ * One sort by (UID, position) rather than comparing each file with every series so far, which
+ * for an archive of N one-file series is N^2 / 2 comparisons of long, common-prefix UIDs. */
+static int find_leaders(const file_list *list, size_t *leader)
+{
+    const input_file **keyed = malloc((list->count ? list->count : 1) * sizeof *keyed);
+    if (!keyed)
+        return -1;
+    size_t n = 0;
+    for (size_t i = 0; i < list->count; i++) {
+        leader[i] = i;
+        if (series_key(&list->items[i]))
+            keyed[n++] = &list->items[i];
+    }
+    qsort(keyed, n, sizeof *keyed, by_series_then_order);
+    for (size_t k = 1; k < n; k++)
+        if (strcmp(series_key(keyed[k]), series_key(keyed[k - 1])) == 0)
+            leader[keyed[k] - list->items] = leader[keyed[k - 1] - list->items];
+    free(keyed);
+    return 0;
+}
+
 dh_status dh_volume_set_load(dh_ctx *ctx, const char *const *paths, size_t count,
                              dh_volume_set **out)
 {
@@ -509,6 +546,7 @@ dh_status dh_volume_set_load(dh_ctx *ctx, const char *const *paths, size_t count
     file_list list = {0};
     group *groups = NULL;
     size_t group_count = 0, group_cap = 0;
+    size_t *leader = NULL, *group_of = NULL;
     if (!set)
         goto oom;
 
@@ -535,20 +573,26 @@ dh_status dh_volume_set_load(dh_ctx *ctx, const char *const *paths, size_t count
             f->meta = NULL;
             if (add_failure(set, f->path, st, "%s: %s", f->path, msg) != 0)
                 goto oom;
-            continue;
         }
-        const char *uid = f->meta->frames == 1 && f->meta->series_uid[0] ? f->meta->series_uid
-                                                                          : NULL;
-        group *g = NULL;
-        for (size_t k = 0; uid && k < group_count && !g; k++)
-            if (groups[k].series_uid && strcmp(groups[k].series_uid, uid) == 0)
-                g = &groups[k];
-        if (!g) {
+    }
+    leader = malloc((list.count ? list.count : 1) * sizeof *leader);
+    group_of = malloc((list.count ? list.count : 1) * sizeof *group_of);
+    if (!leader || !group_of || find_leaders(&list, leader) != 0)
+        goto oom;
+    for (size_t i = 0; i < list.count; i++) {
+        input_file *f = &list.items[i];
+        if (!f->meta)
+            continue;
+        group *g;
+        if (leader[i] == i) {
             if (grow((void **)&groups, &group_cap, group_count + 1, sizeof *groups) != 0)
                 goto oom;
+            group_of[i] = group_count;
             g = &groups[group_count++];
             memset(g, 0, sizeof *g);
-            g->series_uid = uid;
+            g->series_uid = series_key(f);
+        } else {
+            g = &groups[group_of[leader[i]]];
         }
         if (grow((void **)&g->files, &g->cap, g->count + 1, sizeof *g->files) != 0)
             goto oom;
@@ -566,6 +610,8 @@ dh_status dh_volume_set_load(dh_ctx *ctx, const char *const *paths, size_t count
     for (size_t k = 0; k < group_count; k++)
         free(groups[k].files);
     free(groups);
+    free(leader);
+    free(group_of);
     free_list(&list);
     dh_ctx_clear(ctx);
     *out = set;
@@ -575,6 +621,8 @@ oom:
     for (size_t k = 0; k < group_count; k++)
         free(groups[k].files);
     free(groups);
+    free(leader);
+    free(group_of);
     free_list(&list);
     dh_volume_set_free(set);
     return dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "out of memory while loading %zu path(s)", count);
