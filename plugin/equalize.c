@@ -521,7 +521,7 @@ const char *dh_eq_basename(const char *path)
     return b;
 }
 
-char *dh_eq_output_folder(const char *dir, const dh_volume *v, size_t source_count)
+static char *output_folder(const char *dir, const dh_volume *v, size_t source_count)
 {
     if (source_count <= 1)
         return dh_strdup(dir);
@@ -539,7 +539,7 @@ char *dh_eq_output_folder(const char *dir, const dh_volume *v, size_t source_cou
     return out;
 }
 
-int dh_eq_make_folder(const char *path)
+static int make_folder(const char *path)
 {
     char *p = dh_strdup(path);
     if (!p)
@@ -557,4 +557,27 @@ int dh_eq_make_folder(const char *path)
     int rc = mkdir(p, 0755) != 0 && errno != EEXIST ? -1 : 0;
     free(p);
     return rc;
+}
+
+dh_status dh_eq_output_open(dh_ctx *ctx, const dh_volume *v, const char *dir,
+                            dh_eq_source **sources, size_t *count, char **folder)
+{
+    *folder = NULL;
+    dh_status st = dh_eq_sources(ctx, v, sources, count);
+    if (st != DH_OK)
+        return st;
+    *folder = output_folder(dir, v, *count);
+    if (!*folder)
+        st = dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "out of memory");
+    else if (make_folder(*folder) != 0)
+        st = dh_ctx_fail(ctx, DH_ERR_IO, "%s: cannot create the folder: %s", *folder,
+                         strerror(errno));
+    if (st != DH_OK) {
+        free(*folder);
+        *folder = NULL;
+        dh_eq_sources_free(*sources, *count);
+        *sources = NULL;
+        *count = 0;
+    }
+    return st;
 }

@@ -23,12 +23,11 @@ typedef struct dh_eq_source {
 dh_status dh_eq_sources(dh_ctx *ctx, const dh_volume *v, dh_eq_source **out, size_t *count);
 void dh_eq_sources_free(dh_eq_source *sources, size_t count);
 
-/* The output folder of a volume under dir: dir itself for one source file, else
- * dir/<name of the series' folder>. Returns a new string or NULL (out of memory). */
-char *dh_eq_output_folder(const char *dir, const dh_volume *v, size_t source_count);
-
-/* Creates a folder and its missing parents (mode 0755); 0, or -1 with errno. */
-int dh_eq_make_folder(const char *path);
+/* What both writers (DICOM and PNG) start with: the volume's sources (dh_eq_sources) and their
+ * output folder under dir, created with its missing parents (mode 0755): dir itself for one
+ * source file, else dir/<name of the series' folder>. On failure nothing is left to free. */
+dh_status dh_eq_output_open(dh_ctx *ctx, const dh_volume *v, const char *dir,
+                            dh_eq_source **sources, size_t *count, char **folder);
 
 /* The last component of a path (a pointer into it). */
 const char *dh_eq_basename(const char *path);

@@ -5,7 +5,6 @@
  * written are removed when a later one fails, so a series is written whole or not at all.
  */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,22 +62,17 @@ dh_status dh_equalized_write_dicom(dh_ctx *ctx, const dh_volume *v, const dh_equ
                            v->path, r->output_bits);
     dh_eq_source *src = NULL;
     size_t count = 0;
-    dh_status st = dh_eq_sources(ctx, v, &src, &count);
+    char *folder = NULL;
+    dh_status st = dh_eq_output_open(ctx, v, output_dir, &src, &count, &folder);
     if (st != DH_OK)
         return st;
-    char *folder = dh_eq_output_folder(output_dir, v, count);
     dh_derived_series *s = calloc(1, sizeof *s);
     uint16_t *frames = NULL;
     char msg[DH_DICOM_MSG_LEN];
-    if (!folder || !s || !(s->files = calloc(count, sizeof(char *))) ||
+    if (!s || !(s->files = calloc(count, sizeof(char *))) ||
         !(s->sop_uids = calloc(count, sizeof(char *))) ||
         !(s->sources = calloc(count, sizeof(char *)))) {
         st = dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "out of memory");
-        goto fail;
-    }
-    if (dh_eq_make_folder(folder) != 0) {
-        st = dh_ctx_fail(ctx, DH_ERR_IO, "%s: cannot create the folder: %s", folder,
-                         strerror(errno));
         goto fail;
     }
     if (dh_dicom_uid_random(s->series_uid) != DH_OK) {

@@ -86,19 +86,14 @@ dh_status dh_equalized_write_png(dh_ctx *ctx, const dh_volume *v, const dh_equal
                            v->path);
     dh_eq_source *src = NULL;
     size_t count = 0;
-    dh_status st = dh_eq_sources(ctx, v, &src, &count);
+    char *folder = NULL;
+    dh_status st = dh_eq_output_open(ctx, v, dir, &src, &count, &folder);
     if (st != DH_OK)
         return st;
-    char *folder = dh_eq_output_folder(dir, v, count);
     size_t slice_len = (size_t)v->rows * v->columns;
     uint8_t *pixels = malloc(slice_len);
-    if (!folder || !pixels) {
+    if (!pixels) {
         st = dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "out of memory");
-        goto done;
-    }
-    if (dh_eq_make_folder(folder) != 0) {
-        st = dh_ctx_fail(ctx, DH_ERR_IO, "%s: cannot create the folder: %s", folder,
-                         strerror(errno));
         goto done;
     }
     uint32_t top = r->output_bits >= 16 ? 65535u : (1u << r->output_bits) - 1;
