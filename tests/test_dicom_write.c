@@ -18,28 +18,15 @@
 #include <string.h>
 #include <unistd.h>
 
-static char dir[256];
+static char *dir; /* the current test's folder, under the build folder */
 
-static void make_dir(void)
-{
-    snprintf(dir, sizeof dir, "%s/test_dicom_write.XXXXXX", DH_BUILD_DIR);
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-}
+static void make_dir(void) { dir = dh_test_temp_dir(DH_BUILD_DIR "/test_dicom_write"); }
 
 static void remove_dir(void)
 {
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    struct dirent *e;
-    char path[512];
-    while ((e = readdir(d)))
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-            unlink(path);
-        }
-    closedir(d);
-    rmdir(dir);
+    dh_test_remove_tree(dir);
+    free(dir);
+    dir = NULL;
 }
 
 static size_t entries(void)

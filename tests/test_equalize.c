@@ -29,20 +29,6 @@ static uint64_t file_hash(const char *path)
     return h;
 }
 
-static char *temp_dir(void)
-{
-    char *t = strdup("/tmp/dh_eq_test_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(t));
-    return t;
-}
-
-static void remove_tree(const char *dir)
-{
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    ck_assert_int_eq(system(cmd), 0);
-}
-
 /* Expected output of equalization over the whole range for samples [begin, end) of a volume. */
 static void check_formula(const dh_volume *v, const uint16_t *out, size_t begin, size_t end,
                           uint32_t levels)
@@ -130,7 +116,7 @@ START_TEST(real_xray_volume_mode_is_the_formula_and_valid_dicom)
     ck_assert_uint_eq(r->output_bits, dh_volume_bits_stored(v));
     check_formula(v, r->data, 0, dh_volume_sample_count(v), 1u << r->output_bits);
 
-    char *dir = temp_dir();
+    char *dir = dh_test_temp_dir("/tmp/dh_eq_test");
     dh_derived_series *s = NULL;
     ck_assert_int_eq(dh_equalized_write_dicom(ctx, v, r, dir, &s), DH_OK);
     ck_assert_uint_eq(s->file_count, 1);
@@ -172,7 +158,7 @@ START_TEST(real_xray_volume_mode_is_the_formula_and_valid_dicom)
 
     ck_assert_uint_eq(file_hash(src), before);
     dh_derived_series_free(s);
-    remove_tree(dir);
+    dh_test_remove_tree(dir);
     free(dir);
     dh_equalized_free(r);
     dh_volume_free(v);
@@ -206,7 +192,7 @@ START_TEST(ct_series_slice_mode_one_derived_series)
     size_t slice_len = (size_t)dh_volume_rows(v) * dh_volume_columns(v);
     for (uint32_t z = 0; z < 5; z++)
         check_formula(v, r->data, z * slice_len, (z + 1) * slice_len, 1u << r->output_bits);
-    char *dir = temp_dir();
+    char *dir = dh_test_temp_dir("/tmp/dh_eq_test");
     dh_derived_series *s = NULL;
     ck_assert_int_eq(dh_equalized_write_dicom(ctx, v, r, dir, &s), DH_OK);
     ck_assert_uint_eq(s->file_count, 5);
@@ -233,7 +219,7 @@ START_TEST(ct_series_slice_mode_one_derived_series)
     for (uint32_t z = 0; z < 5; z++)
         ck_assert_uint_eq(file_hash(dh_volume_slice_source(v, z)), hashes[z]);
     dh_derived_series_free(s);
-    remove_tree(dir);
+    dh_test_remove_tree(dir);
     free(dir);
     dh_equalized_free(r);
     dh_volume_set_free(set);

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 /* The compiled-in folder, or $DH_SHARED_DICOM at run time: a build carried to another machine
@@ -110,6 +111,23 @@ void dh_test_assert_close(double got, double want, double tol, const char *what)
 {
     double scale = fabs(want) > 1e-300 ? fabs(want) : 1;
     ck_assert_msg(fabs(got - want) <= tol * scale, "%s: %.17g, reference %.17g", what, got, want);
+}
+
+char *dh_test_temp_dir(const char *prefix)
+{
+    size_t n = strlen(prefix) + 8;
+    char *dir = malloc(n);
+    ck_assert_ptr_nonnull(dir);
+    snprintf(dir, n, "%s.XXXXXX", prefix);
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    return dir;
+}
+
+void dh_test_remove_tree(const char *dir)
+{
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
 }
 
 int dh_test_have_tool(const char *name)

@@ -42,6 +42,12 @@ double dh_test_reference_scores(const uint32_t *joint, uint32_t bf, uint32_t bm,
 /* Asserts |got - want| <= tol * |want| (tol absolute where want is 0); `what` names the value. */
 void dh_test_assert_close(double got, double want, double tol, const char *what);
 
+/* A fresh folder made from `prefix` + ".XXXXXX" (asserted); free() the returned path. */
+char *dh_test_temp_dir(const char *prefix);
+
+/* Removes a folder and everything in it (asserted). */
+void dh_test_remove_tree(const char *dir);
+
 /* 1 when a command-line tool (DCMTK's, say) is on the PATH. */
 int dh_test_have_tool(const char *name);
 

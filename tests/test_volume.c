@@ -22,14 +22,6 @@ static char *shared_copy(const char *relative)
     return strdup(dh_test_shared(relative));
 }
 
-/* A fresh temporary folder. */
-static char *temp_dir(void)
-{
-    char *dir = strdup("/tmp/dh_test_volume_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    return dir;
-}
-
 static void run(const char *fmt, ...)
 {
     char cmd[4096];
@@ -199,7 +191,7 @@ START_TEST(test_directory_with_bad_file)
 {
     if (!dh_test_have_shared())
         return;
-    char *dir = temp_dir();
+    char *dir = dh_test_temp_dir("/tmp/dh_test_volume");
     run("mkdir -p %s/sub && cp %s/*.dcm %s/sub/", dir, dh_test_shared("series/ct5n"), dir);
     run("cp %s %s/sub/zz_truncated.dcm", dh_test_shared("malformed/pydicom_MR_truncated.dcm"),
         dir);
@@ -227,7 +219,7 @@ START_TEST(test_directory_with_bad_file)
     ck_assert_uint_eq(dh_volume_set_failure_count(set), 2);
     dh_volume_set_free(set);
     ck_assert_int_eq(dh_volume_set_load(ctx, two, 0, &set), DH_ERR_INVALID_ARGUMENT);
-    run("rm -rf %s", dir);
+    dh_test_remove_tree(dir);
     free(dir);
     dh_ctx_free(ctx);
 }
@@ -243,7 +235,7 @@ START_TEST(test_mismatch)
     static const char *edits[] = {"(0028,0101)=12", "(0028,0103)=0",
                                   "(0028,1053)=2"}; /* bits stored, signedness, rescale */
     for (int e = 0; e < 3; e++) {
-        char *dir = temp_dir();
+        char *dir = dh_test_temp_dir("/tmp/dh_test_volume");
         run("cp %s/*.dcm %s/", dh_test_shared("series/ct5n"), dir);
         run("dcmodify -nb -m '%s' %s/2693.dcm > /dev/null", edits[e], dir);
         dh_ctx *ctx = dh_ctx_create();
@@ -257,7 +249,7 @@ START_TEST(test_mismatch)
         ck_assert_msg(strstr(msg, "2693.dcm") && strstr(msg, "2062.dcm"), "message: %s", msg);
         dh_volume_set_free(set);
         dh_ctx_free(ctx);
-        run("rm -rf %s", dir);
+        dh_test_remove_tree(dir);
         free(dir);
     }
 }
@@ -268,7 +260,7 @@ START_TEST(test_repeated_instance)
 {
     if (!dh_test_have_shared())
         return;
-    char *dir = temp_dir();
+    char *dir = dh_test_temp_dir("/tmp/dh_test_volume");
     run("cp %s/*.dcm %s/ && cp %s/2062.dcm %s/copy_of_2062.dcm", dh_test_shared("series/ct5n"),
         dir, dh_test_shared("series/ct5n"), dir);
     dh_ctx *ctx = dh_ctx_create();
@@ -282,7 +274,7 @@ START_TEST(test_repeated_instance)
     ck_assert_ptr_nonnull(strstr(dh_volume_warning(v, 0), "copy_of_2062.dcm"));
     dh_volume_set_free(set);
     dh_ctx_free(ctx);
-    run("rm -rf %s", dir);
+    dh_test_remove_tree(dir);
     free(dir);
 }
 END_TEST
@@ -294,7 +286,7 @@ START_TEST(test_modality_lut_is_reported)
         return;
     if (system("dcmodify --version > /dev/null 2>&1") != 0)
         return; /* DCMTK's tools absent: nothing to make the file with */
-    char *dir = temp_dir();
+    char *dir = dh_test_temp_dir("/tmp/dh_test_volume");
     run("cp %s %s/mlut.dcm", dh_test_shared("pydicom_CT_small.dcm"), dir);
     run("dcmodify -nb -i '(0028,3000)[0].(0028,3006)=0' %s/mlut.dcm > /dev/null", dir);
     char path[4200];
@@ -310,7 +302,7 @@ START_TEST(test_modality_lut_is_reported)
     ck_assert_uint_eq(dh_volume_warning_count(v), 0);
     dh_volume_free(v);
     dh_ctx_free(ctx);
-    run("rm -rf %s", dir);
+    dh_test_remove_tree(dir);
     free(dir);
 }
 END_TEST
