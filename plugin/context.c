@@ -75,6 +75,21 @@ int dh_cuda_available(void)
 #endif
 }
 
+dh_status dh_ctx_use_cuda(dh_ctx *ctx, dh_device requested, const char *who, int *use_cuda)
+{
+    const int usable = dh_cuda_available();
+    *use_cuda = requested == DH_DEVICE_CUDA || (requested == DH_DEVICE_AUTO && usable);
+    if (*use_cuda && !usable)
+        return dh_ctx_fail(ctx, DH_ERR_NO_DEVICE, "%s: CUDA requested, but %s", who,
+#ifdef DH_HAVE_CUDA
+                           "no usable CUDA device is present"
+#else
+                           "this build of dicomhist has no CUDA support"
+#endif
+        );
+    return DH_OK;
+}
+
 dh_status dh_ctx_fail(dh_ctx *ctx, dh_status status, const char *fmt, ...)
 {
     if (ctx) {

@@ -30,6 +30,11 @@ dh_status dh_ctx_fail(dh_ctx *ctx, dh_status status, const char *fmt, ...)
 #endif
     ;
 
+/* The device decision every operation makes: the GPU when asked for, or under AUTO when one is
+ * usable (dh_cuda_available); asked for where none can run, DH_ERR_NO_DEVICE with a message
+ * starting with `who`. Sets *use_cuda. */
+dh_status dh_ctx_use_cuda(dh_ctx *ctx, dh_device requested, const char *who, int *use_cuda);
+
 /* Clears the message at the start of a call that then succeeds. */
 void dh_ctx_clear(dh_ctx *ctx);
 

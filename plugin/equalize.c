@@ -362,16 +362,9 @@ dh_status dh_equalize(dh_ctx *ctx, const dh_volume *v, const dh_equalize_params 
     dh_status st = check_params(ctx, v, params);
     if (st != DH_OK)
         return st;
-    int use_cuda = params->device == DH_DEVICE_CUDA;
-#ifdef DH_HAVE_CUDA
-    if (params->device == DH_DEVICE_AUTO)
-        use_cuda = dh_cuda_usable();
-    if (use_cuda && !dh_cuda_usable())
-        return dh_ctx_fail(ctx, DH_ERR_NO_DEVICE, "no usable CUDA device");
-#else
-    if (use_cuda)
-        return dh_ctx_fail(ctx, DH_ERR_NO_DEVICE, "this build of dicomhist has no CUDA");
-#endif
+    int use_cuda;
+    if ((st = dh_ctx_use_cuda(ctx, params->device, "equalize", &use_cuda)) != DH_OK)
+        return st;
 
     eq_job j = {0};
     j.v = v;

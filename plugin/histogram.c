@@ -276,11 +276,12 @@ static dh_status run_device(dh_ctx *ctx, const dh_volume *v, dh_device device, i
                             const dh_bin_map *map, uint64_t *raw, dh_device *used)
 {
     size_t slice_len = (size_t)v->rows * v->columns;
+    int use_cuda;
+    dh_status st = dh_ctx_use_cuda(ctx, device, "histogram", &use_cuda);
+    if (st != DH_OK)
+        return st;
 #ifdef DH_HAVE_CUDA
-    if (device == DH_DEVICE_CUDA || (device == DH_DEVICE_AUTO && dh_cuda_usable())) {
-        if (device == DH_DEVICE_CUDA && !dh_cuda_usable())
-            return dh_ctx_fail(ctx, DH_ERR_NO_DEVICE,
-                               "CUDA requested, but no usable CUDA device is present");
+    if (use_cuda) {
         /* The context's GPU resources (streams, pinned staging) are reused between calls; with
          * no context (or no memory for one) a per-call state does the same work. */
         char msg[512] = "";
@@ -296,10 +297,6 @@ static dh_status run_device(dh_ctx *ctx, const dh_volume *v, dh_device device, i
         *used = DH_DEVICE_CUDA;
         return DH_OK;
     }
-#else
-    if (device == DH_DEVICE_CUDA)
-        return dh_ctx_fail(ctx, DH_ERR_NO_DEVICE,
-                           "CUDA requested, but this build of dicomhist has no CUDA support");
 #endif
     if (dh_hist_cpu(v->data, v->is_signed, slice_len, v->slices, per_slice, map,
                     ctx ? ctx->threads : 0, raw) != 0)

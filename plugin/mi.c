@@ -86,17 +86,10 @@ dh_status dh_mi_fixed_create(dh_ctx *ctx, const void *fixed, int is_signed, size
     if (st != DH_OK)
         return st;
 
-    dh_device device = p->device;
-    if (device == DH_DEVICE_AUTO)
-        device = dh_cuda_available() ? DH_DEVICE_CUDA : DH_DEVICE_CPU;
-    if (device == DH_DEVICE_CUDA && !dh_cuda_available())
-        return dh_ctx_fail(ctx, DH_ERR_NO_DEVICE,
-#ifdef DH_HAVE_CUDA
-                           "mi: the GPU was asked for but no usable CUDA device is present"
-#else
-                           "mi: the GPU was asked for but this build has no CUDA"
-#endif
-        );
+    int use_cuda;
+    if ((st = dh_ctx_use_cuda(ctx, p->device, "mi", &use_cuda)) != DH_OK)
+        return st;
+    const dh_device device = use_cuda ? DH_DEVICE_CUDA : DH_DEVICE_CPU;
 
     dh_mi_fixed *f = calloc(1, sizeof *f);
     if (!f)
