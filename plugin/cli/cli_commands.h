@@ -14,6 +14,7 @@
 #include "cli_args.h"
 #include "cli_output.h"
 #include "dicomhist.h"
+#include "report_records.h"
 
 typedef struct cli_command {
     const char *name;
@@ -47,14 +48,10 @@ dh_volume_set *cli_load_inputs(dh_ctx *ctx, const char *const *paths, size_t cou
 /* A command's work on the loaded volumes: one record per volume through `out` (text) or `json`
  * (cl->json), each input that fails reported with cli_report_failure. Returns the exit status. */
 typedef int (*cli_volumes_fn)(void *state, const cli_command_line *cl, dh_ctx *ctx,
-                              const dh_volume_set *set, cli_sink *out, cli_json *json);
+                              const dh_volume_set *set, report_sink *out, report_json *json);
 
 /* Opens the context, loads cl's paths, hands the volumes to `work` and flushes stdout. Returns
  * the exit status: work's, made 1 when an input could not be read or stdout not written. */
 int cli_run_on_volumes(const cli_command_line *cl, cli_volumes_fn work, void *state);
-
-/* Modality value of the volume's stored minimum and maximum, in ascending order (a negative
- * slope swaps them). */
-void cli_modality_range(const dh_volume *v, double *lo, double *hi);
 
 #endif /* DH_CLI_COMMANDS_H */

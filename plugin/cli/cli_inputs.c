@@ -61,8 +61,8 @@ int cli_run_on_volumes(const cli_command_line *cl, cli_volumes_fn work, void *st
     dh_volume_set *set = cli_load_inputs(ctx, cl->paths, cl->path_count, &failed);
     status = CLI_EXIT_OK;
     if (set) {
-        cli_json json;
-        cli_json_init(&json, cli_stdout_sink());
+        report_json json;
+        report_json_init(&json, cli_stdout_sink());
         status = work(state, cl, ctx, set, cli_stdout_sink(), &json);
     }
     if (cli_stdout_finish() != 0 && status == CLI_EXIT_OK)
@@ -72,13 +72,4 @@ int cli_run_on_volumes(const cli_command_line *cl, cli_volumes_fn work, void *st
     dh_volume_set_free(set);
     dh_ctx_free(ctx);
     return status;
-}
-
-void cli_modality_range(const dh_volume *v, double *lo, double *hi) {
-    int32_t smin = 0, smax = 0;
-    dh_volume_stored_range(v, &smin, &smax);
-    double slope = dh_volume_rescale_slope(v), intercept = dh_volume_rescale_intercept(v);
-    double a = slope * smin + intercept, b = slope * smax + intercept;
-    *lo = a < b ? a : b;
-    *hi = a < b ? b : a;
 }

@@ -180,72 +180,72 @@ static const char *window_source_name(dh_window_source w) {
     }
 }
 
-static void report_json(cli_json *j, const dh_volume *v, const eq_options *o,
+static void eq_record_json(report_json *j, const dh_volume *v, const eq_options *o,
                         const dh_equalized *r, const dh_derived_series *s) {
     const dh_equalize_params *p = &o->params;
-    cli_json_begin_object(j);
-    cli_json_key(j, "path");
-    cli_json_string(j, dh_volume_path(v));
-    cli_json_key(j, "operation");
-    cli_json_string(j, p->operation == DH_EQ_EQUALIZE ? "equalize" : "window");
-    cli_json_key(j, "mode");
-    cli_json_string(j, p->per_slice ? "slice" : "volume");
-    cli_json_key(j, "window");
-    cli_json_string(j, window_source_name(p->window));
+    report_json_begin_object(j);
+    report_json_key(j, "path");
+    report_json_string(j, dh_volume_path(v));
+    report_json_key(j, "operation");
+    report_json_string(j, p->operation == DH_EQ_EQUALIZE ? "equalize" : "window");
+    report_json_key(j, "mode");
+    report_json_string(j, p->per_slice ? "slice" : "volume");
+    report_json_key(j, "window");
+    report_json_string(j, window_source_name(p->window));
     if (p->window == DH_WINDOW_PERCENTILE) {
-        cli_json_key(j, "percentile");
-        cli_json_double(j, p->percentile);
+        report_json_key(j, "percentile");
+        report_json_double(j, p->percentile);
     }
     if (p->operation == DH_EQ_WINDOW_LEVEL) {
-        cli_json_key(j, "function");
-        cli_json_string(j, p->voi == DH_VOI_LINEAR         ? "LINEAR"
+        report_json_key(j, "function");
+        report_json_string(j, p->voi == DH_VOI_LINEAR         ? "LINEAR"
                            : p->voi == DH_VOI_LINEAR_EXACT ? "LINEAR_EXACT"
                                                            : "SIGMOID");
     } else {
-        cli_json_key(j, "clip_limit");
-        cli_json_double(j, p->clip_limit);
+        report_json_key(j, "clip_limit");
+        report_json_double(j, p->clip_limit);
     }
     /* The window actually used, per table (one in volume mode). */
-    cli_json_key(j, "windows");
-    cli_json_begin_array(j);
+    report_json_key(j, "windows");
+    report_json_begin_array(j);
     for (uint32_t t = 0; t < r->table_count; t++) {
-        cli_json_begin_object(j);
-        cli_json_key(j, "lo");
-        cli_json_double(j, r->window_lo[t]);
-        cli_json_key(j, "hi");
-        cli_json_double(j, r->window_hi[t]);
+        report_json_begin_object(j);
+        report_json_key(j, "lo");
+        report_json_double(j, r->window_lo[t]);
+        report_json_key(j, "hi");
+        report_json_double(j, r->window_hi[t]);
         if (p->operation == DH_EQ_WINDOW_LEVEL) {
-            cli_json_key(j, "center");
-            cli_json_double(j, r->center[t]);
-            cli_json_key(j, "width");
-            cli_json_double(j, r->width[t]);
+            report_json_key(j, "center");
+            report_json_double(j, r->center[t]);
+            report_json_key(j, "width");
+            report_json_double(j, r->width[t]);
         }
-        cli_json_end_object(j);
+        report_json_end_object(j);
     }
-    cli_json_end_array(j);
-    cli_json_key(j, "bits");
-    cli_json_u64(j, r->output_bits);
-    cli_json_key(j, "device");
-    cli_json_string(j, r->device_used == DH_DEVICE_CUDA ? "cuda" : "cpu");
-    cli_json_key(j, "derivation");
-    cli_json_string(j, r->description);
-    cli_json_key(j, "series_uid");
-    cli_json_string(j, s->series_uid);
-    cli_json_key(j, "outputs");
-    cli_json_begin_array(j);
+    report_json_end_array(j);
+    report_json_key(j, "bits");
+    report_json_u64(j, r->output_bits);
+    report_json_key(j, "device");
+    report_json_string(j, r->device_used == DH_DEVICE_CUDA ? "cuda" : "cpu");
+    report_json_key(j, "derivation");
+    report_json_string(j, r->description);
+    report_json_key(j, "series_uid");
+    report_json_string(j, s->series_uid);
+    report_json_key(j, "outputs");
+    report_json_begin_array(j);
     for (size_t i = 0; i < s->file_count; i++)
-        cli_json_string(j, s->files[i]);
-    cli_json_end_array(j);
+        report_json_string(j, s->files[i]);
+    report_json_end_array(j);
     if (o->png) {
-        cli_json_key(j, "png");
-        cli_json_string(j, o->png);
+        report_json_key(j, "png");
+        report_json_string(j, o->png);
     }
-    cli_json_end_object(j);
-    cli_json_end_line(j);
+    report_json_end_object(j);
+    report_json_end_line(j);
 }
 
 static int eq_volumes(void *state, const cli_command_line *cl, dh_ctx *ctx,
-                      const dh_volume_set *set, cli_sink *out, cli_json *json) {
+                      const dh_volume_set *set, report_sink *out, report_json *json) {
     const eq_options *o = state;
     int status = CLI_EXIT_OK;
     for (size_t i = 0; i < dh_volume_set_count(set); i++) {
@@ -258,13 +258,13 @@ static int eq_volumes(void *state, const cli_command_line *cl, dh_ctx *ctx,
             cli_report_failure(dh_volume_path(v), dh_ctx_error(ctx));
             status = CLI_EXIT_INPUT;
         } else if (cl->json) {
-            report_json(json, v, o, r, s);
+            eq_record_json(json, v, o, r, s);
         } else {
-            cli_sink_printf(out, "%s: %zu file%s in series %s (%s)\n", dh_volume_path(v),
+            report_sink_printf(out, "%s: %zu file%s in series %s (%s)\n", dh_volume_path(v),
                             s->file_count, s->file_count == 1 ? "" : "s", s->series_uid,
                             r->description);
             for (size_t k = 0; k < s->file_count; k++)
-                cli_sink_printf(out, "  %s\n", s->files[k]);
+                report_sink_printf(out, "  %s\n", s->files[k]);
         }
         dh_equalized_free(r);
         dh_derived_series_free(s);

@@ -2,7 +2,7 @@
  * cmd_histogram.c: `dicomhist histogram`, the histogram of each volume (and of each of its
  * slices with --per-slice). JSON lines with --json; for people a summary (range, min/max,
  * percentiles) and a sparkline; --output FILE.csv writes bin edges and counts atomically.
- * Everything large is streamed through a cli_sink, never built as one string.
+ * Everything large is streamed through a report_sink, never built as one string.
  */
 #include <errno.h>
 #include <math.h>
@@ -58,58 +58,6 @@ typedef struct hist_options {
     const char *output;
 } hist_options;
 
-static const char *units_name(dh_units u) { return u == DH_UNITS_MODALITY ? "modality" : "stored"; }
-
-/* ------------------------------------------------------------------ JSON */
-
-static void json_counts(cli_json *j, const uint64_t *counts, uint32_t bins) {
-    cli_json_begin_array(j);
-    for (uint32_t i = 0; i < bins; i++)
-        cli_json_u64(j, counts[i]);
-    cli_json_end_array(j);
-}
-
-static void histogram_json(cli_json *j, const dh_volume *v, const dh_histogram *h) {
-    cli_json_begin_object(j);
-    cli_json_key(j, "path"), cli_json_string(j, dh_volume_path(v));
-    cli_json_key(j, "units"), cli_json_string(j, units_name(h->units));
-    cli_json_key(j, "bins"), cli_json_u64(j, h->bins);
-    cli_json_key(j, "range");
-    cli_json_begin_array(j);
-    cli_json_double(j, h->lo);
-    cli_json_double(j, h->hi);
-    cli_json_end_array(j);
-    cli_json_key(j, "total"), cli_json_u64(j, h->total);
-    cli_json_key(j, "underflow"), cli_json_u64(j, h->underflow);
-    cli_json_key(j, "overflow"), cli_json_u64(j, h->overflow);
-    cli_json_key(j, "counts"), json_counts(j, h->counts, h->bins);
-    if (h->slices > 0) {
-        cli_json_key(j, "slices");
-        cli_json_begin_array(j);
-        for (uint32_t s = 0; s < h->slices; s++) {
-            double xyz[3];
-            cli_json_begin_object(j);
-            cli_json_key(j, "index"), cli_json_u64(j, s);
-            cli_json_key(j, "source"), cli_json_string(j, dh_volume_slice_source(v, s));
-            cli_json_key(j, "frame"), cli_json_u64(j, dh_volume_slice_frame(v, s));
-            cli_json_key(j, "position");
-            if (dh_volume_slice_position(v, s, xyz))
-                cli_json_double(j, dh_volume_slice_location(v, s));
-            else
-                cli_json_null(j);
-            cli_json_key(j, "total"), cli_json_u64(j, h->slice_total[s]);
-            cli_json_key(j, "underflow"), cli_json_u64(j, h->slice_underflow[s]);
-            cli_json_key(j, "overflow"), cli_json_u64(j, h->slice_overflow[s]);
-            cli_json_key(j, "counts");
-            json_counts(j, h->slice_counts + (size_t)s * h->bins, h->bins);
-            cli_json_end_object(j);
-        }
-        cli_json_end_array(j);
-    }
-    cli_json_end_object(j);
-    cli_json_end_line(j);
-}
-
 /* ------------------------------------------------------------------ text for people */
 
 /* The nearest-rank p-th percentile as text: the left edge of the bin holding it, or "<LO" /
@@ -140,7 +88,7 @@ static void percentile_text(const dh_histogram *h, const uint64_t *counts, uint6
 
 /* Draws counts[first..last] in `width` columns, each the sum of its share of the bins, height on
  * a log scale so that a small tissue peak still shows beside the air peak of a CT. */
-static void sparkline(cli_sink *s, const uint64_t *counts, uint32_t first, uint32_t last,
+static void sparkline(report_sink *s, const uint64_t *counts, uint32_t first, uint32_t last,
                       uint32_t width, int utf8) {
     static const char *const blocks[8] = {"\u2581", "\u2582", "\u2583", "\u2584",
                                           "\u2585", "\u2586", "\u2587", "\u2588"};
@@ -163,7 +111,7 @@ static void sparkline(cli_sink *s, const uint64_t *counts, uint32_t first, uint3
     }
     for (uint32_t c = 0; c < width; c++) {
         if (column_sum[c] == 0) {
-            cli_sink_char(s, ' ');
+            report_sink_char(s, ' ');
             continue;
         }
         int level = max > 1 ? (int)(7.0 * log((double)column_sum[c]) / log((double)max) + 0.5) : 7;
@@ -172,9 +120,9 @@ static void sparkline(cli_sink *s, const uint64_t *counts, uint32_t first, uint3
         if (level > 7)
             level = 7;
         if (utf8)
-            cli_sink_puts(s, blocks[level]);
+            report_sink_puts(s, blocks[level]);
         else
-            cli_sink_char(s, ascii[level]);
+            report_sink_char(s, ascii[level]);
     }
 }
 
@@ -193,13 +141,13 @@ static int occupied_bins(const uint64_t *counts, uint32_t bins, uint32_t *first,
     return 1;
 }
 
-static void histogram_text(cli_sink *s, const dh_volume *v, const dh_histogram *h, int first_volume,
+static void histogram_text(report_sink *s, const dh_volume *v, const dh_histogram *h, int first_volume,
                            int utf8) {
     static const double percentiles[] = {1, 5, 50, 95, 99};
     char text[64];
     double vmin, vmax;
     if (h->units == DH_UNITS_MODALITY) {
-        cli_modality_range(v, &vmin, &vmax);
+        report_modality_range(v, &vmin, &vmax);
     } else {
         int32_t smin = 0, smax = 0;
         dh_volume_stored_range(v, &smin, &smax);
@@ -207,35 +155,35 @@ static void histogram_text(cli_sink *s, const dh_volume *v, const dh_histogram *
         vmax = smax;
     }
     if (!first_volume)
-        cli_sink_char(s, '\n');
-    cli_sink_printf(s, "%s\n", dh_volume_path(v));
-    cli_sink_printf(s, "  %-12s %u bins over [%.10g, %.10g), %s units%s\n", "histogram",
-                    (unsigned)h->bins, h->lo, h->hi, units_name(h->units),
+        report_sink_char(s, '\n');
+    report_sink_printf(s, "%s\n", dh_volume_path(v));
+    report_sink_printf(s, "  %-12s %u bins over [%.10g, %.10g), %s units%s\n", "histogram",
+                    (unsigned)h->bins, h->lo, h->hi, report_units_name(h->units),
                     h->device_used == DH_DEVICE_CUDA ? ", on the GPU" : "");
-    cli_sink_printf(s, "  %-12s %llu values, %llu below the range, %llu at or above it\n", "total",
+    report_sink_printf(s, "  %-12s %llu values, %llu below the range, %llu at or above it\n", "total",
                     (unsigned long long)h->total, (unsigned long long)h->underflow,
                     (unsigned long long)h->overflow);
-    cli_sink_printf(s, "  %-12s %.10g .. %.10g\n", "min .. max", vmin, vmax);
-    cli_sink_printf(s, "  %-12s", "percentiles");
+    report_sink_printf(s, "  %-12s %.10g .. %.10g\n", "min .. max", vmin, vmax);
+    report_sink_printf(s, "  %-12s", "percentiles");
     for (size_t i = 0; i < sizeof percentiles / sizeof percentiles[0]; i++) {
         percentile_text(h, h->counts, h->underflow, h->total, percentiles[i], text, sizeof text);
-        cli_sink_printf(s, " p%g %s", percentiles[i], text);
+        report_sink_printf(s, " p%g %s", percentiles[i], text);
     }
-    cli_sink_char(s, '\n');
+    report_sink_char(s, '\n');
 
     uint32_t first = 0, last = 0;
     int occupied = occupied_bins(h->counts, h->bins, &first, &last);
     if (!occupied) {
-        cli_sink_printf(s, "  %-12s (every value is outside the range)\n", "shape");
+        report_sink_printf(s, "  %-12s (every value is outside the range)\n", "shape");
     } else {
-        cli_sink_printf(s, "  %-12s ", "shape");
+        report_sink_printf(s, "  %-12s ", "shape");
         sparkline(s, h->counts, first, last, 64, utf8);
-        cli_sink_printf(s, "\n  %-12s %.6g .. %.6g (occupied bins)\n", "", dh_histogram_edge(h, first),
+        report_sink_printf(s, "\n  %-12s %.6g .. %.6g (occupied bins)\n", "", dh_histogram_edge(h, first),
                         dh_histogram_edge(h, last + 1));
     }
     if (h->slices == 0)
         return;
-    cli_sink_printf(s, "  %5s %12s %10s %10s  %s\n", "slice", "position", "total", "p50",
+    report_sink_printf(s, "  %5s %12s %10s %10s  %s\n", "slice", "position", "total", "p50",
                     "shape");
     for (uint32_t k = 0; k < h->slices; k++) {
         const uint64_t *counts = h->slice_counts + (size_t)k * h->bins;
@@ -246,50 +194,50 @@ static void histogram_text(cli_sink *s, const dh_volume *v, const dh_histogram *
         else
             snprintf(position, sizeof position, "-");
         percentile_text(h, counts, h->slice_underflow[k], h->slice_total[k], 50, text, sizeof text);
-        cli_sink_printf(s, "  %5u %12s %10llu %10s  ", (unsigned)k, position,
+        report_sink_printf(s, "  %5u %12s %10llu %10s  ", (unsigned)k, position,
                         (unsigned long long)h->slice_total[k], text);
         if (occupied) /* the volume's span, so that slices line up with each other */
             sparkline(s, counts, first, last, 32, utf8);
-        cli_sink_char(s, '\n');
+        report_sink_char(s, '\n');
     }
 }
 
 /* ------------------------------------------------------------------ CSV */
 
-static void csv_row(cli_sink *s, double lo, double hi, uint64_t count, const dh_histogram *h,
+static void csv_row(report_sink *s, double lo, double hi, uint64_t count, const dh_histogram *h,
                     const uint64_t *slice_values, size_t stride) {
-    cli_sink_double(s, lo);
-    cli_sink_char(s, ',');
-    cli_sink_double(s, hi);
-    cli_sink_char(s, ',');
-    cli_sink_u64(s, count);
+    report_sink_double(s, lo);
+    report_sink_char(s, ',');
+    report_sink_double(s, hi);
+    report_sink_char(s, ',');
+    report_sink_u64(s, count);
     for (uint32_t k = 0; k < h->slices; k++) {
-        cli_sink_char(s, ',');
-        cli_sink_u64(s, slice_values[(size_t)k * stride]);
+        report_sink_char(s, ',');
+        report_sink_u64(s, slice_values[(size_t)k * stride]);
     }
-    cli_sink_char(s, '\n');
+    report_sink_char(s, '\n');
 }
 
 /* Writes the CSV under a temporary name and renames it into place only when complete. */
 static int write_csv(const char *path, const dh_histogram *h) {
-    static cli_sink sink;
+    static report_sink sink;
     cli_atomic_file f;
     if (cli_atomic_open(&f, path) != 0) {
         fprintf(stderr, "dicomhist: %s: cannot create: %s\n", path, strerror(errno));
         return -1;
     }
-    cli_sink_init(&sink, f.file);
-    cli_sink_puts(&sink, "bin_lo,bin_hi,count");
+    report_sink_init(&sink, f.file);
+    report_sink_puts(&sink, "bin_lo,bin_hi,count");
     for (uint32_t k = 0; k < h->slices; k++)
-        cli_sink_printf(&sink, ",slice_%u", (unsigned)k);
-    cli_sink_char(&sink, '\n');
+        report_sink_printf(&sink, ",slice_%u", (unsigned)k);
+    report_sink_char(&sink, '\n');
     csv_row(&sink, -INFINITY, h->lo, h->underflow, h, h->slice_underflow, 1);
     for (uint32_t i = 0; i < h->bins; i++) {
         csv_row(&sink, dh_histogram_edge(h, i), dh_histogram_edge(h, i + 1), h->counts[i], h,
                 h->slice_counts ? h->slice_counts + i : NULL, h->bins);
     }
     csv_row(&sink, h->hi, INFINITY, h->overflow, h, h->slice_overflow, 1);
-    if (cli_sink_flush(&sink) != 0 || cli_atomic_commit(&f) != 0) {
+    if (report_sink_flush(&sink) != 0 || cli_atomic_commit(&f) != 0) {
         int err = sink.failed ? sink.error : errno ? errno : EIO;
         cli_atomic_abort(&f);
         fprintf(stderr, "dicomhist: %s: cannot write: %s\n", path, strerror(err));
@@ -346,7 +294,7 @@ static int read_histogram_option(void *state, const char *cmd, int id, const cha
 }
 
 static int histogram_volumes(void *state, const cli_command_line *cl, dh_ctx *ctx,
-                             const dh_volume_set *set, cli_sink *out, cli_json *json) {
+                             const dh_volume_set *set, report_sink *out, report_json *json) {
     const hist_options *o = state;
     int status = CLI_EXIT_OK, utf8 = cli_locale_is_utf8();
     size_t count = dh_volume_set_count(set);
@@ -362,7 +310,7 @@ static int histogram_volumes(void *state, const cli_command_line *cl, dh_ctx *ct
             continue;
         }
         if (cl->json)
-            histogram_json(json, v, h);
+            report_histogram_record(json, v, h, NULL), report_json_end_line(json);
         else
             histogram_text(out, v, h, i == 0, utf8);
         if (o->output && write_csv(o->output, h) != 0)

@@ -29,10 +29,6 @@ static void info_help(FILE *out) {
             "2 usage error.\n");
 }
 
-static const char *photometric_name(dh_photometric p) {
-    return p == DH_MONOCHROME1 ? "MONOCHROME1" : "MONOCHROME2";
-}
-
 /* Names of the transfer syntaxes one meets in X-ray and CT, for people only (JSON keeps the UID). */
 static const char *transfer_syntax_name(const char *uid) {
     static const struct {
@@ -59,83 +55,50 @@ static const char *transfer_syntax_name(const char *uid) {
     return NULL;
 }
 
-static void info_json(cli_json *j, const dh_volume *v) {
+static void info_text(report_sink *s, const dh_volume *v, int first) {
     int32_t smin = 0, smax = 0;
     double mmin, mmax;
     dh_volume_stored_range(v, &smin, &smax);
-    cli_modality_range(v, &mmin, &mmax);
-    cli_json_begin_object(j);
-    cli_json_key(j, "path"), cli_json_string(j, dh_volume_path(v));
-    cli_json_key(j, "series_uid"), cli_json_string(j, dh_volume_series_uid(v));
-    cli_json_key(j, "modality"), cli_json_string(j, dh_volume_modality(v));
-    cli_json_key(j, "rows"), cli_json_u64(j, dh_volume_rows(v));
-    cli_json_key(j, "columns"), cli_json_u64(j, dh_volume_columns(v));
-    cli_json_key(j, "slices"), cli_json_u64(j, dh_volume_slices(v));
-    cli_json_key(j, "bits_allocated"), cli_json_u64(j, dh_volume_bits_allocated(v));
-    cli_json_key(j, "bits_stored"), cli_json_u64(j, dh_volume_bits_stored(v));
-    cli_json_key(j, "signed"), cli_json_bool(j, dh_volume_is_signed(v));
-    cli_json_key(j, "photometric"), cli_json_string(j, photometric_name(dh_volume_photometric(v)));
-    cli_json_key(j, "rescale_slope"), cli_json_double(j, dh_volume_rescale_slope(v));
-    cli_json_key(j, "rescale_intercept"), cli_json_double(j, dh_volume_rescale_intercept(v));
-    cli_json_key(j, "transfer_syntax"), cli_json_string(j, dh_volume_transfer_syntax(v));
-    cli_json_key(j, "stored_min"), cli_json_i64(j, smin);
-    cli_json_key(j, "stored_max"), cli_json_i64(j, smax);
-    cli_json_key(j, "modality_min"), cli_json_double(j, mmin);
-    cli_json_key(j, "modality_max"), cli_json_double(j, mmax);
-    cli_json_key(j, "spacing"), cli_json_double(j, dh_volume_spacing(v));
-    cli_json_key(j, "warnings");
-    cli_json_begin_array(j);
-    for (size_t i = 0; i < dh_volume_warning_count(v); i++)
-        cli_json_string(j, dh_volume_warning(v, i));
-    cli_json_end_array(j);
-    cli_json_end_object(j);
-    cli_json_end_line(j);
-}
-
-static void info_text(cli_sink *s, const dh_volume *v, int first) {
-    int32_t smin = 0, smax = 0;
-    double mmin, mmax;
-    dh_volume_stored_range(v, &smin, &smax);
-    cli_modality_range(v, &mmin, &mmax);
+    report_modality_range(v, &mmin, &mmax);
     const char *syntax = dh_volume_transfer_syntax(v);
     const char *syntax_name = transfer_syntax_name(syntax);
     const char *modality = dh_volume_modality(v);
 
     if (!first)
-        cli_sink_char(s, '\n');
-    cli_sink_printf(s, "%s\n", dh_volume_path(v));
-    cli_sink_printf(s, "  %-16s %s\n", "modality", *modality ? modality : "-");
-    cli_sink_printf(s, "  %-16s %s\n", "series", *dh_volume_series_uid(v) ? dh_volume_series_uid(v) : "-");
-    cli_sink_printf(s, "  %-16s %u x %u x %u (columns x rows x slices)\n", "size",
+        report_sink_char(s, '\n');
+    report_sink_printf(s, "%s\n", dh_volume_path(v));
+    report_sink_printf(s, "  %-16s %s\n", "modality", *modality ? modality : "-");
+    report_sink_printf(s, "  %-16s %s\n", "series", *dh_volume_series_uid(v) ? dh_volume_series_uid(v) : "-");
+    report_sink_printf(s, "  %-16s %u x %u x %u (columns x rows x slices)\n", "size",
                     (unsigned)dh_volume_columns(v), (unsigned)dh_volume_rows(v),
                     (unsigned)dh_volume_slices(v));
-    cli_sink_printf(s, "  %-16s %u of %u bits, %s, %s\n", "pixels",
+    report_sink_printf(s, "  %-16s %u of %u bits, %s, %s\n", "pixels",
                     (unsigned)dh_volume_bits_stored(v), (unsigned)dh_volume_bits_allocated(v),
                     dh_volume_is_signed(v) ? "signed" : "unsigned",
-                    photometric_name(dh_volume_photometric(v)));
-    cli_sink_printf(s, "  %-16s %.10g x stored %c %.10g\n", "rescale", dh_volume_rescale_slope(v),
+                    report_photometric_name(dh_volume_photometric(v)));
+    report_sink_printf(s, "  %-16s %.10g x stored %c %.10g\n", "rescale", dh_volume_rescale_slope(v),
                     dh_volume_rescale_intercept(v) < 0 ? '-' : '+',
                     dh_volume_rescale_intercept(v) < 0 ? -dh_volume_rescale_intercept(v)
                                                        : dh_volume_rescale_intercept(v));
     if (syntax_name)
-        cli_sink_printf(s, "  %-16s %s (%s)\n", "transfer syntax", syntax_name, syntax);
+        report_sink_printf(s, "  %-16s %s (%s)\n", "transfer syntax", syntax_name, syntax);
     else
-        cli_sink_printf(s, "  %-16s %s\n", "transfer syntax", *syntax ? syntax : "-");
-    cli_sink_printf(s, "  %-16s %ld .. %ld\n", "stored values", (long)smin, (long)smax);
-    cli_sink_printf(s, "  %-16s %.10g .. %.10g\n", "modality values", mmin, mmax);
+        report_sink_printf(s, "  %-16s %s\n", "transfer syntax", *syntax ? syntax : "-");
+    report_sink_printf(s, "  %-16s %ld .. %ld\n", "stored values", (long)smin, (long)smax);
+    report_sink_printf(s, "  %-16s %.10g .. %.10g\n", "modality values", mmin, mmax);
     if (dh_volume_slices(v) > 1)
-        cli_sink_printf(s, "  %-16s %.6g mm\n", "spacing", dh_volume_spacing(v));
+        report_sink_printf(s, "  %-16s %.6g mm\n", "spacing", dh_volume_spacing(v));
     for (size_t i = 0; i < dh_volume_warning_count(v); i++)
-        cli_sink_printf(s, "  %-16s %s\n", "warning", dh_volume_warning(v, i));
+        report_sink_printf(s, "  %-16s %s\n", "warning", dh_volume_warning(v, i));
 }
 
 static int info_volumes(void *state, const cli_command_line *cl, dh_ctx *ctx,
-                        const dh_volume_set *set, cli_sink *out, cli_json *json) {
+                        const dh_volume_set *set, report_sink *out, report_json *json) {
     (void)state, (void)ctx;
     for (size_t i = 0; i < dh_volume_set_count(set); i++) {
         const dh_volume *v = dh_volume_set_volume(set, i);
         if (cl->json)
-            info_json(json, v);
+            report_info_record(json, v, NULL), report_json_end_line(json);
         else
             info_text(out, v, i == 0);
     }

@@ -154,57 +154,15 @@ static void shape_text(const dh_volume *v, char *out, size_t size) {
              (unsigned)dh_volume_slices(v));
 }
 
-static const char *status_name(uint32_t status) {
-    if (status & DH_MI_EMPTY)
-        return "empty";
-    if (status & DH_MI_ZERO_JOINT_ENTROPY)
-        return "zero_joint_entropy";
-    return "ok";
-}
-
-static void record_json(cli_json *j, const char *fixed, const char *moving,
-                        const dh_mi_fixed_info *info, int log2, const dh_mi_scores *s) {
-    cli_json_begin_object(j);
-    cli_json_key(j, "fixed"), cli_json_string(j, fixed);
-    cli_json_key(j, "moving"), cli_json_string(j, moving);
-    cli_json_key(j, "bins");
-    cli_json_begin_array(j);
-    cli_json_u64(j, info->bins_fixed);
-    cli_json_u64(j, info->bins_moving);
-    cli_json_end_array(j);
-    cli_json_key(j, "unit"), cli_json_string(j, log2 ? "bits" : "nats");
-    cli_json_key(j, "mi"), cli_json_double(j, s->mi);
-    cli_json_key(j, "nmi"), cli_json_double(j, s->nmi);
-    cli_json_key(j, "ecc"), cli_json_double(j, s->ecc);
-    cli_json_key(j, "h_fixed"), cli_json_double(j, s->h_fixed);
-    cli_json_key(j, "h_moving"), cli_json_double(j, s->h_moving);
-    cli_json_key(j, "h_joint"), cli_json_double(j, s->h_joint);
-    cli_json_key(j, "n"), cli_json_u64(j, s->n);
-    cli_json_key(j, "range_fixed");
-    cli_json_begin_array(j);
-    cli_json_i64(j, info->fixed_lo);
-    cli_json_i64(j, info->fixed_hi);
-    cli_json_end_array(j);
-    cli_json_key(j, "range_moving");
-    cli_json_begin_array(j);
-    cli_json_i64(j, s->moving_lo);
-    cli_json_i64(j, s->moving_hi);
-    cli_json_end_array(j);
-    cli_json_key(j, "device"), cli_json_string(j, info->device == DH_DEVICE_CUDA ? "cuda" : "cpu");
-    cli_json_key(j, "status"), cli_json_string(j, status_name(s->status));
-    cli_json_end_object(j);
-    cli_json_end_line(j);
-}
-
-static void record_text(cli_sink *sink, const char *moving, int log2, const dh_mi_scores *s) {
+static void record_text(report_sink *sink, const char *moving, int log2, const dh_mi_scores *s) {
     const char *unit = log2 ? "bits" : "nats";
-    cli_sink_printf(sink, "%s\n  MI %.6g %s  NMI %.6g  ECC %.6g  H(F) %.6g  H(M) %.6g  "
+    report_sink_printf(sink, "%s\n  MI %.6g %s  NMI %.6g  ECC %.6g  H(F) %.6g  H(M) %.6g  "
                           "H(F,M) %.6g  n %llu  moving range %d:%d",
                     moving, s->mi, unit, s->nmi, s->ecc, s->h_fixed, s->h_moving, s->h_joint,
                     (unsigned long long)s->n, (int)s->moving_lo, (int)s->moving_hi);
     if (s->status)
-        cli_sink_printf(sink, "  (%s)", status_name(s->status));
-    cli_sink_char(sink, '\n');
+        report_sink_printf(sink, "  (%s)", report_mi_status_name(s->status));
+    report_sink_char(sink, '\n');
 }
 
 /* The mask as bytes: 1 where the mask volume's stored value is non-zero. */
@@ -226,9 +184,9 @@ static int score_moving(const cli_command_line *cl, const mi_options *o, dh_ctx 
     dh_mi_fixed_get_info(prepared, &info);
     char fixed_shape[64], shape[64];
     shape_text(fixed, fixed_shape, sizeof fixed_shape);
-    cli_sink *out = cli_stdout_sink();
-    cli_json j;
-    cli_json_init(&j, out);
+    report_sink *out = cli_stdout_sink();
+    report_json j;
+    report_json_init(&j, out);
     int status = CLI_EXIT_OK;
     for (size_t i = 1; i < cl->path_count; i++) {
         const char *path = cl->paths[i];
@@ -251,7 +209,9 @@ static int score_moving(const cli_command_line *cl, const mi_options *o, dh_ctx 
             cli_report_failure(path, dh_ctx_error(ctx));
             status = CLI_EXIT_INPUT;
         } else if (cl->json) {
-            record_json(&j, dh_volume_path(fixed), dh_volume_path(v), &info, o->params.log2, &s);
+            report_mi_record(&j, dh_volume_path(fixed), dh_volume_path(v), &info, o->params.log2,
+                             &s);
+            report_json_end_line(&j);
         } else {
             record_text(out, dh_volume_path(v), o->params.log2, &s);
         }
