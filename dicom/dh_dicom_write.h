@@ -44,6 +44,9 @@ dh_status dh_dicom_uid_random(char uid[DH_DICOM_UID_LEN]);
  * when the result would exceed 64 characters (seed and index both below 10^6 always fit). */
 dh_status dh_dicom_uid_seeded(char uid[DH_DICOM_UID_LEN], uint32_t seed, uint32_t index);
 
+/* 1 when uid is 1..64 characters, each a digit or a dot; else 0. */
+int dh_dicom_uid_valid(const char *uid);
+
 /* Transfer syntaxes the writer can produce (every one of them lossless). */
 typedef enum dh_dicom_syntax {
     DH_DICOM_EXPLICIT_LE = 0,    /* 1.2.840.10008.1.2.1 */

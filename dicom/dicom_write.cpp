@@ -116,15 +116,7 @@ OFCondition put(DcmDataset *ds, const DcmTagKey &key, const char *value, bool ty
     return EC_Normal;
 }
 
-bool valid_uid(const char *uid)
-{
-    if (!uid || !*uid || strlen(uid) > 64)
-        return false;
-    for (const char *c = uid; *c; ++c)
-        if (!((*c >= '0' && *c <= '9') || *c == '.'))
-            return false;
-    return true;
-}
+bool valid_uid(const char *uid) { return dh_dicom_uid_valid(uid) != 0; }
 
 /* Checks the pixel format of an image description before anything is built from it. */
 dh_status check_image(const dh_dicom_write_image *im, char *msg, size_t msg_len)
@@ -414,6 +406,16 @@ dh_status save(dh_dicom_dataset *dataset, const char *path, dh_dicom_syntax synt
 } // namespace
 
 extern "C" {
+
+int dh_dicom_uid_valid(const char *uid)
+{
+    if (!uid || !*uid || strlen(uid) > 64)
+        return 0;
+    for (const char *c = uid; *c; ++c)
+        if (!((*c >= '0' && *c <= '9') || *c == '.'))
+            return 0;
+    return 1;
+}
 
 dh_status dh_dicom_uid_random(char uid[DH_DICOM_UID_LEN])
 {

@@ -45,12 +45,60 @@ static int is_input(const char *path, const dh_eq_source *sources, size_t count)
     return 0;
 }
 
+void dh_derive_params_init(dh_derive_params *p)
+{
+    if (!p)
+        return;
+    memset(p, 0, sizeof *p);
+    p->struct_size = sizeof *p;
+}
+
+/* The SOPInstanceUID of the file derived from source: the caller's, checked, or a random one. */
+static dh_status instance_uid(dh_ctx *ctx, const dh_derive_params *p, const char *source,
+                              char uid[DH_DICOM_UID_LEN])
+{
+    if (!p->instance_uid)
+        return dh_dicom_uid_random(uid) == DH_OK
+                   ? DH_OK
+                   : dh_ctx_fail(ctx, DH_ERR_INTERNAL, "no random source for UIDs");
+    uid[0] = '\0';
+    if (p->instance_uid(p->user, source, uid) != 0)
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
+                           "%s: the caller gave no SOPInstanceUID for its derived file", source);
+    uid[DH_DICOM_UID_LEN - 1] = '\0';
+    if (!dh_dicom_uid_valid(uid))
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
+                           "%s: SOPInstanceUID \"%s\" given for its derived file is not a valid "
+                           "UID (1 to 64 digits and dots)", source, uid);
+    return DH_OK;
+}
+
 dh_status dh_equalized_write_dicom(dh_ctx *ctx, const dh_volume *v, const dh_equalized *r,
                                    const char *output_dir, dh_derived_series **out)
+{
+    return dh_equalized_write_dicom_with(ctx, v, r, output_dir, NULL, out);
+}
+
+dh_status dh_equalized_write_dicom_with(dh_ctx *ctx, const dh_volume *v, const dh_equalized *r,
+                                        const char *output_dir, const dh_derive_params *params,
+                                        dh_derived_series **out)
 {
     if (!ctx || !v || !r || !output_dir || !*output_dir || !out)
         return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "dh_equalized_write_dicom: NULL argument");
     *out = NULL;
+    dh_derive_params defaults;
+    dh_derive_params_init(&defaults);
+    if (!params)
+        params = &defaults;
+    if (params->struct_size != sizeof *params)
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
+                           "dh_equalized_write_dicom: dh_derive_params.struct_size is %u, not %zu "
+                           "(use dh_derive_params_init)", (unsigned)params->struct_size,
+                           sizeof *params);
+    if (params->series_uid && !dh_dicom_uid_valid(params->series_uid))
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
+                           "%s: the derived SeriesInstanceUID \"%.80s\" is not a valid UID (1 to "
+                           "64 digits and dots)", v->path, params->series_uid);
     if (r->rows != v->rows || r->columns != v->columns || r->slices != v->slices)
         return dh_ctx_fail(ctx, DH_ERR_MISMATCH, "%s: the result does not belong to this volume",
                            v->path);
@@ -75,7 +123,9 @@ dh_status dh_equalized_write_dicom(dh_ctx *ctx, const dh_volume *v, const dh_equ
         st = dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "out of memory");
         goto fail;
     }
-    if (dh_dicom_uid_random(s->series_uid) != DH_OK) {
+    if (params->series_uid) {
+        snprintf(s->series_uid, sizeof s->series_uid, "%s", params->series_uid);
+    } else if (dh_dicom_uid_random(s->series_uid) != DH_OK) {
         st = dh_ctx_fail(ctx, DH_ERR_INTERNAL, "no random source for UIDs");
         goto fail;
     }
@@ -113,8 +163,7 @@ dh_status dh_equalized_write_dicom(dh_ctx *ctx, const dh_volume *v, const dh_equ
                        slice_len * sizeof *frames);
             pixels = frames;
         }
-        if (dh_dicom_uid_random(uid) != DH_OK) {
-            st = dh_ctx_fail(ctx, DH_ERR_INTERNAL, "%s: cannot prepare the file", path);
+        if ((st = instance_uid(ctx, params, src[i].path, uid)) != DH_OK) {
             free(path);
             goto fail;
         }

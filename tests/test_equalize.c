@@ -317,6 +317,81 @@ START_TEST(constant_volume_gives_zero)
 }
 END_TEST
 
+/* Caller-chosen UIDs: one per source, derived from the source's name here; a bad UID from the
+ * caller fails the call before any file is written. */
+static int uid_from_source(void *user, const char *source, char uid[65])
+{
+    int *calls = user;
+    const char *base = strrchr(source, '/');
+    unsigned n = 0;
+    for (const char *c = base ? base + 1 : source; *c; c++)
+        n = n * 31 + (unsigned char)*c;
+    snprintf(uid, 65, "1.2.826.0.1.3680043.10.1.%u.%d", n % 1000000u, ++*calls);
+    return 0;
+}
+
+static int bad_uid(void *user, const char *source, char uid[65])
+{
+    (void)user, (void)source;
+    snprintf(uid, 65, "1.2.x");
+    return 0;
+}
+
+START_TEST(caller_given_uids_are_written)
+{
+    const char *d = dh_test_shared("series/ct5n");
+    if (!d)
+        return;
+    char *src = strdup(d);
+    dh_ctx *ctx = dh_ctx_create();
+    dh_volume_set *set = NULL;
+    const char *paths[] = {src};
+    ck_assert_int_eq(dh_volume_set_load(ctx, paths, 1, &set), DH_OK);
+    const dh_volume *v = dh_volume_set_volume(set, 0);
+    dh_equalize_params p;
+    dh_equalize_params_init(&p);
+    p.device = DH_DEVICE_CPU;
+    dh_equalized *r = NULL;
+    ck_assert_int_eq(dh_equalize(ctx, v, &p, &r), DH_OK);
+    char *dir = dh_test_temp_dir("/tmp/dh_eq_test");
+    int calls = 0;
+    dh_derive_params dp;
+    dh_derive_params_init(&dp);
+    dp.series_uid = "1.2.826.0.1.3680043.10.1.999";
+    dp.instance_uid = bad_uid;
+    dh_derived_series *s = NULL;
+    ck_assert_int_eq(dh_equalized_write_dicom_with(ctx, v, r, dir, &dp, &s), DH_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_null(s);
+    ck_assert_ptr_nonnull(strstr(dh_ctx_error(ctx), "1.2.x"));
+    dp.instance_uid = uid_from_source;
+    dp.user = &calls;
+    ck_assert_int_eq(dh_equalized_write_dicom_with(ctx, v, r, dir, &dp, &s), DH_OK);
+    ck_assert_int_eq(calls, 5);
+    ck_assert_str_eq(s->series_uid, dp.series_uid);
+    for (size_t i = 0; i < s->file_count; i++) {
+        dh_dicom_image *img = NULL;
+        char msg[512], want[65];
+        int k = 0;
+        ck_assert_int_eq(dh_dicom_read_file(s->files[i], 0, &img, msg, sizeof msg), DH_OK);
+        ck_assert_str_eq(img->series_uid, dp.series_uid);
+        ck_assert_str_eq(img->sop_instance_uid, s->sop_uids[i]);
+        /* The UID of this file's source, as the callback computed it on call i + 1. */
+        uid_from_source(&k, s->sources[i], want);
+        ck_assert_int_eq(strncmp(img->sop_instance_uid, want, strlen(want) - 2), 0);
+        dh_dicom_image_free(img);
+    }
+    dh_derived_series_free(s);
+    dp.series_uid = "not a uid";
+    ck_assert_int_eq(dh_equalized_write_dicom_with(ctx, v, r, dir, &dp, &s), DH_ERR_INVALID_ARGUMENT);
+    dh_test_remove_tree(dir);
+    free(dir);
+    dh_equalized_free(r);
+    dh_volume_set_free(set);
+    dh_ctx_free(ctx);
+    free(src);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("equalize");
@@ -326,6 +401,7 @@ int main(void)
     tcase_add_test(tc, real_xray_volume_mode_is_the_formula_and_valid_dicom);
     tcase_add_test(tc, ct_series_slice_mode_one_derived_series);
     tcase_add_test(tc, window_sources_on_real_files);
+    tcase_add_test(tc, caller_given_uids_are_written);
     suite_add_tcase(s, tc);
     if (!dh_test_have_shared()) {
         /* The real-file cases return early; say so rather than pass silently. */

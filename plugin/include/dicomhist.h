@@ -481,6 +481,31 @@ DH_API dh_status dh_equalized_write_dicom(dh_ctx *ctx, const dh_volume *volume,
                                           dh_derived_series **out);
 DH_API void dh_derived_series_free(dh_derived_series *series);
 
+/* Caller-chosen UIDs for a derived series, for hosts that must be able to write the same
+ * derived series again without duplicating it (a PACS plugin that re-runs after a restart
+ * computes them from the source instances' UIDs and the parameters, so the archive recognises
+ * a repeat). */
+typedef struct dh_derive_params {
+    uint32_t struct_size;   /* sizeof(dh_derive_params), set by dh_derive_params_init */
+    const char *series_uid; /* the derived SeriesInstanceUID; NULL = a new random UID */
+    /* Writes into uid (at most 64 characters and the NUL) the SOPInstanceUID of the file derived
+     * from `source`, one of the volume's slice sources (dh_volume_slice_source); returns 0, or
+     * non-zero to fail the call (DH_ERR_INVALID_ARGUMENT). NULL = new random UIDs. */
+    int (*instance_uid)(void *user, const char *source, char uid[65]);
+    void *user;
+} dh_derive_params;
+
+/* Defaults: random UIDs, as dh_equalized_write_dicom. */
+DH_API void dh_derive_params_init(dh_derive_params *params);
+/* dh_equalized_write_dicom with the UIDs of params (NULL = the defaults). A UID that is not
+ * 1..64 digits and dots is refused (DH_ERR_INVALID_ARGUMENT naming it) before anything is
+ * written. */
+DH_API dh_status dh_equalized_write_dicom_with(dh_ctx *ctx, const dh_volume *volume,
+                                               const dh_equalized *result,
+                                               const char *output_dir,
+                                               const dh_derive_params *params,
+                                               dh_derived_series **out);
+
 /* Writes one 8-bit grayscale PNG per slice into dir (same naming as the DICOM files, ".png",
  * "_fNNNN" before it for frames of multi-frame files): round(v * 255 / (2^output_bits - 1)),
  * inverted for MONOCHROME1 so the picture looks as a viewer shows it. Never replaces a file. */
