@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "dicomhist.h"
+#include "text_values.h"
 
 #define CLI_EXIT_OK 0
 #define CLI_EXIT_INPUT 1 /* some input (or output) failed; the rest was still done */
@@ -87,13 +88,5 @@ int cli_usage_error(const char *command, const char *fmt, ...)
 #endif
     ;
 
-/* A whole decimal integer in [min, max]; returns 0, or -1 when the text is not one. */
-int cli_parse_u32(const char *text, uint32_t min, uint32_t max, uint32_t *out);
-/* A finite decimal number and nothing else (no spaces, no hex, no inf or nan); returns 0 or -1. */
-int cli_parse_double(const char *text, double *out);
-/* "A:B" with two finite numbers (any order); returns 0, or -1 when the text is not that. */
-int cli_parse_pair(const char *text, double *a, double *b);
-/* "LO:HI" with two finite numbers and LO < HI; returns 0, or -1 with a reason in *why. */
-int cli_parse_range(const char *text, double *lo, double *hi, const char **why);
 
 #endif /* DH_CLI_ARGS_H */

@@ -76,24 +76,9 @@ typedef struct eq_options {
 } eq_options;
 
 static int parse_window(const char *cmd, const char *value, dh_equalize_params *p) {
-    if (strcmp(value, "file") == 0) {
-        p->window = DH_WINDOW_FILE;
-    } else if (strcmp(value, "minmax") == 0) {
-        p->window = DH_WINDOW_MINMAX;
-    } else if (strncmp(value, "percentile:", 11) == 0) {
-        if (cli_parse_double(value + 11, &p->percentile) != 0 || p->percentile < 0 ||
-            p->percentile >= 50)
-            return cli_usage_error(cmd, "--window '%s': the percentile must be 0 <= P < 50", value);
-        p->window = DH_WINDOW_PERCENTILE;
-    } else if (!strchr(value, ':')) {
-        return cli_usage_error(cmd, "--window '%s': expected C:W, file, minmax or percentile:P",
-                               value);
-    } else {
-        if (cli_parse_pair(value, &p->center, &p->width) != 0 || p->width < 1)
-            return cli_usage_error(cmd, "--window '%s': expected CENTER:WIDTH with WIDTH >= 1",
-                                   value);
-        p->window = DH_WINDOW_CENTER_WIDTH;
-    }
+    const char *why = NULL;
+    if (text_parse_window(value, p, &why) != 0)
+        return cli_usage_error(cmd, "--window '%s': %s", value, why);
     return -1;
 }
 
@@ -126,16 +111,16 @@ static int read_eq_option(void *state, const char *cmd, int id, const char *valu
         return parse_window(cmd, value, &o->params);
     case OPT_WINDOW_RANGE:
         o->windows++;
-        if (cli_parse_range(value, &o->params.lo, &o->params.hi, &why) != 0)
+        if (text_parse_range(value, &o->params.lo, &o->params.hi, &why) != 0)
             return cli_usage_error(cmd, "--window-range '%s': %s", value, why);
         o->params.window = DH_WINDOW_RANGE;
         return -1;
     case OPT_CLIP:
-        if (cli_parse_double(value, &o->params.clip_limit) != 0 || !(o->params.clip_limit > 0))
+        if (text_parse_double(value, &o->params.clip_limit) != 0 || !(o->params.clip_limit > 0))
             return cli_usage_error(cmd, "--clip-limit '%s': expected a number > 0", value);
         return -1;
     case OPT_BITS:
-        if (cli_parse_u32(value, 8, 16, &o->params.output_bits) != 0 ||
+        if (text_parse_u32(value, 8, 16, &o->params.output_bits) != 0 ||
             (o->params.output_bits != 8 && o->params.output_bits != 12 &&
              o->params.output_bits != 16))
             return cli_usage_error(cmd, "--bits '%s': expected 8, 12 or 16", value);

@@ -263,12 +263,12 @@ static int read_histogram_option(void *state, const char *cmd, int id, const cha
     const char *why;
     switch (id) {
     case OPT_BINS:
-        if (cli_parse_u32(value, 1, 65536, &o->params.bins) != 0)
+        if (text_parse_u32(value, 1, 65536, &o->params.bins) != 0)
             return cli_usage_error(cmd, "--bins '%s': expected a whole number from 1 to 65536",
                                    value);
         return -1;
     case OPT_RANGE:
-        if (cli_parse_range(value, &o->params.lo, &o->params.hi, &why) != 0)
+        if (text_parse_range(value, &o->params.lo, &o->params.hi, &why) != 0)
             return cli_usage_error(cmd, "--range '%s': %s", value, why);
         o->params.has_range = 1;
         return -1;

@@ -67,15 +67,15 @@ static const cli_option mi_options_table[] = {
 static int parse_bins(const char *text, uint32_t *bf, uint32_t *bm) {
     const char *colon = strchr(text, ':');
     if (!colon)
-        return cli_parse_u32(text, DH_MI_MIN_BINS, DH_MI_MAX_BINS, bf) == 0 ? (*bm = *bf, 0) : -1;
+        return text_parse_u32(text, DH_MI_MIN_BINS, DH_MI_MAX_BINS, bf) == 0 ? (*bm = *bf, 0) : -1;
     char first[32];
     size_t len = (size_t)(colon - text);
     if (len == 0 || len >= sizeof first)
         return -1;
     memcpy(first, text, len);
     first[len] = '\0';
-    if (cli_parse_u32(first, DH_MI_MIN_BINS, DH_MI_MAX_BINS, bf) != 0 ||
-        cli_parse_u32(colon + 1, DH_MI_MIN_BINS, DH_MI_MAX_BINS, bm) != 0)
+    if (text_parse_u32(first, DH_MI_MIN_BINS, DH_MI_MAX_BINS, bf) != 0 ||
+        text_parse_u32(colon + 1, DH_MI_MIN_BINS, DH_MI_MAX_BINS, bm) != 0)
         return -1;
     return 0;
 }
@@ -84,7 +84,7 @@ static int parse_bins(const char *text, uint32_t *bf, uint32_t *bm) {
 static int parse_int_range(const char *option, const char *text, int32_t *lo, int32_t *hi) {
     double a, b;
     const char *why = NULL;
-    if (cli_parse_range(text, &a, &b, &why) != 0)
+    if (text_parse_range(text, &a, &b, &why) != 0)
         return cli_usage_error("mi", "--%s '%s': %s", option, text, why);
     if (a != floor(a) || b != floor(b) || a < -32768 || b > 65535 || b - a + 1 > 65536)
         return cli_usage_error("mi", "--%s '%s': expected whole stored values within "

@@ -1,0 +1,26 @@
+/*
+ * text_values.h: values as the hosts read them from text (command-line options, REST query
+ * arguments and JSON strings), parsed strictly and the same way everywhere: whole numbers,
+ * finite decimals, "A:B" pairs and "LO:HI" ranges, and the window specifications of equalize
+ * and window.
+ */
+#ifndef DH_TEXT_VALUES_H
+#define DH_TEXT_VALUES_H
+
+#include <stdint.h>
+
+#include "dicomhist.h"
+
+/* A whole decimal integer in [min, max]; returns 0, or -1 when the text is not one. */
+int text_parse_u32(const char *text, uint32_t min, uint32_t max, uint32_t *out);
+/* A finite decimal number and nothing else (no spaces, no hex, no inf or nan); returns 0 or -1. */
+int text_parse_double(const char *text, double *out);
+/* "A:B" with two finite numbers (any order); returns 0, or -1 when the text is not that. */
+int text_parse_pair(const char *text, double *a, double *b);
+/* "LO:HI" with two finite numbers and LO < HI; returns 0, or -1 with a reason in *why. */
+int text_parse_range(const char *text, double *lo, double *hi, const char **why);
+/* A window: "C:W" (center and width, W >= 1), "file", "minmax" or "percentile:P"
+ * (0 <= P < 50), into p->window and its fields; returns 0, or -1 with a reason in *why. */
+int text_parse_window(const char *text, dh_equalize_params *p, const char **why);
+
+#endif /* DH_TEXT_VALUES_H */
