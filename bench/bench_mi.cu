@@ -142,8 +142,8 @@ static void evaluate(dh_jhist_gpu *g, const uint16_t *d_mov, size_t stride, uint
                      int has_range, dh_mi_values *d_out, cudaStream_t s)
 {
     char msg[512];
-    if (dh_jhist_gpu_evaluate(g, d_mov, 0, stride, count, nullptr, 0, has_range, 0, 4095, 0,
-                              d_out, s, msg, sizeof msg)) {
+    if (dh_jhist_gpu_evaluate(g, d_mov, 0, stride, count, nullptr, 0, nullptr, has_range, 0, 4095,
+                              0, d_out, s, msg, sizeof msg)) {
         fprintf(stderr, "evaluate: %s\n", msg);
         exit(2);
     }

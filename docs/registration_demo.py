@@ -36,7 +36,9 @@ class Params(C.Structure):  # dh_mi_params
                 ("fixed_lo", C.c_int32), ("fixed_hi", C.c_int32),
                 ("has_range_moving", C.c_int32), ("moving_lo", C.c_int32),
                 ("moving_hi", C.c_int32), ("log2", C.c_int32), ("device", C.c_int32),
-                ("max_batch", C.c_uint32)]
+                ("max_batch", C.c_uint32), ("fixed_lo_f32", C.c_float),
+                ("fixed_hi_f32", C.c_float), ("moving_lo_f32", C.c_float),
+                ("moving_hi_f32", C.c_float)]
 
 
 class Scores(C.Structure):  # dh_mi_scores

@@ -11,12 +11,23 @@
  * The fixed image is binned once (dh_jhist_bin_fixed) into one uint16 per pixel: its bin, or
  * DH_JHIST_SKIP for a pixel that can never count. Joint counts are uint32, row-major with the
  * fixed image's bin as the row: joint[f * bins_moving + m].
+ *
+ * Float32 images (DRRs) are binned over a given float range instead (dh_faxis): the same
+ * formula in float32 arithmetic with every step rounded once, so the host and the device give
+ * the same bins; the fixed bins and everything after them are the same as for stored values.
  */
 #ifndef DH_KERNELS_JHIST_H
 #define DH_KERNELS_JHIST_H
 
+#include <float.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* Host float arithmetic must round every float32 step to float32 (SSE, not x87), as the device
+ * does; the float axis below relies on it. */
+#if !defined(__CUDA_ARCH__) && defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD != 0
+#error "dh_faxis_bin needs FLT_EVAL_METHOD 0 (float32 operations rounded to float32)"
+#endif
 
 #ifdef __CUDACC__
 #define DH_JHIST_HD __host__ __device__ static inline
@@ -73,6 +84,42 @@ DH_JHIST_HD uint32_t dh_jaxis_bin_fast(uint32_t bins, int32_t lo, uint32_t width
     return q;
 }
 
+/* The binning of a float32 image over its given range [lo, hi] (finite, lo < hi, and
+ * (hi - lo) * bins finite in float32), B = bins:
+ *   a value counts when lo <= v <= hi (NaN and values outside, infinities included, never do);
+ *   bin(v) = min(B - 1, floor(fl(fl(fl(v - lo) * B) / fl(hi - lo))))
+ * where fl() rounds one float32 operation to nearest-even: a subtraction, a multiplication and a
+ * division, never fused. v = hi falls into the last bin (numpy's closed last bin). For
+ * integer-valued v and ends with (hi - lo) * B < 2^24 every step is exact but the division, whose
+ * rounding cannot cross an integer, so bin(v) = floor((v - lo) * B / (hi - lo)) exactly: the range
+ * [l, h + 1] bins the integers l..h as the integer axis [l, h] does. */
+typedef struct dh_faxis {
+    uint32_t bins; /* 2..256 */
+    float lo, hi;
+    float width; /* fl(hi - lo) */
+} dh_faxis;
+
+/* Returns 0, or -1 when bins is outside 2..256 or the range breaks the rules above. */
+int dh_faxis_init(dh_faxis *axis, uint32_t bins, float lo, float hi);
+
+/* The bin of v, or DH_JHIST_SKIP (the CPU twin and the kernels both call this). */
+DH_JHIST_HD uint32_t dh_faxis_bin(uint32_t bins, float lo, float hi, float width, float v)
+{
+    if (!(v >= lo && v <= hi)) /* false for NaN */
+        return DH_JHIST_SKIP;
+#ifdef __CUDA_ARCH__
+    const float q = __fdiv_rn(__fmul_rn(__fsub_rn(v, lo), (float)bins), width);
+#else
+    /* Three separate float32 operations: nothing to contract into an FMA, and FLT_EVAL_METHOD 0
+     * rounds each to float32 (checked above); the file is also built with -ffp-contract=off. */
+    const float d = v - lo;
+    const float x = d * (float)bins;
+    const float q = x / width;
+#endif
+    const uint32_t b = (uint32_t)q; /* q >= 0: truncation is floor */
+    return b < bins ? b : bins - 1;
+}
+
 /* Sample types: uint16_t data when is_signed is 0, int16_t when 1. */
 
 /* Smallest and largest value over the pixels whose mask byte is non-zero (mask NULL: all).
@@ -92,6 +139,13 @@ size_t dh_jhist_bin_fixed(const void *data, int is_signed, size_t n, const uint8
 size_t dh_jhist_cpu(const uint16_t *fixed_bins, uint32_t bins_fixed, const void *moving,
                     int moving_signed, size_t n, const uint8_t *valid, const dh_jaxis *moving_axis,
                     uint32_t *joint);
+
+/* Float32 images (dh_faxis): the fixed image's bins, and the CPU twin of one moving image. */
+size_t dh_jhist_bin_fixed_f32(const float *data, size_t n, const uint8_t *mask,
+                              const dh_faxis *axis, uint16_t *out, uint64_t *marginal);
+size_t dh_jhist_cpu_f32(const uint16_t *fixed_bins, uint32_t bins_fixed, const float *moving,
+                        size_t n, const uint8_t *valid, const dh_faxis *moving_axis,
+                        uint32_t *joint);
 
 /* The naive double loop from raw samples, written from the definition alone (64-bit division,
  * no prepared image, no shortcuts): the reference tests hold both backends to. */

@@ -5,6 +5,7 @@
  */
 #include "jhist.h"
 
+#include <math.h>
 #include <string.h>
 
 #define SAMPLE(data, is_signed, i) \
@@ -20,6 +21,21 @@ int dh_jaxis_init(dh_jaxis *axis, uint32_t bins, int64_t lo, int64_t hi)
     axis->hi = (int32_t)hi;
     axis->width = (uint32_t)(hi - lo + 1);
     axis->magic = axis->width == 1 ? 0 : (uint32_t)((UINT64_C(1) << 32) / axis->width);
+    return 0;
+}
+
+int dh_faxis_init(dh_faxis *axis, uint32_t bins, float lo, float hi)
+{
+    if (!axis || bins < DH_JHIST_MIN_BINS || bins > DH_JHIST_MAX_BINS || !isfinite(lo) ||
+        !isfinite(hi) || !(lo < hi))
+        return -1;
+    const float width = hi - lo;
+    if (!isfinite(width) || !isfinite(width * (float)bins))
+        return -1;
+    axis->bins = bins;
+    axis->lo = lo;
+    axis->hi = hi;
+    axis->width = width;
     return 0;
 }
 
@@ -43,22 +59,28 @@ size_t dh_jhist_minmax(const void *data, int is_signed, size_t n, const uint8_t 
     return seen;
 }
 
-size_t dh_jhist_bin_fixed(const void *data, int is_signed, size_t n, const uint8_t *mask,
-                          const dh_jaxis *axis, uint16_t *out, uint64_t *marginal)
+/* The marginal and the count of the prepared bins out[n] (DH_JHIST_SKIP left out). */
+static size_t tally_fixed_bins(const uint16_t *out, size_t n, uint32_t bins, uint64_t *marginal)
 {
     size_t counted = 0;
     if (marginal)
-        memset(marginal, 0, axis->bins * sizeof *marginal);
-    for (size_t i = 0; i < n; i++) {
-        uint32_t b = (mask && !mask[i]) ? DH_JHIST_SKIP : dh_jaxis_bin(axis, SAMPLE(data, is_signed, i));
-        out[i] = (uint16_t)b;
-        if (b != DH_JHIST_SKIP) {
+        memset(marginal, 0, bins * sizeof *marginal);
+    for (size_t i = 0; i < n; i++)
+        if (out[i] != DH_JHIST_SKIP) {
             counted++;
             if (marginal)
-                marginal[b]++;
+                marginal[out[i]]++;
         }
-    }
     return counted;
+}
+
+size_t dh_jhist_bin_fixed(const void *data, int is_signed, size_t n, const uint8_t *mask,
+                          const dh_jaxis *axis, uint16_t *out, uint64_t *marginal)
+{
+    for (size_t i = 0; i < n; i++)
+        out[i] = (uint16_t)((mask && !mask[i]) ? DH_JHIST_SKIP
+                                               : dh_jaxis_bin(axis, SAMPLE(data, is_signed, i)));
+    return tally_fixed_bins(out, n, axis->bins, marginal);
 }
 
 size_t dh_jhist_cpu(const uint16_t *fixed_bins, uint32_t bins_fixed, const void *moving,
@@ -76,6 +98,37 @@ size_t dh_jhist_cpu(const uint16_t *fixed_bins, uint32_t bins_fixed, const void 
         if (f == DH_JHIST_SKIP || (valid && !valid[i]))
             continue;
         uint32_t m = dh_jaxis_bin_fast(bm, lo, width, magic, SAMPLE(moving, moving_signed, i));
+        if (m == DH_JHIST_SKIP)
+            continue;
+        joint[f * bm + m]++;
+        counted++;
+    }
+    return counted;
+}
+
+size_t dh_jhist_bin_fixed_f32(const float *data, size_t n, const uint8_t *mask,
+                              const dh_faxis *axis, uint16_t *out, uint64_t *marginal)
+{
+    for (size_t i = 0; i < n; i++)
+        out[i] = (uint16_t)((mask && !mask[i])
+                                ? DH_JHIST_SKIP
+                                : dh_faxis_bin(axis->bins, axis->lo, axis->hi, axis->width, data[i]));
+    return tally_fixed_bins(out, n, axis->bins, marginal);
+}
+
+size_t dh_jhist_cpu_f32(const uint16_t *fixed_bins, uint32_t bins_fixed, const float *moving,
+                        size_t n, const uint8_t *valid, const dh_faxis *moving_axis,
+                        uint32_t *joint)
+{
+    const uint32_t bm = moving_axis->bins;
+    memset(joint, 0, (size_t)bins_fixed * bm * sizeof *joint);
+    size_t counted = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t f = fixed_bins[i];
+        if (f == DH_JHIST_SKIP || (valid && !valid[i]))
+            continue;
+        uint32_t m = dh_faxis_bin(bm, moving_axis->lo, moving_axis->hi, moving_axis->width,
+                                  moving[i]);
         if (m == DH_JHIST_SKIP)
             continue;
         joint[f * bm + m]++;

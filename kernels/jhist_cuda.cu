@@ -84,6 +84,11 @@ struct eval_args {
     uint32_t *joint;    /* K x cells, written */
     dh_mi_values *out;  /* K records */
     uint32_t skip;      /* DH_JHIST_STAGE_* bits left out (bench_mi's stage timing only) */
+    /* float32 moving images (DRRs): image k at moving_f32 + k * stride, binned by dh_faxis_bin
+     * over [flo, fhi]; NULL for stored values. vec then means 16-byte loads of 4 floats. */
+    const float *moving_f32;
+    uint32_t fbins;
+    float flo, fhi, fwidth;
 };
 
 __device__ __forceinline__ int32_t sample(uint32_t raw, int is_signed)
@@ -298,6 +303,76 @@ __device__ uint32_t count_share(cg::cluster_group &cluster, const eval_args &a, 
     return counted;
 }
 
+/* count_share for float32 moving images: 8 pixels per step (one 16-byte load of fixed bins, two
+ * of floats), each binned by dh_faxis_bin exactly as the CPU twin does, runs merged as above. */
+template <bool PACKED>
+__device__ uint32_t count_share_f32(cg::cluster_group &cluster, const eval_args &a,
+                                    const float *img, const uint8_t *val, uint32_t *hist,
+                                    uint32_t *red, size_t part, size_t parts)
+{
+    const uint32_t bm = a.bins_moving;
+    const size_t n = a.n, nv = a.vec ? n >> 3 : 0, step = parts * blockDim.x;
+    uint32_t tiles = 0, counted = 0;
+    for (size_t base = part * blockDim.x; base < nv; base += step) {
+        const size_t u = base + threadIdx.x;
+        if (u < nv) {
+            const uint4 fq = __ldg((const uint4 *)a.fixed_bins + u);
+            const float4 m0 = __ldg((const float4 *)img + 2 * u);
+            const float4 m1 = __ldg((const float4 *)img + 2 * u + 1);
+            const uint64_t ok = val ? __ldg((const unsigned long long *)val + u) : ~0ull;
+            const uint32_t fw[4] = {fq.x, fq.y, fq.z, fq.w};
+            const float mv[8] = {m0.x, m0.y, m0.z, m0.w, m1.x, m1.y, m1.z, m1.w};
+            uint32_t prev = NO_CELL, run = 0;
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                const uint32_t f = (fw[j >> 1] >> ((j & 1) * 16)) & 0xFFFFu;
+                const uint32_t m = dh_faxis_bin(a.fbins, a.flo, a.fhi, a.fwidth, mv[j]);
+                const uint32_t c = f == DH_JHIST_SKIP || !((ok >> (8 * j)) & 0xFFu) ||
+                                           m == DH_JHIST_SKIP
+                                       ? NO_CELL
+                                       : f * bm + m;
+                if (c == prev) {
+                    run++;
+                } else {
+                    if (prev != NO_CELL) {
+                        add_private<PACKED>(hist, prev, run);
+                        counted += run;
+                    }
+                    prev = c;
+                    run = 1;
+                }
+            }
+            if (prev != NO_CELL) {
+                add_private<PACKED>(hist, prev, run);
+                counted += run;
+            }
+        }
+        if (PACKED && ++tiles == PACKED_ROUND_TILES) { /* block-uniform: base is */
+            __syncthreads();
+            flush<PACKED>(cluster, hist, red, a.cells, a.lb_shift, true);
+            __syncthreads();
+            tiles = 0;
+        }
+    }
+    for (size_t base = nv * 8 + part * blockDim.x; base < n; base += step) {
+        const size_t i = base + threadIdx.x;
+        if (i < n && a.fixed_bins[i] != DH_JHIST_SKIP && (!val || val[i])) {
+            const uint32_t m = dh_faxis_bin(a.fbins, a.flo, a.fhi, a.fwidth, img[i]);
+            if (m != DH_JHIST_SKIP) {
+                add_private<PACKED>(hist, a.fixed_bins[i] * bm + m, 1);
+                counted++;
+            }
+        }
+        if (PACKED && ++tiles == PACKED_ROUND_TILES) {
+            __syncthreads();
+            flush<PACKED>(cluster, hist, red, a.cells, a.lb_shift, true);
+            __syncthreads();
+            tiles = 0;
+        }
+    }
+    return counted;
+}
+
 /* The natural cell index of owned slot l of block `rank`. */
 __device__ __forceinline__ uint32_t owned_cell(uint32_t l, uint32_t rank, uint32_t lb_shift)
 {
@@ -408,7 +483,11 @@ template <bool PACKED> __global__ void __launch_bounds__(THREADS, 1) mi_kernel(e
      * cells for it) */
     unsigned long long counted = 0;
     if (!(skip & DH_JHIST_STAGE_COUNT))
-        counted = count_share<PACKED>(cluster, a, img, val, hist, red, b, P, lo, width, magic);
+        counted = a.moving_f32
+                      ? count_share_f32<PACKED>(cluster, a, a.moving_f32 + (size_t)k * a.stride,
+                                                val, hist, red, b, P)
+                      : count_share<PACKED>(cluster, a, img, val, hist, red, b, P, lo, width,
+                                            magic);
     for (int o = 16; o > 0; o >>= 1)
         counted += __shfl_xor_sync(0xFFFFFFFFu, counted, o);
     if ((tid & 31) == 0 && counted)
@@ -803,7 +882,8 @@ extern "C" void dh_jhist_gpu_get_tuning(const dh_jhist_gpu *g, dh_jhist_gpu_tuni
 
 extern "C" int dh_jhist_gpu_evaluate(dh_jhist_gpu *g, const void *d_moving, int is_signed,
                                      size_t stride, uint32_t count, const uint8_t *d_valid,
-                                     size_t valid_stride, int has_range, int32_t lo, int32_t hi,
+                                     size_t valid_stride, const dh_faxis *float_axis,
+                                     int has_range, int32_t lo, int32_t hi,
                                      int log2, dh_mi_values *d_out, void *stream, char *msg,
                                      size_t msg_len)
 {
@@ -840,6 +920,18 @@ extern "C" int dh_jhist_gpu_evaluate(dh_jhist_gpu *g, const void *d_moving, int 
     a.joint = g->d_joint;
     a.out = d_out;
     a.skip = g->skip;
+    if (float_axis) { /* the range is given: no range pass, the record's integer range is 0:0 */
+        a.moving_f32 = (const float *)d_moving;
+        a.fbins = float_axis->bins;
+        a.flo = float_axis->lo;
+        a.fhi = float_axis->hi;
+        a.fwidth = float_axis->width;
+        a.has_range = 1;
+        a.lo = a.hi = 0;
+        a.vec = ((uintptr_t)d_moving % 16 == 0) && (stride % 4 == 0) &&
+                (!d_valid || ((uintptr_t)d_valid % 8 == 0 && valid_stride % 8 == 0));
+        has_range = 1;
+    }
 
     cudaError_t err;
     if (!has_range && g->clusters > 1) {
@@ -869,14 +961,16 @@ extern "C" int dh_jhist_gpu_evaluate(dh_jhist_gpu *g, const void *d_moving, int 
 
 extern "C" int dh_jhist_gpu_evaluate_host(dh_jhist_gpu *g, const void *moving, int is_signed,
                                           size_t stride, uint32_t count, const uint8_t *valid,
-                                          size_t valid_stride, int has_range, int32_t lo,
+                                          size_t valid_stride, const dh_faxis *float_axis,
+                                          int has_range, int32_t lo,
                                           int32_t hi, int log2, dh_mi_values *out, char *msg,
                                           size_t msg_len)
 {
     /* Staging: images back to back with a stride rounded up to 8 samples (16-byte loads), masks
      * after them with a stride rounded up to 8 bytes, records last. */
     const size_t img_stride = (g->n + 7) / 8 * 8, mask_stride = img_stride;
-    size_t img_bytes = (size_t)count * img_stride * sizeof(uint16_t);
+    const size_t sample = float_axis ? sizeof(float) : sizeof(uint16_t);
+    size_t img_bytes = (size_t)count * img_stride * sample;
     size_t mask_bytes = valid ? (size_t)count * mask_stride : 0;
     size_t rec_off = (img_bytes + mask_bytes + 15) / 16 * 16;
     size_t need = rec_off + (size_t)count * sizeof(dh_mi_values);
@@ -890,19 +984,19 @@ extern "C" int dh_jhist_gpu_evaluate_host(dh_jhist_gpu *g, const void *moving, i
         g->stage_bytes = need;
     }
     char *base = (char *)g->d_stage;
-    uint16_t *d_img = (uint16_t *)base;
+    void *d_img = base;
     uint8_t *d_mask = valid ? (uint8_t *)(base + img_bytes) : nullptr;
     dh_mi_values *d_out = (dh_mi_values *)(base + rec_off);
-    if ((err = cudaMemcpy2D(d_img, img_stride * sizeof(uint16_t), moving,
-                            (count > 1 ? stride : g->n) * sizeof(uint16_t),
-                            g->n * sizeof(uint16_t), count, cudaMemcpyHostToDevice)) !=
+    if ((err = cudaMemcpy2D(d_img, img_stride * sample, moving,
+                            (count > 1 ? stride : g->n) * sample, g->n * sample, count,
+                            cudaMemcpyHostToDevice)) !=
         cudaSuccess)
         return dh_cuda_fail(msg, msg_len, "", "copying the moving images", err);
     if (valid && (err = cudaMemcpy2D(d_mask, mask_stride, valid, count > 1 ? valid_stride : g->n,
                                      g->n, count, cudaMemcpyHostToDevice)) != cudaSuccess)
         return dh_cuda_fail(msg, msg_len, "", "copying the validity masks", err);
     if (dh_jhist_gpu_evaluate(g, d_img, is_signed, img_stride, count, d_mask, mask_stride,
-                              has_range, lo, hi, log2, d_out, nullptr, msg, msg_len))
+                              float_axis, has_range, lo, hi, log2, d_out, nullptr, msg, msg_len))
         return -1;
     if ((err = cudaMemcpy(out, d_out, (size_t)count * sizeof(dh_mi_values),
                           cudaMemcpyDeviceToHost)) != cudaSuccess)

@@ -58,22 +58,27 @@ void dh_jhist_gpu_free(dh_jhist_gpu *gpu);
 /* The layout chosen (after automatic choices are resolved). */
 void dh_jhist_gpu_get_tuning(const dh_jhist_gpu *gpu, dh_jhist_gpu_tuning *tuning);
 
+struct dh_faxis;
+
 /* Scores count images at d_moving + k * stride samples (validity bytes at d_valid +
  * k * valid_stride, or d_valid NULL) into d_out[count] (device), on stream; the moving range is
- * [lo, hi] when has_range, else each image's min..max over its valid pixels. Enqueues only: no
- * allocation, no synchronization, so it can be captured in a CUDA graph. One evaluation at a
- * time per fixed image (its workspace is shared). */
+ * [lo, hi] when has_range, else each image's min..max over its valid pixels. With float_axis
+ * (not NULL) the images are float32 binned by it (jhist.h) and is_signed, has_range, lo and hi
+ * are unused. Enqueues only: no allocation, no synchronization, so it can be captured in a CUDA
+ * graph. One evaluation at a time per fixed image (its workspace is shared). */
 int dh_jhist_gpu_evaluate(dh_jhist_gpu *gpu, const void *d_moving, int is_signed, size_t stride,
                           uint32_t count, const uint8_t *d_valid, size_t valid_stride,
-                          int has_range, int32_t lo, int32_t hi, int log2, dh_mi_values *d_out,
-                          void *stream, char *msg, size_t msg_len);
+                          const struct dh_faxis *float_axis, int has_range, int32_t lo,
+                          int32_t hi, int log2, dh_mi_values *d_out, void *stream, char *msg,
+                          size_t msg_len);
 
 /* The same from host memory into host records: copies through staging buffers (allocated on
  * first use) and waits for the result. */
 int dh_jhist_gpu_evaluate_host(dh_jhist_gpu *gpu, const void *moving, int is_signed,
                                size_t stride, uint32_t count, const uint8_t *valid,
-                               size_t valid_stride, int has_range, int32_t lo, int32_t hi,
-                               int log2, dh_mi_values *out, char *msg, size_t msg_len);
+                               size_t valid_stride, const struct dh_faxis *float_axis,
+                               int has_range, int32_t lo, int32_t hi, int log2,
+                               dh_mi_values *out, char *msg, size_t msg_len);
 
 /* Copies joint histogram `item` of the last evaluation to host memory, after the GPU is done. */
 int dh_jhist_gpu_read_joint(dh_jhist_gpu *gpu, uint32_t item, uint32_t *counts, char *msg,

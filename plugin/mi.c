@@ -68,7 +68,39 @@ static dh_status check_params(dh_ctx *ctx, const dh_mi_params *p)
     return DH_OK;
 }
 
-dh_status dh_mi_fixed_create(dh_ctx *ctx, const void *fixed, int is_signed, size_t n,
+/* Bytes of one sample, or 0 for an unknown type. */
+static size_t sample_bytes(int sample_type)
+{
+    switch (sample_type) {
+    case DH_SAMPLE_UINT16:
+    case DH_SAMPLE_INT16:
+        return 2;
+    case DH_SAMPLE_FLOAT32:
+        return 4;
+    default:
+        return 0;
+    }
+}
+
+static dh_status check_sample_type(dh_ctx *ctx, int sample_type, const char *which)
+{
+    if (sample_bytes(sample_type))
+        return DH_OK;
+    return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
+                       "mi: %s sample type %d is not DH_SAMPLE_UINT16 (0), DH_SAMPLE_INT16 (1) "
+                       "or DH_SAMPLE_FLOAT32 (2)", which, sample_type);
+}
+
+static dh_status bad_float_range(dh_ctx *ctx, const char *which, float lo, float hi,
+                                 uint32_t bins)
+{
+    return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
+                       "mi: float32 %s images need %s_lo_f32 < %s_hi_f32, both finite, with "
+                       "(hi - lo) * bins finite; got %.9g:%.9g with %u bins",
+                       which, which, which, (double)lo, (double)hi, bins);
+}
+
+dh_status dh_mi_fixed_create(dh_ctx *ctx, const void *fixed, int sample_type, size_t n,
                              const uint8_t *mask, const dh_mi_params *params, dh_mi_fixed **out)
 {
     if (!out)
@@ -83,8 +115,12 @@ dh_status dh_mi_fixed_create(dh_ctx *ctx, const void *fixed, int is_signed, size
     dh_mi_params_init(&defaults);
     const dh_mi_params *p = params ? params : &defaults;
     dh_status st = check_params(ctx, p);
-    if (st != DH_OK)
+    if (st != DH_OK || (st = check_sample_type(ctx, sample_type, "fixed")) != DH_OK)
         return st;
+    dh_faxis fixed_faxis;
+    if (sample_type == DH_SAMPLE_FLOAT32 &&
+        dh_faxis_init(&fixed_faxis, p->bins_fixed, p->fixed_lo_f32, p->fixed_hi_f32))
+        return bad_float_range(ctx, "fixed", p->fixed_lo_f32, p->fixed_hi_f32, p->bins_fixed);
 
     int use_cuda;
     if ((st = dh_ctx_use_cuda(ctx, p->device, "mi", &use_cuda)) != DH_OK)
@@ -96,7 +132,9 @@ dh_status dh_mi_fixed_create(dh_ctx *ctx, const void *fixed, int is_signed, size
         return dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "mi: out of memory");
     f->params = *p;
     f->params.struct_size = sizeof f->params;
-    f->is_signed = is_signed ? 1 : 0;
+    f->sample_type = sample_type;
+    f->moving_faxis_ok =
+        dh_faxis_init(&f->moving_faxis, p->bins_moving, p->moving_lo_f32, p->moving_hi_f32) == 0;
     f->info.device = device;
     f->info.pixels = n;
     f->info.bins_fixed = p->bins_fixed;
@@ -106,7 +144,9 @@ dh_status dh_mi_fixed_create(dh_ctx *ctx, const void *fixed, int is_signed, size
     /* The fixed range: given, or min..max over the mask. An empty mask leaves nothing to count:
      * every evaluation then reports DH_MI_EMPTY, which is an answer, not an error. */
     int32_t lo = p->fixed_lo, hi = p->fixed_hi;
-    if (!p->has_range_fixed && dh_jhist_minmax(fixed, f->is_signed, n, mask, &lo, &hi) == 0)
+    if (sample_type == DH_SAMPLE_FLOAT32) /* its range is the float one; this axis is unused */
+        lo = hi = 0;
+    else if (!p->has_range_fixed && dh_jhist_minmax(fixed, sample_type, n, mask, &lo, &hi) == 0)
         lo = hi = 0;
     if (dh_jaxis_init(&f->axis_fixed, p->bins_fixed, lo, hi)) {
         dh_mi_fixed_free(f);
@@ -124,8 +164,10 @@ dh_status dh_mi_fixed_create(dh_ctx *ctx, const void *fixed, int is_signed, size
         dh_mi_fixed_free(f);
         return dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "mi: out of memory for %zu pixels", n);
     }
-    uint64_t valid = dh_jhist_bin_fixed(fixed, f->is_signed, n, mask, &f->axis_fixed, f->bins,
-                                        marginal);
+    uint64_t valid =
+        sample_type == DH_SAMPLE_FLOAT32
+            ? dh_jhist_bin_fixed_f32(fixed, n, mask, &fixed_faxis, f->bins, marginal)
+            : dh_jhist_bin_fixed(fixed, sample_type, n, mask, &f->axis_fixed, f->bins, marginal);
     f->info.fixed_valid = valid;
     f->fixed_sum = valid ? dh_mi_sum_terms_u64(marginal, p->bins_fixed, valid,
                                                   dh_mi_log((double)valid))
@@ -171,11 +213,17 @@ void dh_mi_fixed_get_info(const dh_mi_fixed *fixed, dh_mi_fixed_info *info)
 }
 
 static dh_status check_batch(dh_ctx *ctx, const dh_mi_fixed *fixed, const void *moving,
-                             size_t stride, uint32_t count, const uint8_t *valid,
-                             size_t valid_stride, const void *out)
+                             int sample_type, size_t stride, uint32_t count,
+                             const uint8_t *valid, size_t valid_stride, const void *out)
 {
     if (!fixed || !moving || !out)
         return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "mi: fixed, moving and out are required");
+    dh_status st = check_sample_type(ctx, sample_type, "moving");
+    if (st != DH_OK)
+        return st;
+    if (sample_type == DH_SAMPLE_FLOAT32 && !fixed->moving_faxis_ok)
+        return bad_float_range(ctx, "moving", fixed->params.moving_lo_f32,
+                               fixed->params.moving_hi_f32, fixed->params.bins_moving);
     if (count < 1 || count > fixed->info.max_batch)
         return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
                            "mi: %u moving images in one call; this fixed image was prepared for "
@@ -192,17 +240,24 @@ static dh_status check_batch(dh_ctx *ctx, const dh_mi_fixed *fixed, const void *
 }
 
 /* One moving image on the CPU: its range, its joint histogram into `joint`, its record. */
-static void evaluate_one_cpu(const dh_mi_fixed *f, const void *moving, int is_signed,
+static void evaluate_one_cpu(const dh_mi_fixed *f, const void *moving, int sample_type,
                              const uint8_t *valid, uint32_t *joint, dh_mi_values *rec)
 {
     const dh_mi_params *p = &f->params;
     int32_t lo = p->moving_lo, hi = p->moving_hi;
-    if (!p->has_range_moving && dh_jhist_minmax(moving, is_signed, f->info.pixels, valid, &lo,
-                                                &hi) == 0)
-        lo = hi = 0; /* no valid pixel: nothing counts, the record says DH_MI_EMPTY */
-    dh_jaxis axis;
-    dh_jaxis_init(&axis, p->bins_moving, lo, hi); /* cannot fail: checked or a 16-bit min..max */
-    dh_jhist_cpu(f->bins, p->bins_fixed, moving, is_signed, f->info.pixels, valid, &axis, joint);
+    if (sample_type == DH_SAMPLE_FLOAT32) {
+        lo = hi = 0; /* the record's integer range: unused for floats */
+        dh_jhist_cpu_f32(f->bins, p->bins_fixed, moving, f->info.pixels, valid, &f->moving_faxis,
+                         joint);
+    } else {
+        if (!p->has_range_moving && dh_jhist_minmax(moving, sample_type, f->info.pixels, valid,
+                                                    &lo, &hi) == 0)
+            lo = hi = 0; /* no valid pixel: nothing counts, the record says DH_MI_EMPTY */
+        dh_jaxis axis;
+        dh_jaxis_init(&axis, p->bins_moving, lo, hi); /* cannot fail: checked or a 16-bit min..max */
+        dh_jhist_cpu(f->bins, p->bins_fixed, moving, sample_type, f->info.pixels, valid, &axis,
+                     joint);
+    }
     dh_mi_scores_from_joint(joint, p->bins_fixed, p->bins_moving, f->info.fixed_valid,
                             &f->fixed_sum, p->log2, rec);
     rec->moving_lo = lo;
@@ -210,22 +265,31 @@ static void evaluate_one_cpu(const dh_mi_fixed *f, const void *moving, int is_si
     rec->reserved = 0;
 }
 
-dh_status dh_mi_evaluate(dh_ctx *ctx, dh_mi_fixed *fixed, const void *moving, int is_signed,
+#ifdef DH_HAVE_CUDA
+/* The float axis handed to the GPU for float32 moving images, else NULL. */
+static const dh_faxis *moving_float_axis(const dh_mi_fixed *fixed, int sample_type)
+{
+    return sample_type == DH_SAMPLE_FLOAT32 ? &fixed->moving_faxis : NULL;
+}
+#endif
+
+dh_status dh_mi_evaluate(dh_ctx *ctx, dh_mi_fixed *fixed, const void *moving, int sample_type,
                          size_t stride, uint32_t count, const uint8_t *valid, size_t valid_stride,
                          dh_mi_scores *out)
 {
-    dh_status st = check_batch(ctx, fixed, moving, stride, count, valid, valid_stride, out);
+    dh_status st =
+        check_batch(ctx, fixed, moving, sample_type, stride, count, valid, valid_stride, out);
     if (st != DH_OK)
         return st;
-    is_signed = is_signed ? 1 : 0;
-    const size_t sample = sizeof(uint16_t);
+    const size_t sample = sample_bytes(sample_type);
 #ifdef DH_HAVE_CUDA
     if (fixed->gpu) {
-        if (dh_jhist_gpu_evaluate_host(fixed->gpu, moving, is_signed, stride, count, valid,
-                                       valid_stride, fixed->params.has_range_moving,
-                                       fixed->params.moving_lo, fixed->params.moving_hi,
-                                       fixed->params.log2, (dh_mi_values *)out, fixed->msg,
-                                       sizeof fixed->msg))
+        if (dh_jhist_gpu_evaluate_host(fixed->gpu, moving, sample_type == DH_SAMPLE_INT16, stride,
+                                       count, valid, valid_stride,
+                                       moving_float_axis(fixed, sample_type),
+                                       fixed->params.has_range_moving, fixed->params.moving_lo,
+                                       fixed->params.moving_hi, fixed->params.log2,
+                                       (dh_mi_values *)out, fixed->msg, sizeof fixed->msg))
             return dh_ctx_fail(ctx, DH_ERR_CUDA, "mi: evaluating on the GPU: %s", fixed->msg);
         fixed->last_count = count;
         dh_ctx_clear(ctx);
@@ -234,7 +298,7 @@ dh_status dh_mi_evaluate(dh_ctx *ctx, dh_mi_fixed *fixed, const void *moving, in
 #endif
     const size_t cells = (size_t)fixed->info.bins_fixed * fixed->info.bins_moving;
     for (uint32_t k = 0; k < count; k++)
-        evaluate_one_cpu(fixed, (const char *)moving + k * stride * sample, is_signed,
+        evaluate_one_cpu(fixed, (const char *)moving + k * stride * sample, sample_type,
                          valid ? valid + k * valid_stride : NULL, fixed->joint + k * cells,
                          (dh_mi_values *)&out[k]);
     fixed->last_count = count;
@@ -243,17 +307,20 @@ dh_status dh_mi_evaluate(dh_ctx *ctx, dh_mi_fixed *fixed, const void *moving, in
 }
 
 dh_status dh_mi_evaluate_device(dh_ctx *ctx, dh_mi_fixed *fixed, const void *d_moving,
-                                int is_signed, size_t stride, uint32_t count,
+                                int sample_type, size_t stride, uint32_t count,
                                 const uint8_t *d_valid, size_t valid_stride, void *stream,
                                 dh_mi_scores *d_out)
 {
-    dh_status st = check_batch(ctx, fixed, d_moving, stride, count, d_valid, valid_stride, d_out);
+    dh_status st = check_batch(ctx, fixed, d_moving, sample_type, stride, count, d_valid,
+                               valid_stride, d_out);
     if (st != DH_OK)
         return st;
 #ifdef DH_HAVE_CUDA
     if (fixed->gpu) {
-        if (dh_jhist_gpu_evaluate(fixed->gpu, d_moving, is_signed ? 1 : 0, stride, count, d_valid,
-                                  valid_stride, fixed->params.has_range_moving,
+        if (dh_jhist_gpu_evaluate(fixed->gpu, d_moving, sample_type == DH_SAMPLE_INT16, stride,
+                                  count, d_valid, valid_stride,
+                                  moving_float_axis(fixed, sample_type),
+                                  fixed->params.has_range_moving,
                                   fixed->params.moving_lo, fixed->params.moving_hi,
                                   fixed->params.log2, (dh_mi_values *)d_out, stream, fixed->msg,
                                   sizeof fixed->msg))
@@ -264,7 +331,6 @@ dh_status dh_mi_evaluate_device(dh_ctx *ctx, dh_mi_fixed *fixed, const void *d_m
     }
 #endif
     (void)stream;
-    (void)is_signed;
     return dh_ctx_fail(ctx, DH_ERR_NO_DEVICE,
                        "mi: device pointers need a fixed image prepared on the GPU; this one is "
                        "on the CPU");

@@ -12,8 +12,10 @@
 struct dh_mi_fixed {
     dh_mi_params params;
     dh_mi_fixed_info info;
-    int is_signed;
-    dh_jaxis axis_fixed;
+    int sample_type;       /* of the fixed image (dh_sample_type) */
+    dh_jaxis axis_fixed;   /* stored values */
+    dh_faxis moving_faxis; /* float32 moving images, when moving_faxis_ok */
+    int moving_faxis_ok;
     double fixed_sum;     /* fixed-order term sum of the fixed marginal (mi_scores.h) */
     uint16_t *bins;       /* CPU: the prepared fixed bins (NULL once on the GPU) */
     uint32_t *joint;      /* CPU: max_batch joint histograms of the last evaluation */

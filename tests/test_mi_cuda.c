@@ -4,12 +4,13 @@
  * and per-image ranges, batches 1..256, odd sizes, a huge background bin, through both the host
  * path (16-byte loads) and device pointers at odd offsets (scalar loads), one and several
  * clusters per image, every cluster layout; repeated runs give the same bits, and many launches
- * back to back on a non-blocking stream right after setup stay right every time. Exits 77 without a
- * usable GPU.
+ * back to back on a non-blocking stream right after setup stay right every time; float32 moving
+ * images (NaN, infinities, out of range) likewise. Exits 77 without a usable GPU.
  * Runs without fork (CK_FORK=no): CUDA and fork do not mix.
  */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <cuda_runtime_api.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -161,7 +162,7 @@ static void compare_layout(uint32_t bins_f, uint32_t bins_m, size_t n, uint32_t 
     ck_assert_msg(dh_jhist_gpu_create(fbins, n, bins_f, bins_m, 1, valid, fsum, &t, &g, msg,
                                       sizeof msg) == 0, "%s", msg);
     for (int rep = 0; rep < 2; rep++) {
-        ck_assert_msg(dh_jhist_gpu_evaluate_host(g, moving, is_signed, n, 1, NULL, 0, has_range,
+        ck_assert_msg(dh_jhist_gpu_evaluate_host(g, moving, is_signed, n, 1, NULL, 0, NULL, has_range,
                                                  lo, hi, 0, &rec_got, msg, sizeof msg) == 0,
                       "%s", msg);
         ck_assert_int_eq(dh_jhist_gpu_read_joint(g, 0, got, msg, sizeof msg), 0);
@@ -251,7 +252,7 @@ static void repeat_layout(uint32_t bins, uint32_t cluster, uint32_t per_image, s
         ck_assert_int_eq(cudaMemsetAsync(d_out, 0xFF, K * sizeof(dh_mi_values), stream),
                          cudaSuccess);
         ck_assert_msg(dh_jhist_gpu_evaluate(g, (const uint16_t *)d_moving + set * K * n, 0, n, K,
-                                            NULL, 0, 1, lo, hi, 0, d_out, stream, msg,
+                                            NULL, 0, NULL, 1, lo, hi, 0, d_out, stream, msg,
                                             sizeof msg) == 0, "%s", msg);
         ck_assert_int_eq(cudaStreamSynchronize(stream), cudaSuccess);
         ck_assert_int_eq(cudaMemcpy(rec_got, d_out, sizeof rec_got, cudaMemcpyDeviceToHost),
@@ -296,6 +297,110 @@ START_TEST(test_batches)
 }
 END_TEST
 
+/* Float32 moving images (DRRs) with NaN, infinities and values outside the range, against a
+ * float32 or a stored-value fixed image: the GPU's counts and records equal the CPU's through the
+ * host path (vector loads), device pointers at an odd 4-byte offset (scalar loads) and 16-byte
+ * aligned device pointers with a stride of a multiple of 4 (vector loads), one and several
+ * clusters per image, 32-bit and packed counters. */
+static void compare_f32(uint32_t bf, uint32_t bm, size_t n, uint32_t k, int masks, int float_fixed,
+                        uint64_t seed)
+{
+    float *ffix = malloc(n * 4), *moving = malloc((size_t)k * n * 4);
+    uint16_t *ifix = malloc(n * 2);
+    uint8_t *valid = malloc((size_t)k * n);
+    dh_test_rng rng;
+    dh_test_rng_seed(&rng, seed);
+    dh_test_fill_ct_like(ifix, n, seed);
+    for (size_t i = 0; i < n; i++)
+        ffix[i] = (float)ifix[i] * 0.37f - 100.0f;
+    for (size_t i = 0; i < (size_t)k * n; i++) {
+        uint32_t r = dh_test_rng_below(&rng, 1000);
+        /* a smooth DRR-like ramp with noise, a background value, and specials */
+        moving[i] = r == 0   ? NAN
+                    : r == 1 ? INFINITY
+                    : r == 2 ? -INFINITY
+                    : r == 3 ? 1.5f    /* above hi */
+                    : r == 4 ? -1e-7f  /* below lo */
+                    : r == 5 ? 1.0f    /* hi itself */
+                    : r < 400 ? 0.0f   /* the background */
+                              : (float)((i % n) % 997) / 997.0f + (float)r * 1e-6f;
+        valid[i] = dh_test_rng_below(&rng, 7) != 0;
+    }
+    dh_ctx *ctx = dh_ctx_create();
+    dh_mi_params p;
+    dh_mi_params_init(&p);
+    p.bins_fixed = bf, p.bins_moving = bm, p.max_batch = k;
+    p.fixed_lo_f32 = -50.0f, p.fixed_hi_f32 = 1200.0f;
+    p.moving_lo_f32 = 0.0f, p.moving_hi_f32 = 1.0f;
+    const void *fixed = float_fixed ? (const void *)ffix : (const void *)ifix;
+    const int ftype = float_fixed ? DH_SAMPLE_FLOAT32 : DH_SAMPLE_UINT16;
+    dh_mi_fixed *cpu = NULL, *gpu = NULL;
+    p.device = DH_DEVICE_CPU;
+    ck_assert_int_eq(dh_mi_fixed_create(ctx, fixed, ftype, n, NULL, &p, &cpu), DH_OK);
+    p.device = DH_DEVICE_CUDA;
+    ck_assert_msg(dh_mi_fixed_create(ctx, fixed, ftype, n, NULL, &p, &gpu) == DH_OK, "%s",
+                  dh_ctx_error(ctx));
+    dh_mi_scores *a = calloc(k, sizeof *a), *b = calloc(k, sizeof *b);
+    const uint8_t *v = masks ? valid : NULL;
+    ck_assert_int_eq(dh_mi_evaluate(ctx, cpu, moving, DH_SAMPLE_FLOAT32, n, k, v, n, a), DH_OK);
+    ck_assert(a[0].n > 0 && (n < 1000 || a[0].n < n)); /* specials were left out */
+    ck_assert_msg(dh_mi_evaluate(ctx, gpu, moving, DH_SAMPLE_FLOAT32, n, k, v, n, b) == DH_OK,
+                  "%s", dh_ctx_error(ctx));
+    uint32_t *ja = malloc((size_t)bf * bm * 4), *jb = malloc((size_t)bf * bm * 4);
+    for (uint32_t i = 0; i < k; i++) {
+        ck_assert_int_eq(dh_mi_joint_histogram(ctx, cpu, i, ja), DH_OK);
+        ck_assert_int_eq(dh_mi_joint_histogram(ctx, gpu, i, jb), DH_OK);
+        ck_assert_msg(memcmp(ja, jb, (size_t)bf * bm * 4) == 0,
+                      "float counts differ: bins %u:%u n %zu item %u", bf, bm, n, i);
+    }
+    ck_assert_msg(memcmp(a, b, k * sizeof *a) == 0, "float records differ: bins %u:%u n %zu", bf,
+                  bm, n);
+    /* Device pointers: at an odd float offset and stride (scalar), then 16-byte aligned with a
+     * stride of a multiple of 4 (vector), on a non-blocking stream. */
+    cudaStream_t stream;
+    ck_assert_int_eq(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+    void *d_moving = NULL, *d_valid = NULL, *d_out = NULL;
+    const size_t strides[2] = {n + 1, (n + 3) / 4 * 4 + 4}, offsets[2] = {1, 0};
+    ck_assert_int_eq(cudaMalloc(&d_moving, ((size_t)k * (n + 8) + 8) * 4), cudaSuccess);
+    ck_assert_int_eq(cudaMalloc(&d_valid, (size_t)k * (n + 8) + 8), cudaSuccess);
+    ck_assert_int_eq(cudaMalloc(&d_out, k * sizeof *b), cudaSuccess);
+    for (int layout = 0; layout < 2; layout++) {
+        const size_t ds = strides[layout];
+        float *dm = (float *)d_moving + offsets[layout];
+        uint8_t *dv = (uint8_t *)d_valid + offsets[layout];
+        ck_assert_int_eq(cudaMemcpy2D(dm, ds * 4, moving, n * 4, n * 4, k, cudaMemcpyHostToDevice),
+                         cudaSuccess);
+        ck_assert_int_eq(cudaMemcpy2D(dv, ds, valid, n, n, k, cudaMemcpyHostToDevice),
+                         cudaSuccess);
+        ck_assert_int_eq(cudaMemsetAsync(d_out, 0xFF, k * sizeof *b, stream), cudaSuccess);
+        ck_assert_int_eq(dh_mi_evaluate_device(ctx, gpu, dm, DH_SAMPLE_FLOAT32, ds, k,
+                                               masks ? dv : NULL, ds, stream, d_out),
+                         DH_OK);
+        ck_assert_int_eq(cudaStreamSynchronize(stream), cudaSuccess);
+        ck_assert_int_eq(cudaMemcpy(b, d_out, k * sizeof *b, cudaMemcpyDeviceToHost), cudaSuccess);
+        ck_assert_msg(memcmp(a, b, k * sizeof *a) == 0, "device float records differ, layout %d",
+                      layout);
+    }
+    cudaFree(d_moving), cudaFree(d_valid), cudaFree(d_out);
+    cudaStreamDestroy(stream);
+    dh_mi_fixed_free(cpu);
+    dh_mi_fixed_free(gpu);
+    dh_ctx_free(ctx);
+    free(ffix), free(moving), free(ifix), free(valid), free(a), free(b), free(ja), free(jb);
+}
+
+START_TEST(test_float32)
+{
+    compare_f32(64, 64, 256 * 256, 4, 1, 1, 200);
+    compare_f32(64, 256, 256 * 256, 1, 0, 0, 201);
+    compare_f32(256, 256, 512 * 512, 2, 1, 1, 202);  /* packed counters */
+    compare_f32(32, 100, 97 * 101, 64, 1, 0, 203);   /* a batch of odd-sized images */
+    compare_f32(64, 64, 1031 * 1030, 1, 1, 1, 204);  /* several clusters per image */
+    compare_f32(256, 256, 1031 * 1030, 1, 0, 1, 205); /* and packed flushes mid-count */
+    compare_f32(16, 16, 5, 3, 1, 1, 206);            /* smaller than one vector */
+}
+END_TEST
+
 int main(void)
 {
     setenv("CK_FORK", "no", 1);
@@ -308,6 +413,7 @@ int main(void)
     tcase_add_test(tc, test_batches);
     tcase_add_test(tc, test_layouts);
     tcase_add_test(tc, test_repeats);
+    tcase_add_test(tc, test_float32);
     suite_add_tcase(s, tc);
     return dh_test_run(s);
 }

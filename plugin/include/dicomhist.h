@@ -277,7 +277,13 @@ DH_API dh_status dh_hist_compute_device(dh_ctx *ctx, const void *d_samples, int 
  *
  * Binning, per image: an inclusive range [lo, hi] of stored values and B bins (2..256; fixed and
  * moving may differ), bin(v) = floor((v - lo) * B / (hi - lo + 1)), exact in integers. The range
- * is given, or it is that image's min..max over its valid pixels. A pixel counts when its fixed
+ * is given, or it is that image's min..max over its valid pixels.
+ * Float32 images (DH_SAMPLE_FLOAT32: DRRs as rendered) are binned over their given float range
+ * [lo, hi] (finite, lo < hi, (hi - lo) * B finite in float32): v counts when lo <= v <= hi (never
+ * NaN, nor an infinity) and bin(v) = min(B - 1, floor(fl(fl(fl(v - lo) * B) / fl(hi - lo))))
+ * where each fl() is one float32 operation rounded to nearest, never fused: the CPU and the GPU
+ * give the same bins. Integer-valued floats with the range [l, h + 1] get the integer binning of
+ * [l, h] exactly (when (h + 1 - l) * B < 2^24). A pixel counts when its fixed
  * value lies in the fixed range and the fixed mask, and its moving value in the moving range and
  * the moving validity mask; N is the number of pixels that count.
  *
@@ -290,6 +296,15 @@ DH_API dh_status dh_hist_compute_device(dh_ctx *ctx, const void *d_samples, int 
 #define DH_MI_MIN_BINS 2
 #define DH_MI_MAX_BINS 256
 #define DH_MI_DEFAULT_BINS 64
+
+/* Sample types of the images of this section (the `sample_type` arguments); 0 and 1 are what
+ * dh_volume_is_signed returns. */
+typedef enum dh_sample_type {
+    DH_SAMPLE_UINT16 = 0,  /* stored values, unsigned */
+    DH_SAMPLE_INT16 = 1,   /* stored values, signed */
+    DH_SAMPLE_FLOAT32 = 2, /* float images, binned over the params' float range */
+    DH_SAMPLE_TYPE_FORCE_INT32 = 0x7fffffff
+} dh_sample_type;
 
 /* Bits of dh_mi_scores.status; undefined values are NaN, never 0 or a made-up number. */
 typedef enum dh_mi_flag {
@@ -304,7 +319,7 @@ typedef struct dh_mi_scores {
     double h_fixed, h_moving, h_joint;
     uint64_t n;                   /* pixels counted */
     uint32_t status;              /* 0, or dh_mi_flag bits */
-    int32_t moving_lo, moving_hi; /* the moving range used (given or found) */
+    int32_t moving_lo, moving_hi; /* the moving range used (given or found); 0 for float32 */
     uint32_t reserved;
 } dh_mi_scores;
 
@@ -318,6 +333,11 @@ typedef struct dh_mi_params {
     int32_t log2;                       /* entropies and MI in bits instead of nats */
     dh_device device;                   /* where the fixed image lives and evaluations run */
     uint32_t max_batch;                 /* moving images per evaluation call, 1..65536; default 1 */
+    /* The ranges of float32 images, [lo, hi] (always given; has_range_* are for stored values).
+     * The fixed one is checked when a float32 fixed image is prepared, the moving one when float32
+     * moving images are evaluated. */
+    float fixed_lo_f32, fixed_hi_f32;
+    float moving_lo_f32, moving_hi_f32;
 } dh_mi_params;
 
 DH_API void dh_mi_params_init(dh_mi_params *params);
@@ -331,37 +351,40 @@ typedef struct dh_mi_fixed_info {
     dh_device device;         /* DH_DEVICE_CPU or DH_DEVICE_CUDA */
     size_t pixels;            /* n, the size of every moving image */
     uint32_t bins_fixed, bins_moving;
-    int32_t fixed_lo, fixed_hi;
+    int32_t fixed_lo, fixed_hi; /* 0 for a float32 fixed image (its range is in the params) */
     uint64_t fixed_valid;     /* fixed pixels in the mask and the range */
     double h_fixed;           /* the fixed image's entropy over them, in the params' unit */
     uint32_t max_batch;
 } dh_mi_fixed_info;
 
-/* Prepares the fixed image: n stored values (uint16_t, or int16_t when is_signed), an optional
- * mask of n bytes (non-zero = use; NULL = every pixel). The data is not kept. Fails with
- * DH_ERR_INVALID_ARGUMENT on bins or ranges out of bounds or more than 2^32 - 1 pixels, and with
- * DH_ERR_NO_DEVICE when the GPU is asked for but absent. *out is freed with dh_mi_fixed_free. */
-DH_API dh_status dh_mi_fixed_create(dh_ctx *ctx, const void *fixed, int is_signed, size_t n,
+/* Prepares the fixed image: n samples of sample_type (a dh_sample_type), an optional mask of n
+ * bytes (non-zero = use; NULL = every pixel). The data is not kept. Fails with
+ * DH_ERR_INVALID_ARGUMENT on bins or ranges out of bounds, an unknown sample type, a float32 image
+ * without a valid float range or more than 2^32 - 1 pixels, and with DH_ERR_NO_DEVICE when the
+ * GPU is asked for but absent. *out is freed with dh_mi_fixed_free. */
+DH_API dh_status dh_mi_fixed_create(dh_ctx *ctx, const void *fixed, int sample_type, size_t n,
                                     const uint8_t *mask, const dh_mi_params *params,
                                     dh_mi_fixed **out);
 DH_API void dh_mi_fixed_free(dh_mi_fixed *fixed);
 DH_API void dh_mi_fixed_get_info(const dh_mi_fixed *fixed, dh_mi_fixed_info *info);
 
 /* Scores `count` (1..max_batch) moving images in host memory: image k is the n samples at
- * moving + k * stride (stride in samples, >= n; uint16_t, or int16_t when is_signed), with an
+ * moving + k * stride (stride in samples, >= n; of sample_type, a dh_sample_type), with an
  * optional validity mask of n bytes at valid + k * valid_stride (NULL: every pixel valid).
  * Writes out[count]. Runs where the fixed image lives (copying through the GPU when it is there).
  * Returns DH_OK even when records carry DH_MI_* flags. */
 DH_API dh_status dh_mi_evaluate(dh_ctx *ctx, dh_mi_fixed *fixed, const void *moving,
-                                int is_signed, size_t stride, uint32_t count,
+                                int sample_type, size_t stride, uint32_t count,
                                 const uint8_t *valid, size_t valid_stride, dh_mi_scores *out);
 
 /* The same for images already in GPU memory: device pointers, out a device array of count
  * records, everything enqueued on `stream` (a cudaStream_t; NULL = the default stream). Neither
  * allocates nor synchronizes, so it can be captured in a CUDA graph; records are ready when the
- * stream reaches them. Needs a fixed image prepared on the GPU (DH_ERR_NO_DEVICE otherwise). */
+ * stream reaches them. Needs a fixed image prepared on the GPU (DH_ERR_NO_DEVICE otherwise).
+ * Float32 images may sit at any 4-byte alignment (16 bytes with a stride that is a multiple of
+ * 4 samples reads fastest). */
 DH_API dh_status dh_mi_evaluate_device(dh_ctx *ctx, dh_mi_fixed *fixed, const void *d_moving,
-                                       int is_signed, size_t stride, uint32_t count,
+                                       int sample_type, size_t stride, uint32_t count,
                                        const uint8_t *d_valid, size_t valid_stride, void *stream,
                                        dh_mi_scores *d_out);
 
