@@ -81,7 +81,7 @@ typedef struct dh_dicom_image {
  *   DH_ERR_IO           the file cannot be opened
  *   DH_ERR_MALFORMED    not DICOM, truncated, no / empty / too short PixelData, lying geometry,
  *                       inconsistent bit layout
- *   DH_ERR_UNSUPPORTED  a transfer syntax DCMTK cannot decode here (JPEG 2000, MPEG, ...),
+ *   DH_ERR_UNSUPPORTED  a transfer syntax not decoded here (MPEG, JPEG 2000 Part 2, ...),
  *                       colour, 1-bit or 32-bit data, float pixel data, frames with different
  *                       rescale
  *   DH_ERR_NO_MEMORY    an allocation failed

@@ -76,6 +76,35 @@ void check_pixel_data(DcmDataset &ds, E_TransferSyntax xfer, dh_dicom_image &img
  * (dicom_pixels.cpp). */
 void decode_pixels(DcmDataset &ds, E_TransferSyntax xfer, dh_dicom_image &img);
 
+/* One item of an encapsulated pixel sequence, with its bytes (none when DCMTK cannot give
+ * them). */
+struct fragment {
+    const Uint8 *bytes = nullptr;
+    uint64_t length = 0;
+};
+
+/* The bytes that open a frame's code stream, and names for messages. */
+struct frame_marker {
+    const char *codec; /* "JPEG-LS" */
+    const char *name;  /* "SOI" */
+    Uint8 bytes[4];
+    size_t length;
+};
+
+/* The items of a pixel sequence, the basic offset table first (dicom_fragments.cpp). */
+std::vector<fragment> fragment_list(DcmPixelSequence &seq);
+
+/* The first item of each frame, plus one past the last item at the end. PS3.5 A.4: one fragment
+ * per frame when the counts agree; a single frame spans every fragment; otherwise the basic
+ * offset table says where frames start, and without one each frame starts with `marker`. Fails
+ * DH_ERR_MALFORMED when none of these tells (dicom_fragments.cpp). */
+std::vector<size_t> frame_starts(const std::vector<fragment> &items, uint32_t frames,
+                                 const frame_marker &marker);
+
+/* The bytes of items [first, end) one after the other in `joined`. */
+void join_fragments(const std::vector<fragment> &items, size_t first, size_t end,
+                    std::vector<Uint8> &joined);
+
 /* JPEG-LS, lossless or near-lossless: decoded here, not by a DCMTK codec. */
 inline bool is_jpegls(E_TransferSyntax xfer)
 {
@@ -86,6 +115,21 @@ inline bool is_jpegls(E_TransferSyntax xfer)
  * frames * rows * columns in all; corrupt or mismatched streams fail DH_ERR_MALFORMED
  * (dicom_jpegls.cpp). */
 void decode_jpegls(DcmPixelSequence &seq, const dh_dicom_image &img, uint16_t *cells);
+
+/* JPEG 2000 (lossless only, or either): decoded here through OpenJPEG, DCMTK 3.6.7 has no
+ * decoder. HTJ2K, which DCMTK 3.6.7 does not know, is read as JPEG 2000 (find_transfer_syntax in
+ * dicom_read.cpp): the same fragments, the same decoder. */
+inline bool is_jpeg2000(E_TransferSyntax xfer)
+{
+    return xfer == EXS_JPEG2000LosslessOnly || xfer == EXS_JPEG2000;
+}
+
+/* Decodes every frame of a JPEG 2000 or HTJ2K pixel sequence with OpenJPEG into cells, one per
+ * pixel, frames * rows * columns in all: each sample's low 16 bits, for the dataset's bit layout
+ * to interpret. A code stream whose header disagrees with the dataset on size, components or
+ * depth, or that does not decode, fails DH_ERR_MALFORMED naming the frame and OpenJPEG's reason
+ * (dicom_jpeg2000.cpp). */
+void decode_jpeg2000(DcmPixelSequence &seq, const dh_dicom_image &img, uint16_t *cells);
 
 /* Replaces the native PixelData of a grayscale dataset by its lossless JPEG-LS encoding, one
  * fragment per frame and a basic offset table for multi-frame images; throws a failure when the

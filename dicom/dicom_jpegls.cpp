@@ -27,75 +27,8 @@ struct encoder_free {
     void operator()(charls_jpegls_encoder *e) const { charls_jpegls_encoder_destroy(e); }
 };
 
-/* One item of the pixel sequence, with its bytes (empty when DCMTK cannot give them). */
-struct fragment {
-    const Uint8 *bytes = nullptr;
-    uint64_t length = 0;
-};
-
-std::vector<fragment> items_of(DcmPixelSequence &seq)
-{
-    std::vector<fragment> out;
-    for (DcmPixelItem *item : items_in<DcmPixelItem>(seq)) { /* item 0: the offset table */
-        Uint8 *bytes = nullptr;
-        fragment f;
-        if (item->getLength() > 0 && item->getUint8Array(bytes).good() && bytes != nullptr) {
-            f.bytes = bytes;
-            f.length = item->getLength();
-        }
-        out.push_back(f);
-    }
-    return out;
-}
-
-bool starts_with_soi(const fragment &f)
-{
-    return f.length >= 2 && f.bytes[0] == 0xff && f.bytes[1] == 0xd8;
-}
-
-/* The first fragment of each frame, plus one past the last fragment at the end. PS3.5 A.4: one
- * fragment per frame when the counts agree; a single frame spans every fragment; otherwise the
- * basic offset table says where frames start, and without one each frame starts with its SOI. */
-std::vector<size_t> frame_starts(const std::vector<fragment> &items, uint32_t frames)
-{
-    const size_t fragments = items.size() - 1;
-    std::vector<size_t> starts;
-    if (fragments == frames || frames == 1) {
-        for (size_t f = 0; f < frames; f++)
-            starts.push_back(frames == 1 ? 1 : f + 1);
-        starts.push_back(items.size());
-        return starts;
-    }
-    const fragment &table = items[0];
-    if (table.length == 4ull * frames) {
-        /* Offsets count from the first byte of the first fragment's item tag. */
-        uint64_t at = 0;
-        size_t f = 0;
-        for (size_t i = 1; i < items.size() && f < frames; i++) {
-            const Uint8 *o = table.bytes + 4 * f;
-            const uint64_t offset = o[0] | o[1] << 8 | o[2] << 16 | (uint64_t)o[3] << 24;
-            if (offset == at) {
-                starts.push_back(i);
-                f++;
-            }
-            at += 8 + items[i].length;
-        }
-        if (starts.size() == frames) {
-            starts.push_back(items.size());
-            return starts;
-        }
-        starts.clear();
-    }
-    for (size_t i = 1; i < items.size(); i++)
-        if (starts_with_soi(items[i]))
-            starts.push_back(i);
-    if (starts.size() != frames || (frames > 0 && starts[0] != 1))
-        fail(DH_ERR_MALFORMED, "cannot tell which of the %zu JPEG-LS fragments belong to which of "
-                               "the %u frames (no usable offset table, %zu start with SOI)",
-             fragments, frames, starts.size());
-    starts.push_back(items.size());
-    return starts;
-}
+/* A frame starts with its SOI marker. */
+const frame_marker jpegls_soi = {"JPEG-LS", "SOI", {0xff, 0xd8}, 2};
 
 /* One frame's code stream: its fragments joined, then an EOI marker. CharLS 2.4 decodes a stream
  * that stops short (a truncated file) slowly when the stream's bytes end before the image does:
@@ -105,10 +38,7 @@ std::vector<size_t> frame_starts(const std::vector<fragment> &items, uint32_t fr
 const Uint8 *frame_stream(const std::vector<fragment> &items, size_t first, size_t end,
                           std::vector<Uint8> &joined, uint64_t &length)
 {
-    joined.clear();
-    for (size_t i = first; i < end; i++)
-        if (items[i].bytes)
-            joined.insert(joined.end(), items[i].bytes, items[i].bytes + items[i].length);
+    join_fragments(items, first, end, joined);
     joined.push_back(0xff);
     joined.push_back(0xd9);
     length = joined.size();
@@ -198,8 +128,8 @@ std::vector<uint8_t> encode_frame(const void *cells, size_t cells_bytes, uint32_
 
 void decode_jpegls(DcmPixelSequence &seq, const dh_dicom_image &img, uint16_t *cells)
 {
-    const std::vector<fragment> items = items_of(seq);
-    const std::vector<size_t> starts = frame_starts(items, img.frames);
+    const std::vector<fragment> items = fragment_list(seq);
+    const std::vector<size_t> starts = frame_starts(items, img.frames, jpegls_soi);
     const size_t frame_cells = (size_t)img.rows * img.columns;
     std::vector<Uint8> joined;
     for (uint32_t f = 0; f < img.frames; f++) {

@@ -31,8 +31,9 @@ static void check_present_pixel_data(DcmDataset &ds)
     fail(DH_ERR_MALFORMED, "no pixel data: the dataset has no PixelData (7FE0,0010) element");
 }
 
-/* Native syntaxes (little/big endian, deflated) always decode; JPEG-LS through CharLS 2; any other
- * encapsulated one only when a registered DCMTK codec can turn it into explicit little endian. */
+/* Native syntaxes (little/big endian, deflated) always decode; JPEG-LS through CharLS 2, JPEG 2000
+ * and HTJ2K through OpenJPEG; any other encapsulated one only when a registered DCMTK codec can
+ * turn it into explicit little endian. */
 static void check_transfer_syntax(E_TransferSyntax xfer, const dh_dicom_image &img)
 {
     if (xfer == EXS_Unknown)
@@ -40,7 +41,7 @@ static void check_transfer_syntax(E_TransferSyntax xfer, const dh_dicom_image &i
              img.transfer_syntax_name[0] ? img.transfer_syntax_name : "unknown",
              img.transfer_syntax_uid[0] ? img.transfer_syntax_uid : "no UID");
     DcmXfer x(xfer);
-    if (x.isEncapsulated() && !is_jpegls(xfer) &&
+    if (x.isEncapsulated() && !is_jpegls(xfer) && !is_jpeg2000(xfer) &&
         !DcmCodecList::canChangeCoding(xfer, EXS_LittleEndianExplicit))
         fail(DH_ERR_UNSUPPORTED, "unsupported transfer syntax %s (%s)", x.getXferName(),
              x.getXferID());

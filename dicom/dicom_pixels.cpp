@@ -2,7 +2,7 @@
  * dicom_pixels.cpp: PixelData itself. First a check of its real length against the geometry the
  * header claims, made before any value is loaded, decompressed or allocated (files in the wild
  * claim 46341 x 46341 with 9 KB of pixels); then decompression (DCMTK's codecs; CharLS 2 for
- * JPEG-LS) and the extraction of stored values exactly as the standard defines them: the
+ * JPEG-LS, OpenJPEG for JPEG 2000 and HTJ2K) and the extraction of stored values exactly as the standard defines them: the
  * BitsStored bits ending at HighBit, sign-extended when PixelRepresentation is 1, whatever the
  * unused bits hold.
  */
@@ -188,8 +188,11 @@ void decode_pixels(DcmDataset &ds, E_TransferSyntax xfer, dh_dicom_image &img)
         DcmPixelSequence *seq = fragments_of(*el); /* check_encapsulated made sure it exists */
         if (seq == nullptr)
             fail(DH_ERR_INTERNAL, "encapsulated PixelData lost its fragments");
-        if (is_jpegls(xfer)) {
-            decode_jpegls(*seq, img, out);
+        if (is_jpegls(xfer) || is_jpeg2000(xfer)) {
+            if (is_jpegls(xfer))
+                decode_jpegls(*seq, img, out);
+            else
+                decode_jpeg2000(*seq, img, out);
             /* In place: each cell is read before its stored value is written. */
             extract([out](size_t i) { return (uint32_t)out[i]; }, n, img, out);
             return;

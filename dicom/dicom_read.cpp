@@ -174,6 +174,18 @@ static void load_file(DcmFileFormat &ff, const char *path, held_bytes &held)
         explain_read_failure(ff, c, looks_like_dicom(head, got));
 }
 
+/* The HTJ2K syntaxes, which DCMTK 3.6.7 does not know (3.6.8 added them): their pixel data is
+ * JPEG 2000's encapsulation of HTJ2K code streams, which OpenJPEG decodes like any other, so they
+ * are read as JPEG 2000 (E_TransferSyntax has no value for them). */
+static const struct {
+    const char *uid, *name;
+} htj2k_syntaxes[] = {
+    {"1.2.840.10008.1.2.4.201", "High-Throughput JPEG 2000 Image Compression (Lossless Only)"},
+    {"1.2.840.10008.1.2.4.202", "High-Throughput JPEG 2000 with RPCL Options Image Compression "
+                                "(Lossless Only)"},
+    {"1.2.840.10008.1.2.4.203", "High-Throughput JPEG 2000 Image Compression"},
+};
+
 /* The syntax the dataset is in: the meta header's when it has one (an unknown UID there must
  * not be read as native data), else what DCMTK detected. */
 static E_TransferSyntax find_transfer_syntax(DcmFileFormat &ff, dh_dicom_image &img)
@@ -183,6 +195,11 @@ static E_TransferSyntax find_transfer_syntax(DcmFileFormat &ff, dh_dicom_image &
     if (meta != nullptr && meta->findAndGetOFString(DCM_TransferSyntaxUID, uid).good() &&
         !uid.empty()) {
         copy_field(img.transfer_syntax_uid, sizeof img.transfer_syntax_uid, uid.c_str());
+        for (const auto &ht : htj2k_syntaxes)
+            if (strcmp(img.transfer_syntax_uid, ht.uid) == 0) {
+                copy_field(img.transfer_syntax_name, sizeof img.transfer_syntax_name, ht.name);
+                return EXS_JPEG2000;
+            }
         DcmXfer x(img.transfer_syntax_uid);
         copy_field(img.transfer_syntax_name, sizeof img.transfer_syntax_name,
                    x.getXfer() == EXS_Unknown ? "unknown" : x.getXferName());

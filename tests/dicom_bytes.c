@@ -209,3 +209,41 @@ int32_t sample(const dh_dicom_image *img, size_t i)
 {
     return img->is_signed ? ((const int16_t *)img->pixels)[i] : ((const uint16_t *)img->pixels)[i];
 }
+
+void expect_malformed(const synth *s, const char *reason)
+{
+    buf b = synth_build(s);
+    char msg[DH_DICOM_MSG_LEN];
+    read_buf(&b, 1, DH_ERR_MALFORMED, msg);
+    ck_assert_msg(strstr(msg, reason) != NULL, "'%s' does not say '%s'", msg, reason);
+    free(b.p);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Code streams in fragments
+ * ------------------------------------------------------------------------------------------- */
+
+void place(placed *p, buf *streams, size_t frames, enum fragment_layout how)
+{
+    memset(p, 0, sizeof *p);
+    ck_assert_uint_le(frames, 5);
+    size_t count = 0, at = 0;
+    for (size_t f = 0; f < frames; f++) {
+        const size_t parts = how == ONE_FRAGMENT_EACH ? 1 : 3;
+        p->table[f] = (uint32_t)at; /* item tag to item tag, 8 bytes of header each */
+        for (size_t k = 0; k < parts; k++) {
+            /* Only a frame's last fragment may carry a pad byte. */
+            size_t from = k ? (streams[f].n * k / parts + 4) & ~(size_t)1 : 0;
+            size_t to = k + 1 == parts ? streams[f].n
+                                       : (streams[f].n * (k + 1) / parts + 4) & ~(size_t)1;
+            buf *part = &p->fragments[count++];
+            part->p = streams[f].p + from;
+            part->n = to - from;
+            at += 8 + part->n + (part->n & 1);
+        }
+    }
+    p->e.fragments = p->fragments;
+    p->e.count = count;
+    p->e.table = p->table;
+    p->e.table_entries = how == SPLIT_WITH_TABLE ? frames : 0;
+}

@@ -31,6 +31,20 @@ typedef struct encapsulated {
     size_t count;
 } encapsulated;
 
+/* Frames' code streams (one per frame) in fragments laid out as PS3.5 A.4 allows: one fragment
+ * per frame, or each frame cut into three fragments with or without a basic offset table. */
+enum fragment_layout { ONE_FRAGMENT_EACH, SPLIT_WITH_TABLE, SPLIT_WITHOUT_TABLE, LAYOUTS };
+
+typedef struct placed {
+    buf fragments[16];
+    uint32_t table[8];
+    encapsulated e;
+} placed;
+
+/* Points p's fragments into the streams (which must outlive p) for up to 5 frames; cuts fall at
+ * even offsets past each stream's first 4 bytes, so later parts never start with a start marker. */
+void place(placed *p, buf *streams, size_t frames, enum fragment_layout how);
+
 /* What a synthetic image says about itself; NULL strings and 0xffff numbers are left out. */
 typedef struct synth {
     const char *ts;
@@ -71,6 +85,9 @@ buf synth_build(const synth *s);
 
 /* Reads a buffer with dh_dicom_read_memory and asserts the status; the image (NULL on failure). */
 dh_dicom_image *read_buf(const buf *b, int want_pixels, dh_status expect, char *msg);
+
+/* Builds s, reads it with pixels and asserts DH_ERR_MALFORMED with `reason` in the message. */
+void expect_malformed(const synth *s, const char *reason);
 
 /* The standard's rule written independently of the library: arithmetic, not shifts. */
 int32_t reference_value(uint32_t raw, unsigned stored, unsigned high, int is_signed);

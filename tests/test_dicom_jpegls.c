@@ -74,42 +74,6 @@ static void fill_noise(uint16_t *cells, size_t n, int precision, uint64_t seed)
         cells[i] = (uint16_t)dh_test_rng_below(&rng, 1u << precision);
 }
 
-/* Frames as separate streams, in fragments laid out as `how` says. */
-enum layout { ONE_FRAGMENT_EACH, SPLIT_WITH_TABLE, SPLIT_WITHOUT_TABLE, LAYOUTS };
-
-typedef struct placed {
-    buf fragments[16];
-    uint32_t table[8];
-    encapsulated e;
-} placed;
-
-/* Splits each stream into three fragments (SPLIT_*) and fills the offset table (item tag to item
- * tag, 8 bytes of header each) where asked. */
-static void place(placed *p, buf *streams, size_t frames, enum layout how)
-{
-    memset(p, 0, sizeof *p);
-    size_t count = 0, at = 0;
-    for (size_t f = 0; f < frames; f++) {
-        const size_t parts = how == ONE_FRAGMENT_EACH ? 1 : 3;
-        p->table[f] = (uint32_t)at;
-        for (size_t k = 0; k < parts; k++) {
-            /* Cuts at even offsets (only a frame's last fragment may carry a pad byte), and
-             * past the SOI so later parts never start with one. */
-            size_t from = k ? (streams[f].n * k / parts + 4) & ~(size_t)1 : 0;
-            size_t to = k + 1 == parts ? streams[f].n
-                                       : (streams[f].n * (k + 1) / parts + 4) & ~(size_t)1;
-            buf *part = &p->fragments[count++];
-            part->p = streams[f].p + from;
-            part->n = to - from;
-            at += 8 + part->n + (part->n & 1);
-        }
-    }
-    p->e.fragments = p->fragments;
-    p->e.count = count;
-    p->e.table = p->table;
-    p->e.table_entries = how == SPLIT_WITH_TABLE ? frames : 0;
-}
-
 static synth jpegls_synth(uint16_t allocated, uint16_t stored, int is_signed, const char *frames,
                           const encapsulated *e)
 {
@@ -128,7 +92,7 @@ static synth jpegls_synth(uint16_t allocated, uint16_t stored, int is_signed, co
 START_TEST(decodes_every_fragment_layout)
 {
     enum { FRAMES = 3 };
-    const enum layout how = (enum layout)_i;
+    const enum fragment_layout how = (enum fragment_layout)_i;
     static uint16_t cells[FRAMES * FRAME];
     fill_noise(cells, FRAMES * FRAME, 16, 11 + (uint64_t)_i);
     buf streams[FRAMES];
@@ -151,8 +115,8 @@ END_TEST
 
 /* One stream placed as `how` says in a single-frame file of the given format and read back,
  * which must succeed; the stream is freed. */
-static dh_dicom_image *read_one_stream(buf *stream, enum layout how, uint16_t allocated,
-                                       uint16_t stored, int is_signed)
+static dh_dicom_image *read_one_stream(buf *stream, enum fragment_layout how,
+                                       uint16_t allocated, uint16_t stored, int is_signed)
 {
     placed p;
     place(&p, stream, 1, how);
@@ -202,15 +166,6 @@ END_TEST
 /* ---------------------------------------------------------------------------------------------
  * Streams that cannot be right
  * ------------------------------------------------------------------------------------------- */
-static void expect_malformed(const synth *s, const char *reason)
-{
-    buf b = synth_build(s);
-    char msg[DH_DICOM_MSG_LEN];
-    read_buf(&b, 1, DH_ERR_MALFORMED, msg);
-    ck_assert_msg(strstr(msg, reason) != NULL, "'%s' does not say '%s'", msg, reason);
-    free(b.p);
-}
-
 START_TEST(refuses_streams_that_do_not_fit_the_dataset)
 {
     static uint16_t cells[3 * FRAME];

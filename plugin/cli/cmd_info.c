@@ -46,6 +46,9 @@ static const char *transfer_syntax_name(const char *uid) {
         {"1.2.840.10008.1.2.4.81", "JPEG-LS Near-Lossless"},
         {"1.2.840.10008.1.2.4.90", "JPEG 2000 Lossless"},
         {"1.2.840.10008.1.2.4.91", "JPEG 2000"},
+        {"1.2.840.10008.1.2.4.201", "HTJ2K Lossless"},
+        {"1.2.840.10008.1.2.4.202", "HTJ2K Lossless RPCL"},
+        {"1.2.840.10008.1.2.4.203", "HTJ2K"},
         {"1.2.840.10008.1.2.5", "RLE Lossless"},
     };
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {

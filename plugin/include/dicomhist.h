@@ -53,7 +53,7 @@ typedef enum dh_status {
     DH_ERR_INVALID_ARGUMENT = 1, /* a parameter out of its documented bounds */
     DH_ERR_IO = 2,               /* a file could not be opened, read or written */
     DH_ERR_MALFORMED = 3,        /* not DICOM, truncated, lying header, missing pixel data */
-    DH_ERR_UNSUPPORTED = 4,      /* valid DICOM we do not handle: RGB, 1-bit, JPEG 2000, ... */
+    DH_ERR_UNSUPPORTED = 4,      /* valid DICOM we do not handle: RGB, 1-bit, MPEG, ... */
     DH_ERR_MISMATCH = 5,         /* slices of one series that do not fit together */
     DH_ERR_NO_MEMORY = 6,
     DH_ERR_NO_DEVICE = 7,        /* CUDA asked for, but no usable GPU or not built with CUDA */

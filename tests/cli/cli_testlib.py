@@ -101,6 +101,10 @@ def import_reference_modules():
         import libjpeg  # noqa: F401  (pylibjpeg-libjpeg: JPEG lossless and JPEG-LS)
     except ImportError as e:
         skip(f"Python module missing: {e.name} (pylibjpeg-libjpeg decodes the JPEG files)")
+    try:
+        import openjpeg  # noqa: F401  (pylibjpeg-openjpeg: JPEG 2000 and HTJ2K)
+    except ImportError as e:
+        skip(f"Python module missing: {e.name} (pylibjpeg-openjpeg decodes the JPEG 2000 files)")
 
 
 def read_dataset(path):

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """test_cli_real_files.py: `dicomhist info` and `dicomhist histogram` on every file and series
-in ../shared/dicom against an independent decode (pydicom + pylibjpeg, masking and sign
+in ../shared/dicom and ../shared/dicom-jpeg2000 against an independent decode (pydicom + pylibjpeg, masking and sign
 extension applied here, exact rational binning).
 
 For each readable volume: geometry, bits, signedness, photometric, rescale, transfer syntax,
@@ -202,6 +202,13 @@ def main():
     readable, bad = discover(shared)
     c.check(len(readable) >= 15 and len(bad) >= 5,
             f"found the real files ({len(readable)} readable inputs, {len(bad)} bad files)")
+    # JPEG 2000 files sit beside the folder (../shared/dicom-jpeg2000), read by the same rules.
+    jpeg2000 = os.path.normpath(shared) + "-jpeg2000"
+    if os.path.isdir(jpeg2000):
+        more, more_bad = discover(jpeg2000)
+        c.check(len(more) >= 4, f"found the JPEG 2000 files ({len(more)} in {jpeg2000})")
+        readable += more
+        bad += more_bad
     expected = {}  # each reference decoded once, its summary kept for the whole-folder check
     for target, files in readable:
         print(f"-- {target}", flush=True)
