@@ -82,15 +82,9 @@ static int parse_bins(const char *text, uint32_t *bf, uint32_t *bm) {
 
 /* "LO:HI" in whole stored values. */
 static int parse_int_range(const char *option, const char *text, int32_t *lo, int32_t *hi) {
-    double a, b;
     const char *why = NULL;
-    if (text_parse_range(text, &a, &b, &why) != 0)
+    if (text_parse_stored_range(text, lo, hi, &why) != 0)
         return cli_usage_error("mi", "--%s '%s': %s", option, text, why);
-    if (a != floor(a) || b != floor(b) || a < -32768 || b > 65535 || b - a + 1 > 65536)
-        return cli_usage_error("mi", "--%s '%s': expected whole stored values within "
-                                     "-32768..65535, at most 65536 apart", option, text);
-    *lo = (int32_t)a;
-    *hi = (int32_t)b;
     return 0;
 }
 

@@ -61,8 +61,15 @@ void report_info_record(report_json *j, const dh_volume *v, const report_names *
     report_json_key(j, "spacing"), report_json_double(j, dh_volume_spacing(v));
     report_json_key(j, "warnings");
     report_json_begin_array(j);
-    for (size_t i = 0; i < dh_volume_warning_count(v); i++)
-        report_json_string(j, dh_volume_warning(v, i));
+    for (size_t i = 0; i < dh_volume_warning_count(v); i++) {
+        char text[2048];
+        if (names && names->warning) {
+            names->warning(names->arg, dh_volume_warning(v, i), text, sizeof text);
+            report_json_string(j, text);
+        } else {
+            report_json_string(j, dh_volume_warning(v, i));
+        }
+    }
     report_json_end_array(j);
     report_json_end_object(j);
 }

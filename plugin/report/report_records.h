@@ -17,6 +17,9 @@ typedef struct report_names {
     const char *path; /* NULL: dh_volume_path */
     /* The name of a slice's source file; NULL: the file's path as is. */
     const char *(*source)(void *arg, const char *file);
+    /* A warning as the host shows it, written into out (len bytes); NULL: as the library has
+     * it. Warnings name files; a host that read them under other names renames them here. */
+    void (*warning)(void *arg, const char *warning, char *out, size_t len);
     void *arg;
 } report_names;
 

@@ -76,6 +76,19 @@ int text_parse_range(const char *text, double *lo, double *hi, const char **why)
     return 0;
 }
 
+int text_parse_stored_range(const char *text, int32_t *lo, int32_t *hi, const char **why) {
+    double a, b;
+    if (text_parse_range(text, &a, &b, why) != 0)
+        return -1;
+    if (a != floor(a) || b != floor(b) || a < -32768 || b > 65535 || b - a + 1 > 65536) {
+        *why = "expected whole stored values within -32768..65535, at most 65536 apart";
+        return -1;
+    }
+    *lo = (int32_t)a;
+    *hi = (int32_t)b;
+    return 0;
+}
+
 int text_parse_window(const char *text, dh_equalize_params *p, const char **why) {
     if (strcmp(text, "file") == 0) {
         p->window = DH_WINDOW_FILE;

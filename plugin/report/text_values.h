@@ -19,6 +19,9 @@ int text_parse_double(const char *text, double *out);
 int text_parse_pair(const char *text, double *a, double *b);
 /* "LO:HI" with two finite numbers and LO < HI; returns 0, or -1 with a reason in *why. */
 int text_parse_range(const char *text, double *lo, double *hi, const char **why);
+/* "LO:HI" in whole stored values within -32768..65535, at most 65536 apart, LO < HI (an
+ * inclusive range of mutual information); returns 0, or -1 with a reason in *why. */
+int text_parse_stored_range(const char *text, int32_t *lo, int32_t *hi, const char **why);
 /* A window: "C:W" (center and width, W >= 1), "file", "minmax" or "percentile:P"
  * (0 <= P < 50), into p->window and its fields; returns 0, or -1 with a reason in *why. */
 int text_parse_window(const char *text, dh_equalize_params *p, const char **why);

@@ -1,0 +1,307 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * derive.c: equalize or window an Orthanc series step by step into a derived series (derive.h).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "derive.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device_gate.h"
+#include "orthanc_rest.h"
+
+static int fail(dho_derive *d, int http, const char *error, const char *kind, const char *id,
+                const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 6, 7)))
+#endif
+    ;
+
+static int fail(dho_derive *d, int http, const char *error, const char *kind, const char *id,
+                const char *fmt, ...)
+{
+    char raw[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(raw, sizeof raw, fmt, ap);
+    va_end(ap);
+    dho_stage_message(&d->stage, raw, d->reason, sizeof d->reason);
+    d->http = http;
+    snprintf(d->error, sizeof d->error, "%s", error);
+    snprintf(d->kind, sizeof d->kind, "%s", kind);
+    snprintf(d->id, sizeof d->id, "%s", id ? id : "");
+    d->phase = DHO_DERIVE_FAILED;
+    return -1;
+}
+
+/* 2.25.<the MD5 of text as a decimal>: at most 5 + 39 characters. Returns 0, or -1. */
+static int uid_from_text(const char *text, char uid[65])
+{
+    char *hex = OrthancPluginComputeMd5(dho_context, text, (uint32_t)strlen(text));
+    if (!hex)
+        return -1;
+    uint8_t b[16];
+    int ok = strlen(hex) == 32;
+    for (int i = 0; ok && i < 16; i++) {
+        unsigned v;
+        ok = sscanf(hex + 2 * i, "%2x", &v) == 1;
+        b[i] = (uint8_t)v;
+    }
+    OrthancPluginFreeString(dho_context, hex);
+    if (!ok)
+        return -1;
+    char digits[40];
+    int n = 0, nonzero;
+    do { /* one decimal digit per pass: divide the 128-bit big-endian number by 10 */
+        unsigned rem = 0;
+        nonzero = 0;
+        for (int i = 0; i < 16; i++) {
+            unsigned cur = rem * 256 + b[i];
+            b[i] = (uint8_t)(cur / 10);
+            rem = cur % 10;
+            nonzero |= b[i];
+        }
+        digits[n++] = (char)('0' + rem);
+    } while (nonzero && n < 39);
+    int o = snprintf(uid, 65, "2.25.");
+    while (n > 0)
+        uid[o++] = digits[--n];
+    uid[o] = '\0';
+    return 0;
+}
+
+/* dh_derive_params.instance_uid: the staged file's instance, its SOPInstanceUID, the key. */
+static int instance_uid(void *user, const char *source, char uid[65])
+{
+    dho_derive *d = user;
+    const char *id = dho_stage_instance_of(source);
+    for (size_t i = 0; i < d->stage.count; i++) {
+        if (strcmp(d->stage.instances[i], id) != 0)
+            continue;
+        if (!d->stage.sop_uids[i][0])
+            return -1;
+        size_t n = strlen(d->key) + strlen(d->stage.sop_uids[i]) + 16;
+        char *text = malloc(n);
+        if (!text)
+            return -1;
+        snprintf(text, n, "%s|instance|%s", d->key, d->stage.sop_uids[i]);
+        int rc = uid_from_text(text, uid);
+        free(text);
+        return rc;
+    }
+    return -1;
+}
+
+int dho_derive_open(dho_derive *d, const char *series_id, const dh_equalize_params *params,
+                    const char *key)
+{
+    memset(d, 0, sizeof *d);
+    d->params = *params;
+    snprintf(d->key, sizeof d->key, "%s", key);
+    d->instances = json_array();
+    d->ctx = dh_ctx_create();
+    if (!d->instances || !d->ctx)
+        return fail(d, 500, "NotEnoughMemory", "Series", series_id, "out of memory");
+    char msg[2048];
+    int http = dho_stage_open(&d->stage, series_id, msg, sizeof msg);
+    if (http != 0)
+        return fail(d, http, http == 404 ? "UnknownResource" : "InternalError", "Series",
+                    series_id, "%s: %s", series_id, msg);
+    d->phase = DHO_DERIVE_STAGE;
+    return 0;
+}
+
+/* Stages one instance; once all are, loads the volume. */
+static int step_stage(dho_derive *d)
+{
+    char msg[2048];
+    const char *sid = d->stage.series_id;
+    if (d->stage.staged < d->stage.count) {
+        int http = dho_stage_next(&d->stage, msg, sizeof msg);
+        if (http != 0)
+            return fail(d, http, http == 404 ? "UnknownResource" : "InternalError", "Series", sid,
+                        "%s", msg);
+        return 1;
+    }
+    if (dho_stage_load(&d->stage, d->ctx) != 0)
+        return fail(d, 500, "InternalError", "Series", sid, "%s", dh_ctx_error(d->ctx));
+    const dh_volume_set *set = d->stage.set;
+    if (dh_volume_set_failure_count(set) > 0) {
+        dh_status why = dh_volume_set_failure_status(set, 0);
+        return fail(d, dho_http_status(why), dh_status_name(why), "Instance",
+                    dho_stage_instance_of(dh_volume_set_failure_path(set, 0)), "series %s: %s",
+                    sid, dh_volume_set_failure_message(set, 0));
+    }
+    if (dh_volume_set_count(set) != 1)
+        return fail(d, 422, "DH_ERR_MISMATCH", "Series", sid,
+                    "%s: the series holds %zu volumes (multi-frame instances are volumes of "
+                    "their own); it is derived as one volume only", sid, dh_volume_set_count(set));
+    d->phase = DHO_DERIVE_COMPUTE;
+    return 1;
+}
+
+/* A derived series of the same UID already in Orthanc with another number of instances was
+ * made from fewer (or other) source instances: it is removed so that the new one replaces it
+ * whole rather than mixing instances of two computations. */
+static void drop_stale_derived(const char *series_uid, size_t file_count)
+{
+    json_t *found = dho_post_json("/tools/lookup", series_uid, strlen(series_uid));
+    for (size_t i = 0; i < json_array_size(found); i++) {
+        const json_t *hit = json_array_get(found, i);
+        if (strcmp(dho_json_str(hit, "Type"), "Series") != 0 ||
+            !dho_valid_id(dho_json_str(hit, "ID")))
+            continue;
+        char uri[128];
+        snprintf(uri, sizeof uri, "/series/%s", dho_json_str(hit, "ID"));
+        json_t *old = dho_get_json(uri);
+        size_t had = json_array_size(json_object_get(old, "Instances"));
+        json_decref(old);
+        if (had != file_count) {
+            dho_log_info("replacing derived series %s (%zu instances, now %zu)",
+                         dho_json_str(hit, "ID"), had, file_count);
+            OrthancPluginRestApiDelete(dho_context, uri);
+        }
+    }
+    json_decref(found);
+}
+
+static int step_compute(dho_derive *d)
+{
+    const dh_volume *v = dh_volume_set_volume(d->stage.set, 0);
+    const char *sid = d->stage.series_id;
+    int token = dho_gate_enter(d->params.device);
+    dh_status st = dh_equalize(d->ctx, v, &d->params, &d->result);
+    dho_gate_leave(token);
+    if (st != DH_OK)
+        return fail(d, dho_http_status(st), dh_status_name(st), "Series", sid, "%s",
+                    dh_ctx_error(d->ctx));
+    char series_uid[65], text[640];
+    snprintf(text, sizeof text, "%s|series|%s", d->key, dh_volume_series_uid(v));
+    if (uid_from_text(text, series_uid) != 0)
+        return fail(d, 500, "InternalError", "Series", sid, "cannot compute the derived UIDs");
+    dh_derive_params dp;
+    dh_derive_params_init(&dp);
+    dp.series_uid = series_uid;
+    dp.instance_uid = instance_uid;
+    dp.user = d;
+    char out_dir[1200];
+    snprintf(out_dir, sizeof out_dir, "%s/derived", d->stage.dir);
+    st = dh_equalized_write_dicom_with(d->ctx, v, d->result, out_dir, &dp, &d->written);
+    if (st != DH_OK)
+        return fail(d, dho_http_status(st), dh_status_name(st), "Series", sid, "%s",
+                    dh_ctx_error(d->ctx));
+    drop_stale_derived(series_uid, d->written->file_count);
+    d->phase = DHO_DERIVE_STORE;
+    return 1;
+}
+
+/* Reads a whole derived file; NULL when it cannot. */
+static char *read_file(const char *path, size_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    char *data = NULL;
+    long n = -1;
+    if (f && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+        (data = malloc((size_t)n + 1)) && fread(data, 1, (size_t)n, f) != (size_t)n) {
+        free(data);
+        data = NULL;
+    }
+    if (f)
+        fclose(f);
+    *size = n > 0 ? (size_t)n : 0;
+    return data;
+}
+
+static int step_store(dho_derive *d)
+{
+    const char *sid = d->stage.series_id;
+    if (d->stored == d->written->file_count) {
+        d->phase = DHO_DERIVE_DONE;
+        dh_equalized_free(d->result); /* the pixels are in Orthanc now */
+        d->result = NULL;
+        return 0;
+    }
+    size_t size = 0;
+    char *data = read_file(d->written->files[d->stored], &size);
+    if (!data)
+        return fail(d, 500, "InternalError", "Series", sid, "cannot read back a derived file");
+    json_t *answer = dho_post_json("/instances", data, size);
+    free(data);
+    const char *id = dho_json_str(answer, "ID"), *status = dho_json_str(answer, "Status");
+    if (!*id) {
+        json_decref(answer);
+        return fail(d, 500, "InternalError", "Series", sid,
+                    "Orthanc refused the derived instance of %s",
+                    dho_stage_instance_of(d->written->sources[d->stored]));
+    }
+    json_array_append_new(d->instances, json_string(id));
+    snprintf(d->derived_id, sizeof d->derived_id, "%s", dho_json_str(answer, "ParentSeries"));
+    if (strcmp(status, "AlreadyStored") == 0)
+        d->already++;
+    json_decref(answer);
+    d->stored++;
+    return 1;
+}
+
+int dho_derive_step(dho_derive *d)
+{
+    switch (d->phase) {
+    case DHO_DERIVE_STAGE:
+        return step_stage(d);
+    case DHO_DERIVE_COMPUTE:
+        return step_compute(d);
+    case DHO_DERIVE_STORE:
+        return step_store(d);
+    case DHO_DERIVE_DONE:
+        return 0;
+    default:
+        return -1;
+    }
+}
+
+float dho_derive_progress(const dho_derive *d)
+{
+    /* Staging and storing count one unit per instance, computing one unit per instance too. */
+    double total = 3.0 * (d->stage.count ? (double)d->stage.count : 1.0);
+    double done = (double)d->stage.staged;
+    if (d->phase >= DHO_DERIVE_STORE)
+        done += (double)d->stage.count + (double)d->stored;
+    if (d->phase == DHO_DERIVE_DONE)
+        return 1.0f;
+    return (float)(done / total);
+}
+
+json_t *dho_derive_answer(const dho_derive *d)
+{
+    json_t *a = json_object();
+    if (d->phase == DHO_DERIVE_FAILED) {
+        json_object_set_new(a, "HttpStatus", json_integer(d->http));
+        json_object_set_new(a, "Error", json_string(d->error));
+        json_object_set_new(a, d->kind, json_string(d->id));
+        json_t *r = json_string(d->reason);
+        json_object_set_new(a, "Reason", r ? r : json_string("(reason not valid UTF-8)"));
+        return a;
+    }
+    char path[96];
+    snprintf(path, sizeof path, "/series/%s", d->derived_id);
+    json_object_set_new(a, "ID", json_string(d->derived_id));
+    json_object_set_new(a, "Path", json_string(path));
+    json_object_set_new(a, "Instances", json_copy(d->instances));
+    json_object_set_new(a, "AlreadyStored", json_integer((json_int_t)d->already));
+    if (d->written)
+        json_object_set_new(a, "SeriesInstanceUID", json_string(d->written->series_uid));
+    return a;
+}
+
+void dho_derive_free(dho_derive *d)
+{
+    dh_equalized_free(d->result);
+    dh_derived_series_free(d->written);
+    dho_stage_free(&d->stage);
+    json_decref(d->instances);
+    dh_ctx_free(d->ctx);
+    memset(d, 0, sizeof *d);
+}

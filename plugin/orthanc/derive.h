@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/*
+ * derive.h: one equalize or window of an Orthanc series into a derived series stored in the
+ * same study, in small steps so that a job can report progress and stop between them, and a
+ * worker can give up promptly at shutdown: stage one instance per step, then compute and write
+ * the derived files, then store one file per step.
+ *
+ * The derived UIDs are computed, not drawn: 2.25.<MD5 as a decimal> of the parameters' key
+ * (options.h) and the source's SeriesInstanceUID or SOPInstanceUID. The same series derived
+ * with the same parameters gives the same UIDs, so a repeat is "AlreadyStored" in Orthanc, and
+ * a series that grew since it was derived gets its derived series replaced, never a second one.
+ * The derived files carry dicomhist's DerivationDescription ("dicomhist <version> ..."), the
+ * marker auto-equalization reads to leave its own outputs alone.
+ */
+#ifndef DH_ORTHANC_DERIVE_H
+#define DH_ORTHANC_DERIVE_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "dicomhist.h"
+#include "staging.h"
+
+typedef enum dho_derive_phase {
+    DHO_DERIVE_STAGE,
+    DHO_DERIVE_COMPUTE,
+    DHO_DERIVE_STORE,
+    DHO_DERIVE_DONE,
+    DHO_DERIVE_FAILED
+} dho_derive_phase;
+
+typedef struct dho_derive {
+    dh_equalize_params params;
+    char key[512];
+    dho_derive_phase phase;
+    dho_stage stage;
+    dh_ctx *ctx;
+    dh_equalized *result;
+    dh_derived_series *written;
+    size_t stored;        /* derived files handed to Orthanc */
+    size_t already;       /* of which Orthanc already had */
+    json_t *instances;    /* their Orthanc IDs */
+    char derived_id[72];  /* the derived series' Orthanc ID */
+    /* The failure, when phase is DHO_DERIVE_FAILED. */
+    int http;
+    char error[40];  /* "DH_ERR_MALFORMED", "UnknownResource", ... */
+    char kind[16];   /* "Series" or "Instance" */
+    char id[72];
+    char reason[2048];
+} dho_derive;
+
+/* The phrase every derived file's DerivationDescription starts with. */
+#define DHO_DERIVED_MARKER "dicomhist "
+
+/* Lists the series and prepares the first step. Returns 0, or -1 with the failure in d (an
+ * unknown series is a 404 at once). dho_derive_free is needed either way. */
+int dho_derive_open(dho_derive *d, const char *series_id, const dh_equalize_params *params,
+                    const char *key);
+/* Runs one step; returns 1 while steps remain, 0 when done, -1 on failure (in d). */
+int dho_derive_step(dho_derive *d);
+/* 0..1. */
+float dho_derive_progress(const dho_derive *d);
+/* {"ID", "Path", "Instances", "AlreadyStored"} once done; {"HttpStatus", "Error", kind: id,
+ * "Reason"} once failed. A new reference. */
+json_t *dho_derive_answer(const dho_derive *d);
+void dho_derive_free(dho_derive *d);
+
+#endif /* DH_ORTHANC_DERIVE_H */
