@@ -3,16 +3,17 @@
 
 Renders parallel-projection DRRs of the CT phantom in sample_data/ct_phantom (or of a built-in
 phantom when that folder is absent) rotated about the patient's long axis over a sweep of angles,
-scores each DRR against the projection at a hidden angle with one batched call of the library's
-prepared-fixed-image API (dh_mi_fixed_create + dh_mi_evaluate, through ctypes), and plots MI and
-NMI against the angle: both must peak at the hidden angle. Prints the time per evaluation.
+scores each float32 DRR against the projection at a hidden angle with one batched call of the
+Python package (dicomhist.MIFixed(...).scores: the float32 images as rendered, no conversion), and
+plots MI and NMI against the angle: both must peak at the hidden angle. Prints the time per
+evaluation.
 
-Usage: python3 docs/registration_demo.py [--lib build/plugin/libdicomhist.so]
-                                         [--out docs/registration_demo.png] [--hidden 17]
-Needs numpy, scipy, matplotlib (pydicom to read the phantom).
+Usage: python3 docs/registration_demo.py [--out docs/registration_demo.png] [--hidden 17.4]
+                                         [--bins 32] [--device auto|cpu|cuda]
+Needs the dicomhist package (`pip install .`, or PYTHONPATH=build/python), numpy, scipy,
+matplotlib (pydicom to read the phantom).
 """
 import argparse
-import ctypes as C
 import glob
 import os
 import sys
@@ -22,45 +23,13 @@ try:
     import numpy as np
     from scipy import ndimage
     import matplotlib
+    import dicomhist
 except ImportError as e:  # the test suite runs this script: absent modules mean "skipped"
     print(f"skipped: {e}")
     sys.exit(77)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-
-
-class Params(C.Structure):  # dh_mi_params
-    _fields_ = [("struct_size", C.c_uint32), ("bins_fixed", C.c_uint32),
-                ("bins_moving", C.c_uint32), ("has_range_fixed", C.c_int32),
-                ("fixed_lo", C.c_int32), ("fixed_hi", C.c_int32),
-                ("has_range_moving", C.c_int32), ("moving_lo", C.c_int32),
-                ("moving_hi", C.c_int32), ("log2", C.c_int32), ("device", C.c_int32),
-                ("max_batch", C.c_uint32), ("fixed_lo_f32", C.c_float),
-                ("fixed_hi_f32", C.c_float), ("moving_lo_f32", C.c_float),
-                ("moving_hi_f32", C.c_float)]
-
-
-class Scores(C.Structure):  # dh_mi_scores
-    _fields_ = [("mi", C.c_double), ("nmi", C.c_double), ("ecc", C.c_double),
-                ("h_fixed", C.c_double), ("h_moving", C.c_double), ("h_joint", C.c_double),
-                ("n", C.c_uint64), ("status", C.c_uint32), ("moving_lo", C.c_int32),
-                ("moving_hi", C.c_int32), ("reserved", C.c_uint32)]
-
-
-def load_library(path):
-    lib = C.CDLL(path)
-    lib.dh_ctx_create.restype = C.c_void_p
-    lib.dh_ctx_error.restype = C.c_char_p
-    lib.dh_ctx_error.argtypes = [C.c_void_p]
-    lib.dh_mi_params_init.argtypes = [C.POINTER(Params)]
-    lib.dh_mi_fixed_create.argtypes = [C.c_void_p, C.c_void_p, C.c_int, C.c_size_t, C.c_void_p,
-                                       C.POINTER(Params), C.POINTER(C.c_void_p)]
-    lib.dh_mi_evaluate.argtypes = [C.c_void_p, C.c_void_p, C.c_void_p, C.c_int, C.c_size_t,
-                                   C.c_uint32, C.c_void_p, C.c_size_t, C.POINTER(Scores)]
-    lib.dh_mi_fixed_free.argtypes = [C.c_void_p]
-    lib.dh_ctx_free.argtypes = [C.c_void_p]
-    return lib
 
 
 def load_phantom():
@@ -89,55 +58,37 @@ def drr(vol, angle_deg):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--lib", default=os.path.join(ROOT, "build", "plugin", "libdicomhist.so"))
     ap.add_argument("--out", default=os.path.join(HERE, "registration_demo.png"))
     ap.add_argument("--hidden", type=float, default=17.4, help="the true angle, degrees (off the 1-degree grid)")
     ap.add_argument("--bins", type=int, default=32)
+    ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     args = ap.parse_args()
-    lib = load_library(args.lib)
 
     vol, source = load_phantom()
     angles = np.arange(-30.0, 60.5, 1.0)
-    projections = [drr(vol, a) for a in angles]
-    target = drr(vol, args.hidden)
-    # One 12-bit scale for every projection, so that intensities mean the same in all of them.
-    scale = 4095.0 / max(p.max() for p in projections + [target])
-    to12 = lambda p: np.clip(np.rint(p * scale), 0, 4095).astype(np.uint16)
-    fixed = np.ascontiguousarray(to12(target))
-    moving = np.ascontiguousarray(np.stack([to12(p) for p in projections]))
-    n, k = fixed.size, len(angles)
+    # DRRs as a renderer makes them: float32 line integrals, one scale for all so that
+    # intensities mean the same in every projection.
+    projections = np.stack([drr(vol, a) for a in angles]).astype(np.float32)
+    target = drr(vol, args.hidden).astype(np.float32)
+    top = float(max(projections.max(), target.max()))
+    k = len(angles)
 
-    ctx = lib.dh_ctx_create()
-    params = Params()
-    lib.dh_mi_params_init(C.byref(params))
-    params.bins_fixed = params.bins_moving = args.bins
-    params.has_range_fixed = params.has_range_moving = 1
-    params.fixed_lo = params.moving_lo = 0
-    params.fixed_hi = params.moving_hi = 4095
-    params.max_batch = k
-    prepared = C.c_void_p()
-    if lib.dh_mi_fixed_create(ctx, fixed.ctypes.data, 0, n, None, C.byref(params),
-                              C.byref(prepared)) != 0:
-        sys.exit("dh_mi_fixed_create: " + lib.dh_ctx_error(ctx).decode())
-    scores = (Scores * k)()
-    if lib.dh_mi_evaluate(ctx, prepared, moving.ctypes.data, 0, n, k, None, 0, scores) != 0:
-        sys.exit("dh_mi_evaluate: " + lib.dh_ctx_error(ctx).decode())
-    # Time: the whole batch, many times, per evaluation.
+    # The X-ray (here the DRR at the hidden angle) prepared once; the batch scored in one call.
+    fixed = dicomhist.MIFixed(target, bins=args.bins, range_fixed=(0.0, top),
+                              range_moving=(0.0, top), device=args.device, max_batch=k)
+    scores = fixed.scores(projections)
     reps, t0 = 50, time.perf_counter()
     for _ in range(reps):
-        lib.dh_mi_evaluate(ctx, prepared, moving.ctypes.data, 0, n, k, None, 0, scores)
+        fixed.scores(projections)
     per_eval_us = (time.perf_counter() - t0) / (reps * k) * 1e6
-    mi = np.array([s.mi for s in scores])
-    nmi = np.array([s.nmi for s in scores])
-    lib.dh_mi_fixed_free(prepared)
-    lib.dh_ctx_free(ctx)
+    mi, nmi = scores["mi"], scores["nmi"]
 
     best_mi, best_nmi = angles[mi.argmax()], angles[nmi.argmax()]
-    print(f"phantom: {source}; DRRs {fixed.shape[1]}x{fixed.shape[0]}, {k} angles, "
-          f"{args.bins} bins")
+    print(f"phantom: {source}; DRRs {target.shape[1]}x{target.shape[0]} float32, {k} angles, "
+          f"{args.bins} bins, device {fixed.device}")
     print(f"hidden angle {args.hidden:g} deg: MI peaks at {best_mi:g} deg, "
           f"NMI peaks at {best_nmi:g} deg")
-    print(f"time per evaluation (CPU host path, batch of {k}): {per_eval_us:.1f} us")
+    print(f"time per evaluation ({fixed.device} host path, batch of {k}): {per_eval_us:.1f} us")
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -154,7 +105,7 @@ def main():
     ax.legend(lines[0] + lines2[0], lines[1] + lines2[1], loc="upper left", fontsize=8)
     ax.set_title(f"{args.bins} bins, {per_eval_us:.0f} us per evaluation; "
                  f"peaks MI {best_mi:g}, NMI {best_nmi:g}", fontsize=9)
-    ax_img.imshow(fixed, cmap="gray", origin="lower")
+    ax_img.imshow(target, cmap="gray", origin="lower")
     ax_img.set_title(f"target projection ({args.hidden:g} deg)", fontsize=9)
     ax_img.axis("off")
     fig.tight_layout()

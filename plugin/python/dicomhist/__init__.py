@@ -1,0 +1,28 @@
+"""dicomhist: histograms, equalization and mutual information of 12/16-bit DICOM, on the CPU or
+a CUDA GPU, from NumPy arrays, CuPy arrays and PyTorch tensors (docs/python.md).
+
+    vol = dicomhist.read("xray.dcm")               # Volume: .pixels, metadata, .info()
+    counts, edges = dicomhist.histogram(vol, bins=256)
+    eq = dicomhist.equalize(vol, window="minmax")
+    fixed = dicomhist.MIFixed(xray, bins=64, range_moving=(0.0, 1.0))
+    scores = fixed.scores(drr_batch)               # a torch CUDA (B, H, W) float32 batch
+"""
+from . import errors
+from ._core import cuda_available, version as _version
+from .equalize import equalize
+from .errors import (CudaError, DicomhistError, DicomIOError, InternalError, InvalidArgumentError,
+                     MalformedError, MismatchError, NoDeviceError, OutOfMemoryError,
+                     UnsupportedError)
+from .histogram import Histogram, histogram
+from .mi import (EMPTY, SCORE_DTYPE, ZERO_JOINT_ENTROPY, DeviceScores, MIFixed, joint_histogram,
+                 mi_scores, mutual_information, normalized_mutual_information)
+from .volume import ReadResult, Volume, from_array, read, read_all
+
+__version__ = _version()
+
+__all__ = ["read", "read_all", "from_array", "Volume", "ReadResult", "histogram", "Histogram",
+           "equalize", "mutual_information", "mi_scores", "joint_histogram", "MIFixed",
+           "DeviceScores", "normalized_mutual_information", "SCORE_DTYPE", "EMPTY",
+           "ZERO_JOINT_ENTROPY", "cuda_available", "errors", "DicomhistError",
+           "InvalidArgumentError", "DicomIOError", "MalformedError", "UnsupportedError",
+           "MismatchError", "OutOfMemoryError", "NoDeviceError", "CudaError", "InternalError"]

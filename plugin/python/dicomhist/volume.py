@@ -1,0 +1,120 @@
+"""Volumes: DICOM files, multi-frame files and series read into stored values, or arrays made
+into volumes for the histogram and equalization functions."""
+import os
+
+import numpy as np
+
+from . import _core
+from ._context import ctx
+from .errors import error_for
+
+# info --json's fields, in its order
+_INFO_KEYS = ("path", "series_uid", "modality", "rows", "columns", "slices", "bits_allocated",
+              "bits_stored", "signed", "photometric", "rescale_slope", "rescale_intercept",
+              "transfer_syntax", "stored_min", "stored_max", "modality_min", "modality_max",
+              "spacing", "warnings")
+
+
+class Volume:
+    """One series or multi-frame file: `pixels` is the (slices, rows, columns) NumPy array of
+    stored values (uint16, or int16 when signed), read-only and shared with the library (no
+    copy). Metadata are attributes: rows, columns, slices, bits_allocated, bits_stored, signed,
+    photometric, rescale_slope, rescale_intercept, window ((center, width) or None), spacing,
+    path, series_uid, study_uid, modality, transfer_syntax, stored_min, stored_max, warnings,
+    slice_sources, slice_frames, slice_locations, slice_positions."""
+
+    def __init__(self, handle):
+        self._handle = handle
+        self._meta = _core.volume_info(handle)
+        for key, value in self._meta.items():
+            setattr(self, key, value)
+        dtype = np.int16 if self.signed else np.uint16
+        self.pixels = np.frombuffer(_core.volume_pixels(handle), dtype=dtype).reshape(
+            self.slices, self.rows, self.columns)
+
+    @property
+    def shape(self):
+        return self.pixels.shape
+
+    def modality_values(self, dtype=np.float64):
+        """slope * stored + intercept for every pixel (Hounsfield units for CT), a new array."""
+        return self.pixels.astype(dtype) * dtype(self.rescale_slope) + \
+            dtype(self.rescale_intercept)
+
+    def modality_range(self):
+        a = self.rescale_slope * self.stored_min + self.rescale_intercept
+        b = self.rescale_slope * self.stored_max + self.rescale_intercept
+        return (a, b) if a <= b else (b, a)
+
+    def info(self):
+        """The dict `dicomhist info --json` prints for this volume."""
+        d = {k: self._meta[k] for k in _INFO_KEYS if k in self._meta}
+        d["modality_min"], d["modality_max"] = self.modality_range()
+        return {k: d[k] for k in _INFO_KEYS}
+
+    def __repr__(self):
+        return (f"<dicomhist.Volume {self.path!r}: {self.slices}x{self.rows}x{self.columns} "
+                f"{self.modality or '?'} {self.bits_stored}-bit "
+                f"{'signed' if self.signed else 'unsigned'}>")
+
+
+class ReadResult(list):
+    """read_all's list of Volumes, with `failures` (path, exception) and `skipped` paths."""
+
+    def __init__(self, volumes, failures, skipped):
+        super().__init__(volumes)
+        self.failures = failures
+        self.skipped = skipped
+
+
+def _paths(path_or_paths):
+    if isinstance(path_or_paths, (str, bytes, os.PathLike)):
+        path_or_paths = [path_or_paths]
+    return tuple(os.fsdecode(p) for p in path_or_paths)
+
+
+def read_all(path_or_paths):
+    """Every volume in the files and directories given (series grouped by SeriesInstanceUID,
+    slices ordered along their normal), with the inputs that failed kept beside them."""
+    handles, failures, skipped = _core.read(ctx(), _paths(path_or_paths))
+    return ReadResult([Volume(h) for h in handles],
+                      [(p, error_for(code, name, msg)) for p, name, code, msg in failures],
+                      skipped)
+
+
+def read(path_or_paths):
+    """The one volume in a file, a series folder, or a list of files: raises the library's
+    error when an input fails, and ValueError when the inputs hold several series."""
+    result = read_all(path_or_paths)
+    if result.failures:
+        raise result.failures[0][1]
+    if len(result) != 1:
+        names = ", ".join(v.path for v in result) or "none"
+        raise ValueError(f"expected one volume, found {len(result)} ({names}): use read_all")
+    return result[0]
+
+
+def from_array(x, bits_stored=None):
+    """A volume (a copy) of a 2D (rows, columns) or 3D (slices, rows, columns) integer array:
+    uint8/uint16 unsigned, int8/int16 signed, BitsStored the dtype's width unless given."""
+    a = np.asarray(x)
+    if a.ndim == 2:
+        a = a[np.newaxis]
+    if a.ndim != 3:
+        raise ValueError(f"expected a 2D or 3D image, got shape {np.shape(x)}")
+    if a.dtype in (np.uint8, np.uint16, np.bool_):
+        signed, width, a = False, 8 * a.dtype.itemsize, a.astype(np.uint16, copy=False)
+    elif a.dtype in (np.int8, np.int16):
+        signed, width, a = True, 8 * a.dtype.itemsize, a.astype(np.int16, copy=False)
+    else:
+        raise TypeError(f"dtype {a.dtype}: stored values are 8- or 16-bit integers")
+    bits = int(bits_stored) if bits_stored is not None else width
+    a = np.ascontiguousarray(a)
+    return Volume(_core.from_samples(ctx(), a, a.shape[1], a.shape[2], a.shape[0], bits, signed))
+
+
+def as_volume(x):
+    """x itself when it is a Volume, else from_array(x); and whether x was 2D."""
+    if isinstance(x, Volume):
+        return x, False
+    return from_array(x), np.ndim(x) == 2

@@ -1,0 +1,37 @@
+/*
+ * core.h: what the files of the extension module dicomhist._core share. The module is a thin
+ * layer over the public C API (dicomhist.h) in the limited API of Python 3.11 (one abi3 build for
+ * every later Python): it turns Python buffers and integers into the API's pointers and its
+ * statuses into exceptions; arrays, defaults and names live in the Python package around it.
+ */
+#ifndef DH_PYTHON_CORE_H
+#define DH_PYTHON_CORE_H
+
+#define Py_LIMITED_API 0x030B0000
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "dicomhist.h"
+
+/* Raises the exception class registered for `status` (dicomhist.errors) with the status name and
+ * message; returns NULL for `return core_raise(...)`. */
+PyObject *core_raise(dh_status status, const char *message);
+
+/* The dh_ctx inside a context capsule (core_ctx_new), or NULL with a TypeError. */
+dh_ctx *core_ctx(PyObject *capsule);
+
+/* A read-only or writable buffer over memory owned by `owner` (kept alive as long as any view of
+ * the buffer is): how volume pixels reach NumPy without a copy. */
+PyObject *core_memory_new(PyObject *owner, void *data, Py_ssize_t len, int readonly);
+
+/* A C buffer of an object exporting the buffer protocol, contiguous, at least min_len bytes;
+ * writable when asked. Returns 0, or -1 with an exception set. */
+int core_get_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t min_len, int writable,
+                    const char *what);
+
+/* Registration of each file's functions into the module's method table. */
+extern PyMethodDef core_volume_methods[];
+extern PyMethodDef core_mi_methods[];
+int core_memory_type_init(PyObject *module);
+
+#endif /* DH_PYTHON_CORE_H */
