@@ -11,9 +11,18 @@ from . import _core
 SAMPLE_UINT16, SAMPLE_INT16, SAMPLE_FLOAT32 = 0, 1, 2  # dh_sample_type
 
 _DL_CUDA, _DL_CUDA_MANAGED = 2, 13
-# (DLPack type code, bits) and __cuda_array_interface__ typestr -> NumPy dtype
-_DL_DTYPES = {(1, 16): np.uint16, (0, 16): np.int16, (2, 32): np.float32, (1, 8): np.uint8,
-              (6, 8): np.bool_, (0, 8): np.int8, (2, 64): np.float64}
+_DL_KINDS = {0: "int", 1: "uint", 2: "float", 6: "bool"}  # DLPack type codes
+
+
+def _dl_dtype(code, bits, lanes):
+    """The NumPy dtype of a DLPack (code, bits, lanes), or None."""
+    kind = _DL_KINDS.get(code)
+    if kind is None or lanes != 1:
+        return None
+    try:
+        return np.dtype("bool" if kind == "bool" else f"{kind}{bits}")
+    except TypeError:
+        return None
 
 
 def _detach(x):
@@ -142,7 +151,7 @@ class DeviceView:
             ptr, kind, _dev, shape, strides, (code, bits, lanes), _ro = _core.dlpack_view(capsule)
             if kind not in (_DL_CUDA, _DL_CUDA_MANAGED):
                 raise TypeError(f"expected a CUDA array, got DLPack device type {kind}")
-            dtype = _DL_DTYPES.get((code, bits)) if lanes == 1 else None
+            dtype = _dl_dtype(code, bits, lanes)
             if dtype is None:
                 raise TypeError(f"DLPack dtype (code {code}, {bits} bits, {lanes} lanes) is not "
                                 "supported")

@@ -167,7 +167,8 @@ def test_cupy_graph():
         s.begin_capture()
         gpu.scores(x, out=out)
         graph = s.end_capture()
-    x[...] = cp.asarray(batch[::-1].copy())
+    with s:  # the new input on the graph's stream, so the launch is ordered after it
+        x[...] = cp.asarray(batch[::-1].copy())
     graph.launch(stream=s)
     s.synchronize()
     assert out.to_host().tobytes() == cpu.scores(batch[::-1]).tobytes()
