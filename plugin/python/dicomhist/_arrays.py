@@ -4,6 +4,8 @@ copy; CUDA streams from the forms their libraries use; result buffers made by th
 array library on the caller's device and stream. CuPy and PyTorch are imported only when an
 array of theirs comes in."""
 
+import warnings
+
 import numpy as np
 
 from . import _core
@@ -213,7 +215,10 @@ def empty_device_bytes(like, shape, stream):
         import cupy
         with cupy.cuda.Device(like.device.id):
             if stream and stream != cupy.cuda.get_current_stream().ptr:
-                with cupy.cuda.ExternalStream(stream):
+                with warnings.catch_warnings():  # CuPy 14 deprecates it for from_external,
+                    warnings.simplefilter("ignore", DeprecationWarning)  # which needs an object
+                    external = cupy.cuda.ExternalStream(stream)
+                with external:
                     return cupy.empty(shape, dtype=cupy.uint8)
             return cupy.empty(shape, dtype=cupy.uint8)
     raise TypeError(f"results on the device are made with PyTorch or CuPy; {type(like).__name__} "
