@@ -28,6 +28,10 @@ typedef struct dh_dicom_derive {
     const uint16_t *pixels;         /* rows * columns * frames, frame after frame */
     const char *derivation_description; /* DerivationDescription (ST, cut to 1024 characters) */
     const char *series_suffix;          /* appended to SeriesDescription (LO, cut to 64) */
+    /* Content and instance creation time: `created` seconds since 1970 written as UTC when
+     * has_created, else now in local time (reproducible runs give a fixed time). */
+    int has_created;
+    int64_t created;
 } dh_dicom_derive;
 
 /* Writes one derived file. Returns DH_OK, or the status with the reason in msg (the paths are

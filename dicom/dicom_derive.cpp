@@ -168,9 +168,12 @@ void derive(const dh_dicom_derive *r, dh_dicom_dataset *d)
     put(ds, DCM_SeriesDescription, cut(description, 64 - suffix.size()) + suffix,
         "SeriesDescription");
     char date[16], tm_text[16];
-    time_t now = time(nullptr);
+    time_t now = r->has_created ? (time_t)r->created : time(nullptr);
     struct tm local;
-    localtime_r(&now, &local);
+    if (r->has_created)
+        gmtime_r(&now, &local);
+    else
+        localtime_r(&now, &local);
     strftime(date, sizeof date, "%Y%m%d", &local);
     strftime(tm_text, sizeof tm_text, "%H%M%S", &local);
     put(ds, DCM_ContentDate, date, "ContentDate");

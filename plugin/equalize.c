@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "context.h"
 #include "equalize.h"
@@ -553,13 +555,14 @@ static int make_folder(const char *path)
 }
 
 dh_status dh_eq_output_open(dh_ctx *ctx, const dh_volume *v, const char *dir,
-                            dh_eq_source **sources, size_t *count, char **folder)
+                            const dh_derive_params *params, dh_eq_source **sources, size_t *count,
+                            char **folder)
 {
     *folder = NULL;
     dh_status st = dh_eq_sources(ctx, v, sources, count);
     if (st != DH_OK)
         return st;
-    *folder = output_folder(dir, v, *count);
+    *folder = params->output_name ? dh_strdup(dir) : output_folder(dir, v, *count);
     if (!*folder)
         st = dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "out of memory");
     else if (make_folder(*folder) != 0)
@@ -573,4 +576,104 @@ dh_status dh_eq_output_open(dh_ctx *ctx, const dh_volume *v, const char *dir,
         *count = 0;
     }
     return st;
+}
+
+void dh_derive_params_init(dh_derive_params *p)
+{
+    if (!p)
+        return;
+    memset(p, 0, sizeof *p);
+    p->struct_size = sizeof *p;
+    p->uids = DH_UIDS_RANDOM;
+    p->existing = DH_EXISTING_FAIL;
+    p->created = -1;
+}
+
+dh_status dh_eq_derive_params(dh_ctx *ctx, const dh_derive_params *given, dh_derive_params *out)
+{
+    dh_derive_params_init(out);
+    if (!given)
+        return DH_OK;
+    if (given->struct_size != sizeof *given)
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
+                           "dh_derive_params.struct_size is %u, not %zu (use "
+                           "dh_derive_params_init)", (unsigned)given->struct_size, sizeof *given);
+    if (given->existing != DH_EXISTING_FAIL && given->existing != DH_EXISTING_REPLACE &&
+        given->existing != DH_EXISTING_KEEP)
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "dh_derive_params: existing %d unknown",
+                           (int)given->existing);
+    if (given->uids != DH_UIDS_RANDOM && given->uids != DH_UIDS_DERIVED)
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "dh_derive_params: uids %d unknown",
+                           (int)given->uids);
+    if (given->created < -1)
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "dh_derive_params: created %lld < -1",
+                           (long long)given->created);
+    *out = *given;
+    return DH_OK;
+}
+
+/* The folder part of a path, created with its parents. */
+static int make_parent(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash || slash == path)
+        return 0;
+    char *dir = dh_strdup(path);
+    if (!dir)
+        return -1;
+    dir[slash - path] = '\0';
+    struct stat st;
+    int rc = stat(dir, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : make_folder(dir);
+    free(dir);
+    return rc;
+}
+
+dh_status dh_eq_output_path(dh_ctx *ctx, const dh_derive_params *params, const char *dir,
+                            const char *folder, const char *source, const char *suffix,
+                            char **out)
+{
+    char name[4096];
+    const char *base = folder;
+    *out = NULL;
+    if (params->output_name) {
+        if (params->output_name(params->user, source, name, sizeof name) != 0 || !name[0] ||
+            name[0] == '/' || strcmp(name, "..") == 0 || strncmp(name, "../", 3) == 0 ||
+            strstr(name, "/../") || (strlen(name) > 2 && strcmp(name + strlen(name) - 3, "/..") == 0))
+            return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
+                               "%s: no usable output name for it", source);
+        base = dir;
+    } else {
+        snprintf(name, sizeof name, "%s", dh_eq_basename(source));
+    }
+    size_t stem = strlen(name);
+    if (suffix && stem > 4 && strcasecmp(name + stem - 4, ".dcm") == 0)
+        stem -= 4;
+    size_t n = strlen(base) + stem + (suffix ? strlen(suffix) : 0) + 2;
+    char *path = malloc(n);
+    if (!path)
+        return dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "out of memory");
+    snprintf(path, n, "%s/%.*s%s", base, (int)stem, name, suffix ? suffix : "");
+    if (params->output_name && make_parent(path) != 0) {
+        dh_status st = dh_ctx_fail(ctx, DH_ERR_IO, "%s: cannot create its folder: %s", path,
+                                   strerror(errno));
+        free(path);
+        return st;
+    }
+    *out = path;
+    return DH_OK;
+}
+
+int dh_eq_publish(const char *tmp, const char *path, dh_existing existing)
+{
+    int rc;
+    if (existing == DH_EXISTING_REPLACE) {
+        rc = rename(tmp, path);
+    } else {
+        /* A hard link fails when path exists, where rename would replace it. */
+        rc = link(tmp, path);
+    }
+    int e = errno;
+    unlink(tmp);
+    errno = e;
+    return rc;
 }

@@ -25,9 +25,30 @@ void dh_eq_sources_free(dh_eq_source *sources, size_t count);
 
 /* What both writers (DICOM and PNG) start with: the volume's sources (dh_eq_sources) and their
  * output folder under dir, created with its missing parents (mode 0755): dir itself for one
- * source file, else dir/<name of the series' folder>. On failure nothing is left to free. */
+ * source file or when params name each output, else dir/<name of the series' folder>. On
+ * failure nothing is left to free. */
 dh_status dh_eq_output_open(dh_ctx *ctx, const dh_volume *v, const char *dir,
-                            dh_eq_source **sources, size_t *count, char **folder);
+                            const dh_derive_params *params, dh_eq_source **sources, size_t *count,
+                            char **folder);
+
+/* The output path of one source file: dir/<name from params->output_name> with its folders
+ * created, or folder/<the source's name>; `suffix` replaces a ".dcm" ending when not NULL (PNG
+ * names). Returns DH_OK with *out to free, or the failure (recorded on ctx). */
+dh_status dh_eq_output_path(dh_ctx *ctx, const dh_derive_params *params, const char *dir,
+                            const char *folder, const char *source, const char *suffix,
+                            char **out);
+
+/* The params a plain writer call means, and a check of the ones given (NULL: the defaults). */
+dh_status dh_eq_derive_params(dh_ctx *ctx, const dh_derive_params *given, dh_derive_params *out);
+
+/* Moves a complete temporary file to path as params->existing says: never replacing
+ * (DH_EXISTING_FAIL, DH_EXISTING_KEEP) or replacing (DH_EXISTING_REPLACE). The temporary file is
+ * gone afterwards either way; returns 0, or -1 with errno set (EEXIST: path exists). */
+int dh_eq_publish(const char *tmp, const char *path, dh_existing existing);
+
+/* A name-based UID (UUID version 5 under 2.25) from parts joined by NUL; returns 0, or -1 when
+ * hashing failed. uid_name.c. */
+int dh_uid_from_name(char uid[65], const char *const *parts, size_t count);
 
 /* The last component of a path (a pointer into it). */
 const char *dh_eq_basename(const char *path);

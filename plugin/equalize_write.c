@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -45,22 +46,30 @@ static int is_input(const char *path, const dh_eq_source *sources, size_t count)
     return 0;
 }
 
-void dh_derive_params_init(dh_derive_params *p)
+/* The UIDs of a derived series: random, or named after the source and the derivation. */
+static dh_status series_uid_for(dh_ctx *ctx, const dh_volume *v, const dh_equalized *r,
+                                const dh_derive_params *wp, const char *first_source_uid,
+                                char uid[DH_DICOM_UID_LEN])
 {
-    if (!p)
-        return;
-    memset(p, 0, sizeof *p);
-    p->struct_size = sizeof *p;
-}
-
-/* The SOPInstanceUID of the file derived from source: the caller's, checked, or a random one. */
-static dh_status instance_uid(dh_ctx *ctx, const dh_derive_params *p, const char *source,
-                              char uid[DH_DICOM_UID_LEN])
-{
-    if (!p->instance_uid)
+    if (wp->series_uid) {
+        snprintf(uid, DH_DICOM_UID_LEN, "%s", wp->series_uid);
+        return DH_OK;
+    }
+    if (wp->uids == DH_UIDS_RANDOM)
         return dh_dicom_uid_random(uid) == DH_OK
                    ? DH_OK
                    : dh_ctx_fail(ctx, DH_ERR_INTERNAL, "no random source for UIDs");
+    const char *parts[] = {"series", v->series_uid[0] ? v->series_uid : first_source_uid,
+                           r->description};
+    return dh_uid_from_name(uid, parts, 3) == 0
+               ? DH_OK
+               : dh_ctx_fail(ctx, DH_ERR_INTERNAL, "%s: cannot hash a UID", v->path);
+}
+
+/* The SOPInstanceUID the caller gives for the file derived from source, checked. */
+static dh_status caller_instance_uid(dh_ctx *ctx, const dh_derive_params *p, const char *source,
+                                     char uid[DH_DICOM_UID_LEN])
+{
     uid[0] = '\0';
     if (p->instance_uid(p->user, source, uid) != 0)
         return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
@@ -73,6 +82,81 @@ static dh_status instance_uid(dh_ctx *ctx, const dh_derive_params *p, const char
     return DH_OK;
 }
 
+/* The source's SOPInstanceUID, for name-based UIDs (its path when it has none). */
+static dh_status source_uid(dh_ctx *ctx, const char *path, char out[DH_DICOM_UID_LEN * 4])
+{
+    char msg[DH_DICOM_MSG_LEN];
+    dh_dicom_image *m = NULL;
+    dh_status st = dh_dicom_read_file(path, 0, &m, msg, sizeof msg);
+    if (st != DH_OK)
+        return dh_ctx_fail(ctx, st, "%s: %s", path, msg);
+    snprintf(out, DH_DICOM_UID_LEN * 4, "%s", m->sop_instance_uid[0] ? m->sop_instance_uid : path);
+    dh_dicom_image_free(m);
+    return DH_OK;
+}
+
+/* An existing output that is already this very instance (DH_EXISTING_KEEP): 1 when it is. */
+static int is_same_instance(const char *path, const char *uid)
+{
+    char msg[DH_DICOM_MSG_LEN];
+    dh_dicom_image *m = NULL;
+    int same = dh_dicom_read_file(path, 0, &m, msg, sizeof msg) == DH_OK &&
+               strcmp(m->sop_instance_uid, uid) == 0;
+    dh_dicom_image_free(m);
+    return same;
+}
+
+/* A fresh name for a temporary file beside path (the writer below creates it). */
+static char *temporary_beside(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    size_t dir = slash ? (size_t)(slash - path) : 1;
+    size_t n = dir + 32;
+    char *tmp = malloc(n);
+    if (!tmp)
+        return NULL;
+    snprintf(tmp, n, "%.*s/.dicomhist-out-XXXXXX", (int)dir, slash ? path : ".");
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        free(tmp);
+        return NULL;
+    }
+    close(fd);
+    unlink(tmp); /* the DICOM writer refuses a path that exists */
+    return tmp;
+}
+
+/* Writes one derived file to path as wp says. *kept is set when an existing file already was it. */
+static dh_status write_one(dh_ctx *ctx, dh_dicom_derive *req, const char *path,
+                           const dh_derive_params *wp, int *kept)
+{
+    char msg[DH_DICOM_MSG_LEN];
+    *kept = 0;
+    if (wp->existing != DH_EXISTING_REPLACE && access(path, F_OK) == 0) {
+        if (wp->existing == DH_EXISTING_KEEP && is_same_instance(path, req->sop_instance_uid)) {
+            *kept = 1;
+            return DH_OK;
+        }
+        return dh_ctx_fail(ctx, DH_ERR_IO, "%s: already exists (not replaced)", path);
+    }
+    char *tmp = temporary_beside(path);
+    if (!tmp)
+        return dh_ctx_fail(ctx, DH_ERR_IO, "%s: cannot create a temporary file beside it: %s",
+                           path, strerror(errno));
+    req->output_path = tmp;
+    dh_status st = dh_dicom_derive_write(req, msg, sizeof msg);
+    if (st != DH_OK) {
+        /* The message names the temporary file; say the real one. */
+        st = dh_ctx_fail(ctx, st, "%s: %s", path, msg);
+        unlink(tmp);
+    } else if (dh_eq_publish(tmp, path, wp->existing) != 0) {
+        st = dh_ctx_fail(ctx, DH_ERR_IO, "%s: %s", path,
+                         errno == EEXIST ? "already exists (not replaced)" : strerror(errno));
+    }
+    free(tmp);
+    return st;
+}
+
 dh_status dh_equalized_write_dicom(dh_ctx *ctx, const dh_volume *v, const dh_equalized *r,
                                    const char *output_dir, dh_derived_series **out)
 {
@@ -80,25 +164,20 @@ dh_status dh_equalized_write_dicom(dh_ctx *ctx, const dh_volume *v, const dh_equ
 }
 
 dh_status dh_equalized_write_dicom_with(dh_ctx *ctx, const dh_volume *v, const dh_equalized *r,
-                                        const char *output_dir, const dh_derive_params *params,
-                                        dh_derived_series **out)
+                                      const char *output_dir, const dh_derive_params *params,
+                                      dh_derived_series **out)
 {
     if (!ctx || !v || !r || !output_dir || !*output_dir || !out)
         return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "dh_equalized_write_dicom: NULL argument");
     *out = NULL;
-    dh_derive_params defaults;
-    dh_derive_params_init(&defaults);
-    if (!params)
-        params = &defaults;
-    if (params->struct_size != sizeof *params)
-        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
-                           "dh_equalized_write_dicom: dh_derive_params.struct_size is %u, not %zu "
-                           "(use dh_derive_params_init)", (unsigned)params->struct_size,
-                           sizeof *params);
-    if (params->series_uid && !dh_dicom_uid_valid(params->series_uid))
+    dh_derive_params wp;
+    dh_status st = dh_eq_derive_params(ctx, params, &wp);
+    if (st != DH_OK)
+        return st;
+    if (wp.series_uid && !dh_dicom_uid_valid(wp.series_uid))
         return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
                            "%s: the derived SeriesInstanceUID \"%.80s\" is not a valid UID (1 to "
-                           "64 digits and dots)", v->path, params->series_uid);
+                           "64 digits and dots)", v->path, wp.series_uid);
     if (r->rows != v->rows || r->columns != v->columns || r->slices != v->slices)
         return dh_ctx_fail(ctx, DH_ERR_MISMATCH, "%s: the result does not belong to this volume",
                            v->path);
@@ -111,35 +190,31 @@ dh_status dh_equalized_write_dicom_with(dh_ctx *ctx, const dh_volume *v, const d
     dh_eq_source *src = NULL;
     size_t count = 0;
     char *folder = NULL;
-    dh_status st = dh_eq_output_open(ctx, v, output_dir, &src, &count, &folder);
+    st = dh_eq_output_open(ctx, v, output_dir, &wp, &src, &count, &folder);
     if (st != DH_OK)
         return st;
     dh_derived_series *s = calloc(1, sizeof *s);
     uint16_t *frames = NULL;
-    char msg[DH_DICOM_MSG_LEN];
-    if (!s || !(s->files = calloc(count, sizeof(char *))) ||
+    unsigned char *fresh = calloc(count ? count : 1, 1); /* written by this call, not kept */
+    char source[DH_DICOM_UID_LEN * 4] = "";
+    if (!s || !fresh || !(s->files = calloc(count, sizeof(char *))) ||
         !(s->sop_uids = calloc(count, sizeof(char *))) ||
         !(s->sources = calloc(count, sizeof(char *)))) {
         st = dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "out of memory");
         goto fail;
     }
-    if (params->series_uid) {
-        snprintf(s->series_uid, sizeof s->series_uid, "%s", params->series_uid);
-    } else if (dh_dicom_uid_random(s->series_uid) != DH_OK) {
-        st = dh_ctx_fail(ctx, DH_ERR_INTERNAL, "no random source for UIDs");
+    if (wp.uids == DH_UIDS_DERIVED && (!wp.series_uid || !wp.instance_uid) &&
+        (st = source_uid(ctx, src[0].path, source)) != DH_OK)
         goto fail;
-    }
+    if ((st = series_uid_for(ctx, v, r, &wp, source, s->series_uid)) != DH_OK)
+        goto fail;
     const char *op = strstr(r->description, "window/level") ? " windowed" : " equalized";
     size_t slice_len = (size_t)v->rows * v->columns;
     for (size_t i = 0; i < count; i++) {
-        const char *name = dh_eq_basename(src[i].path);
-        size_t n = strlen(folder) + strlen(name) + 2;
-        char *path = malloc(n), uid[DH_DICOM_UID_LEN];
-        if (!path) {
-            st = dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "out of memory");
+        char *path = NULL, uid[DH_DICOM_UID_LEN];
+        if ((st = dh_eq_output_path(ctx, &wp, output_dir, folder, src[i].path, NULL, &path)) !=
+            DH_OK)
             goto fail;
-        }
-        snprintf(path, n, "%s/%s", folder, name);
         if (is_input(path, src, count)) {
             st = dh_ctx_fail(ctx, DH_ERR_IO, "%s: is one of the inputs; refusing to write it",
                              path);
@@ -163,13 +238,26 @@ dh_status dh_equalized_write_dicom_with(dh_ctx *ctx, const dh_volume *v, const d
                        slice_len * sizeof *frames);
             pixels = frames;
         }
-        if ((st = instance_uid(ctx, params, src[i].path, uid)) != DH_OK) {
+        if (wp.instance_uid) {
+            if ((st = caller_instance_uid(ctx, &wp, src[i].path, uid)) != DH_OK) {
+                free(path);
+                goto fail;
+            }
+        } else if (wp.uids == DH_UIDS_DERIVED) {
+            const char *parts[] = {"instance", source, r->description};
+            if ((i > 0 && source_uid(ctx, src[i].path, source) != DH_OK) ||
+                dh_uid_from_name(uid, parts, 3) != 0) {
+                st = dh_ctx_fail(ctx, DH_ERR_INTERNAL, "%s: cannot name the file's UID", path);
+                free(path);
+                goto fail;
+            }
+        } else if (dh_dicom_uid_random(uid) != DH_OK) {
+            st = dh_ctx_fail(ctx, DH_ERR_INTERNAL, "%s: cannot prepare the file", path);
             free(path);
             goto fail;
         }
         dh_dicom_derive req = {
             .source_path = src[i].path,
-            .output_path = path,
             .series_uid = s->series_uid,
             .sop_instance_uid = uid,
             .rows = v->rows,
@@ -179,13 +267,16 @@ dh_status dh_equalized_write_dicom_with(dh_ctx *ctx, const dh_volume *v, const d
             .pixels = pixels,
             .derivation_description = r->description,
             .series_suffix = op,
+            .has_created = wp.created >= 0,
+            .created = wp.created,
         };
-        st = dh_dicom_derive_write(&req, msg, sizeof msg);
+        int kept = 0;
+        st = write_one(ctx, &req, path, &wp, &kept);
         if (st != DH_OK) {
-            st = dh_ctx_fail(ctx, st, "%s", msg);
             free(path);
             goto fail;
         }
+        fresh[s->file_count] = !kept;
         s->files[s->file_count] = path;
         s->sop_uids[s->file_count] = dh_strdup(uid);
         s->sources[s->file_count] = dh_strdup(src[i].path);
@@ -195,6 +286,10 @@ dh_status dh_equalized_write_dicom_with(dh_ctx *ctx, const dh_volume *v, const d
             goto fail;
         }
     }
+    if (wp.written)
+        for (size_t i = 0; i < s->file_count; i++)
+            wp.written(wp.user, s->sources[i], s->files[i]);
+    free(fresh);
     free(frames);
     free(folder);
     dh_eq_sources_free(src, count);
@@ -202,9 +297,12 @@ dh_status dh_equalized_write_dicom_with(dh_ctx *ctx, const dh_volume *v, const d
     dh_ctx_clear(ctx);
     return DH_OK;
 fail:
+    /* A series is written whole or not at all; files kept from an earlier run stay. */
     if (s)
         for (size_t i = 0; i < s->file_count; i++)
-            unlink(s->files[i]);
+            if (fresh[i])
+                unlink(s->files[i]);
+    free(fresh);
     free(frames);
     free(folder);
     dh_eq_sources_free(src, count);

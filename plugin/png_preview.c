@@ -42,9 +42,28 @@ static int write_png(FILE *f, const uint8_t *pixels, uint32_t rows, uint32_t col
     return 0;
 }
 
-/* One preview, atomically and never replacing. */
+/* 1 when two files hold the same bytes. */
+static int same_bytes(const char *a, const char *b)
+{
+    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    int same = fa && fb;
+    char ba[65536], bb[65536];
+    while (same) {
+        size_t na = fread(ba, 1, sizeof ba, fa), nb = fread(bb, 1, sizeof bb, fb);
+        same = na == nb && memcmp(ba, bb, na) == 0;
+        if (na < sizeof ba)
+            break;
+    }
+    if (fa)
+        fclose(fa);
+    if (fb)
+        fclose(fb);
+    return same;
+}
+
+/* One preview, atomically; an existing file is replaced, kept or refused as `existing` says. */
 static dh_status write_one(dh_ctx *ctx, const char *path, const uint8_t *pixels, uint32_t rows,
-                           uint32_t columns)
+                           uint32_t columns, dh_existing existing)
 {
     size_t n = strlen(path) + 16;
     char *tmp = malloc(n);
@@ -65,10 +84,18 @@ static dh_status write_one(dh_ctx *ctx, const char *path, const uint8_t *pixels,
     } else {
         close(fd);
     }
-    if (rc == 0 && link(tmp, path) != 0)
-        rc = -1;
-    int e = errno;
-    unlink(tmp);
+    int e = 0;
+    if (rc == 0 && existing == DH_EXISTING_KEEP && access(path, F_OK) == 0) {
+        rc = same_bytes(tmp, path) ? 0 : -1; /* the same preview already: nothing to do */
+        e = EEXIST;
+        unlink(tmp);
+    } else if (rc == 0) {
+        rc = dh_eq_publish(tmp, path, existing);
+        e = errno;
+    } else {
+        e = errno;
+        unlink(tmp);
+    }
     free(tmp);
     if (rc != 0)
         return dh_ctx_fail(ctx, DH_ERR_IO, "%s: cannot write the preview: %s", path,
@@ -79,15 +106,25 @@ static dh_status write_one(dh_ctx *ctx, const char *path, const uint8_t *pixels,
 dh_status dh_equalized_write_png(dh_ctx *ctx, const dh_volume *v, const dh_equalized *r,
                                  const char *dir)
 {
+    return dh_equalized_write_png_with(ctx, v, r, dir, NULL);
+}
+
+dh_status dh_equalized_write_png_with(dh_ctx *ctx, const dh_volume *v, const dh_equalized *r,
+                                    const char *dir, const dh_derive_params *params)
+{
     if (!ctx || !v || !r || !dir || !*dir)
         return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "dh_equalized_write_png: NULL argument");
+    dh_derive_params wp;
+    dh_status st = dh_eq_derive_params(ctx, params, &wp);
+    if (st != DH_OK)
+        return st;
     if (r->rows != v->rows || r->columns != v->columns || r->slices != v->slices)
         return dh_ctx_fail(ctx, DH_ERR_MISMATCH, "%s: the result does not belong to this volume",
                            v->path);
     dh_eq_source *src = NULL;
     size_t count = 0;
     char *folder = NULL;
-    dh_status st = dh_eq_output_open(ctx, v, dir, &src, &count, &folder);
+    st = dh_eq_output_open(ctx, v, dir, &wp, &src, &count, &folder);
     if (st != DH_OK)
         return st;
     size_t slice_len = (size_t)v->rows * v->columns;
@@ -99,22 +136,24 @@ dh_status dh_equalized_write_png(dh_ctx *ctx, const dh_volume *v, const dh_equal
     uint32_t top = r->output_bits >= 16 ? 65535u : (1u << r->output_bits) - 1;
     int invert = v->photometric == DH_MONOCHROME1;
     for (size_t i = 0; i < count && st == DH_OK; i++) {
-        const char *name = dh_eq_basename(src[i].path);
-        size_t stem = strlen(name);
-        if (stem > 4 && strcasecmp(name + stem - 4, ".dcm") == 0)
-            stem -= 4;
         for (uint32_t f = 0; f < src[i].frames && st == DH_OK; f++) {
-            char path[4096];
+            char suffix[32], *path = NULL;
             if (src[i].frames > 1)
-                snprintf(path, sizeof path, "%s/%.*s_f%04u.png", folder, (int)stem, name, f);
+                snprintf(suffix, sizeof suffix, "_f%04u.png", f);
             else
-                snprintf(path, sizeof path, "%s/%.*s.png", folder, (int)stem, name);
+                snprintf(suffix, sizeof suffix, ".png");
+            st = dh_eq_output_path(ctx, &wp, dir, folder, src[i].path, suffix, &path);
+            if (st != DH_OK)
+                break;
             const uint16_t *d = r->data + (size_t)src[i].slice_of_frame[f] * slice_len;
             for (size_t k = 0; k < slice_len; k++) {
                 uint32_t g = (uint32_t)(((uint64_t)d[k] * 255 + top / 2) / top);
                 pixels[k] = (uint8_t)(invert ? 255 - g : g);
             }
-            st = write_one(ctx, path, pixels, v->rows, v->columns);
+            st = write_one(ctx, path, pixels, v->rows, v->columns, wp.existing);
+            if (st == DH_OK && wp.written)
+                wp.written(wp.user, src[i].path, path);
+            free(path);
         }
     }
 done:

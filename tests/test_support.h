@@ -48,6 +48,13 @@ char *dh_test_temp_dir(const char *prefix);
 /* Removes a folder and everything in it (asserted). */
 void dh_test_remove_tree(const char *dir);
 
+/* Runs a printf-formatted shell command and asserts that it succeeded (making test trees). */
+void dh_test_shell(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
 /* 1 when a command-line tool (DCMTK's, say) is on the PATH. */
 int dh_test_have_tool(const char *name);
 

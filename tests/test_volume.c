@@ -22,16 +22,6 @@ static char *shared_copy(const char *relative)
     return strdup(dh_test_shared(relative));
 }
 
-static void run(const char *fmt, ...)
-{
-    char cmd[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    ck_assert_msg(system(cmd) == 0, "command failed: %s", cmd);
-}
-
 /* Loads the ct5n files in the given order and checks the one volume that results. */
 static void check_ct5n(const int *order)
 {
@@ -192,10 +182,10 @@ START_TEST(test_directory_with_bad_file)
     if (!dh_test_have_shared())
         return;
     char *dir = dh_test_temp_dir("/tmp/dh_test_volume");
-    run("mkdir -p %s/sub && cp %s/*.dcm %s/sub/", dir, dh_test_shared("series/ct5n"), dir);
-    run("cp %s %s/sub/zz_truncated.dcm", dh_test_shared("malformed/pydicom_MR_truncated.dcm"),
+    dh_test_shell("mkdir -p %s/sub && cp %s/*.dcm %s/sub/", dir, dh_test_shared("series/ct5n"), dir);
+    dh_test_shell("cp %s %s/sub/zz_truncated.dcm", dh_test_shared("malformed/pydicom_MR_truncated.dcm"),
         dir);
-    run("echo 'scanned on Tuesday' > %s/README && cp %s %s/DICOMDIR", dir,
+    dh_test_shell("echo 'scanned on Tuesday' > %s/README && cp %s %s/DICOMDIR", dir,
         dh_test_shared("series/ct5n/2062.dcm"), dir);
     dh_ctx *ctx = dh_ctx_create();
     dh_volume_set *set = NULL;
@@ -236,8 +226,8 @@ START_TEST(test_mismatch)
                                   "(0028,1053)=2"}; /* bits stored, signedness, rescale */
     for (int e = 0; e < 3; e++) {
         char *dir = dh_test_temp_dir("/tmp/dh_test_volume");
-        run("cp %s/*.dcm %s/", dh_test_shared("series/ct5n"), dir);
-        run("dcmodify -nb -m '%s' %s/2693.dcm > /dev/null", edits[e], dir);
+        dh_test_shell("cp %s/*.dcm %s/", dh_test_shared("series/ct5n"), dir);
+        dh_test_shell("dcmodify -nb -m '%s' %s/2693.dcm > /dev/null", edits[e], dir);
         dh_ctx *ctx = dh_ctx_create();
         dh_volume_set *set = NULL;
         const char *paths[] = {dir};
@@ -261,7 +251,7 @@ START_TEST(test_repeated_instance)
     if (!dh_test_have_shared())
         return;
     char *dir = dh_test_temp_dir("/tmp/dh_test_volume");
-    run("cp %s/*.dcm %s/ && cp %s/2062.dcm %s/copy_of_2062.dcm", dh_test_shared("series/ct5n"),
+    dh_test_shell("cp %s/*.dcm %s/ && cp %s/2062.dcm %s/copy_of_2062.dcm", dh_test_shared("series/ct5n"),
         dir, dh_test_shared("series/ct5n"), dir);
     dh_ctx *ctx = dh_ctx_create();
     dh_volume_set *set = NULL;
@@ -287,8 +277,8 @@ START_TEST(test_modality_lut_is_reported)
     if (system("dcmodify --version > /dev/null 2>&1") != 0)
         return; /* DCMTK's tools absent: nothing to make the file with */
     char *dir = dh_test_temp_dir("/tmp/dh_test_volume");
-    run("cp %s %s/mlut.dcm", dh_test_shared("pydicom_CT_small.dcm"), dir);
-    run("dcmodify -nb -i '(0028,3000)[0].(0028,3006)=0' %s/mlut.dcm > /dev/null", dir);
+    dh_test_shell("cp %s %s/mlut.dcm", dh_test_shared("pydicom_CT_small.dcm"), dir);
+    dh_test_shell("dcmodify -nb -i '(0028,3000)[0].(0028,3006)=0' %s/mlut.dcm > /dev/null", dir);
     char path[4200];
     snprintf(path, sizeof path, "%s/mlut.dcm", dir);
     dh_ctx *ctx = dh_ctx_create();

@@ -103,6 +103,72 @@ static int read_device(const char *command, const char *value, dh_device *out) {
     return -1;
 }
 
+/* "I/N" with 0 <= I < N. */
+static int parse_shard(const char *text, uint32_t *index, uint32_t *count) {
+    const char *slash = strchr(text, '/');
+    char first[16];
+    size_t len = slash ? (size_t)(slash - text) : 0;
+    if (!slash || len == 0 || len >= sizeof first)
+        return -1;
+    memcpy(first, text, len);
+    first[len] = '\0';
+    if (text_parse_u32(first, 0, 1000000, index) != 0 ||
+        text_parse_u32(slash + 1, 1, 1000000, count) != 0 || *index >= *count)
+        return -1;
+    return 0;
+}
+
+/* A list of modality codes: letters and digits, separated by commas, none empty. */
+static int valid_modalities(const char *text) {
+    if (!*text)
+        return 0;
+    for (const char *c = text; *c; c++) {
+        int comma = *c == ',';
+        if (!comma && !isalnum((unsigned char)*c) && *c != '_')
+            return 0;
+        if (comma && (c == text || c[1] == '\0' || c[1] == ','))
+            return 0;
+    }
+    return 1;
+}
+
+static int read_batch_option(const char *command, int id, const char *value,
+                             cli_batch_options *b) {
+    switch (id) {
+    case CLI_OPT_JOBS:
+        if (text_parse_u32(value, 1, 4096, &b->jobs) != 0)
+            return cli_usage_error(command, "--jobs '%s': expected a whole number from 1 to 4096",
+                                   value);
+        return -1;
+    case CLI_OPT_PROGRESS:
+        b->progress = 1;
+        return -1;
+    case CLI_OPT_MODALITY:
+        if (!valid_modalities(value))
+            return cli_usage_error(command, "--modality '%s': expected codes such as CR,DX", value);
+        b->modalities = value;
+        return -1;
+    case CLI_OPT_SHARD:
+        b->shard_given = 1;
+        b->shard_auto = strcmp(value, "auto") == 0;
+        if (!b->shard_auto && parse_shard(value, &b->shard_index, &b->shard_count) != 0)
+            return cli_usage_error(command, "--shard '%s': expected I/N with 0 <= I < N, or auto",
+                                   value);
+        return -1;
+    case CLI_OPT_SHARD_COUNT:
+        if (text_parse_u32(value, 1, 1000000, &b->shard_count_option) != 0)
+            return cli_usage_error(command, "--shard-count '%s': expected a whole number >= 1",
+                                   value);
+        return -1;
+    case CLI_OPT_FORCE:
+        b->force = 1;
+        return -1;
+    default:
+        b->dry_run = 1;
+        return -1;
+    }
+}
+
 int cli_read_command_line(cli_command_line *cl, const char *command, int argc, char **argv,
                           const cli_option *options, void (*help)(FILE *),
                           cli_option_reader read_option, void *state) {
@@ -135,6 +201,15 @@ int cli_read_command_line(cli_command_line *cl, const char *command, int argc, c
             break;
         case CLI_OPT_DEVICE:
             rc = read_device(command, value, &cl->device);
+            break;
+        case CLI_OPT_JOBS:
+        case CLI_OPT_PROGRESS:
+        case CLI_OPT_MODALITY:
+        case CLI_OPT_SHARD:
+        case CLI_OPT_SHARD_COUNT:
+        case CLI_OPT_FORCE:
+        case CLI_OPT_DRY_RUN:
+            rc = read_batch_option(command, id, value, &cl->batch);
             break;
         default:
             rc = read_option ? read_option(state, command, id, value)

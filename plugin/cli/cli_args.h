@@ -38,9 +38,27 @@ enum {
 
 /* The options several commands share: a command that accepts one lists it in its table, and
  * cli_read_command_line reads it into the cli_command_line. */
-enum { CLI_OPT_JSON = 1000, CLI_OPT_DEVICE };
+enum {
+    CLI_OPT_JSON = 1000,
+    CLI_OPT_DEVICE,
+    CLI_OPT_JOBS,
+    CLI_OPT_PROGRESS,
+    CLI_OPT_MODALITY,
+    CLI_OPT_SHARD,
+    CLI_OPT_SHARD_COUNT,
+    CLI_OPT_FORCE,
+    CLI_OPT_DRY_RUN
+};
 #define CLI_OPTION_JSON {"json", 0, CLI_OPT_JSON, 0}
 #define CLI_OPTION_DEVICE {"device", 1, CLI_OPT_DEVICE, 0}
+/* The options of every command that works through an archive series by series (cli_batch.h). */
+#define CLI_OPTIONS_BATCH                                                                        \
+    {"jobs", 1, CLI_OPT_JOBS, 'j'}, {"progress", 0, CLI_OPT_PROGRESS, 0},                        \
+        {"modality", 1, CLI_OPT_MODALITY, 0}, {"shard", 1, CLI_OPT_SHARD, 0},                    \
+        {"shard-count", 1, CLI_OPT_SHARD_COUNT, 0}
+/* ... and of those that write outputs and a manifest. */
+#define CLI_OPTIONS_BATCH_WRITE                                                                  \
+    {"force", 0, CLI_OPT_FORCE, 0}, {"dry-run", 0, CLI_OPT_DRY_RUN, 0}
 
 typedef struct cli_parser {
     const char *command; /* "histogram", for messages */
@@ -57,12 +75,24 @@ void cli_parser_init(cli_parser *p, const char *command, int argc, char **argv);
 int cli_next(cli_parser *p, const cli_option *options, const char **value);
 
 /* What every command's command line holds besides the command's own options. */
+/* How a batch is run: --jobs, --progress, --modality, --shard, --force, --dry-run. */
+typedef struct cli_batch_options {
+    uint32_t jobs;          /* 0: one per online processor */
+    int progress;           /* --progress given (else only when stderr is a terminal) */
+    const char *modalities; /* "CR,DX" as given, or NULL for every modality */
+    int shard_given, shard_auto;
+    uint32_t shard_index, shard_count; /* I/N; with auto, N from --shard-count or Slurm */
+    uint32_t shard_count_option;       /* --shard-count, 0 when absent */
+    int force, dry_run;
+} cli_batch_options;
+
 typedef struct cli_command_line {
     const char *command;
     const char **paths; /* the operands, in order */
     size_t path_count;
     int json;          /* --json */
     dh_device device;  /* --device, DH_DEVICE_AUTO when absent */
+    cli_batch_options batch;
 } cli_command_line;
 
 /* Reads a command's own option (id from its table, value when it takes one) into state;

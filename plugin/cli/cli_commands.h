@@ -1,9 +1,8 @@
 /*
  * cli_commands.h: what a subcommand is (a row of main.c's table) and what the subcommands
- * share: opening a context, loading the PATH operands into volumes, reporting the inputs that
- * failed, and the one body (cli_run_on_volumes) that info, histogram, equalize and window
- * wrap around their per-volume work. A new command is one cmd_*.c file defining a
- * cli_command, one extern line here and one row in main.c.
+ * share: opening a context, loading operands (mi), reporting the inputs that failed; info,
+ * histogram, equalize and window work series by series through cli_batch.h. A new command is
+ * one cmd_*.c file defining a cli_command, one extern line here and one row in main.c.
  */
 #ifndef DH_CLI_COMMANDS_H
 #define DH_CLI_COMMANDS_H
@@ -34,6 +33,8 @@ extern const cli_command cli_command_window;
 /* Reports one failure as `dicomhist: WHAT: reason` on stderr; the reason is the library's
  * message without the leading "WHAT: " when it already names it. */
 void cli_report_failure(const char *what, const char *message);
+/* The same into another stream (a series' held stderr). */
+void cli_report_failure_to(FILE *to, const char *what, const char *message);
 
 /* What a command needs before reading anything: `--device cuda` without a usable GPU is said
  * once here rather than once per volume, then the context is created. Returns -1 with *ctx set
@@ -45,13 +46,8 @@ int cli_open_context(dh_device device, dh_ctx **ctx);
  * some input failed. */
 dh_volume_set *cli_load_inputs(dh_ctx *ctx, const char *const *paths, size_t count, int *failed);
 
-/* A command's work on the loaded volumes: one record per volume through `out` (text) or `json`
- * (cl->json), each input that fails reported with cli_report_failure. Returns the exit status. */
-typedef int (*cli_volumes_fn)(void *state, const cli_command_line *cl, dh_ctx *ctx,
-                              const dh_volume_set *set, report_sink *out, report_json *json);
-
-/* Opens the context, loads cl's paths, hands the volumes to `work` and flushes stdout. Returns
- * the exit status: work's, made 1 when an input could not be read or stdout not written. */
-int cli_run_on_volumes(const cli_command_line *cl, cli_volumes_fn work, void *state);
+/* The --help lines of the batch options (cli_args.h CLI_OPTIONS_BATCH), and with `writes` those
+ * of the commands that write outputs and a manifest (--force, --dry-run). */
+void cli_batch_help(FILE *out, int writes);
 
 #endif /* DH_CLI_COMMANDS_H */

@@ -1,12 +1,16 @@
 /*
  * cli_inputs.c: the PATH operands as volumes, failures reported the one way every command
- * reports them (`dicomhist: FILE: reason`), and the body the per-volume commands share.
+ * reports them (`dicomhist: FILE: reason`).
  */
 #include "cli_commands.h"
 
 #include <string.h>
 
 void cli_report_failure(const char *what, const char *message) {
+    cli_report_failure_to(stderr, what, message);
+}
+
+void cli_report_failure_to(FILE *to, const char *what, const char *message) {
     size_t len = strlen(what);
     if (!message || !*message)
         message = "failed";
@@ -14,7 +18,7 @@ void cli_report_failure(const char *what, const char *message) {
     if (len > 0 && strncmp(message, what, len) == 0 && message[len] == ':' &&
         message[len + 1] == ' ')
         message += len + 2;
-    fprintf(stderr, "dicomhist: %s: %s\n", what, message);
+    fprintf(to, "dicomhist: %s: %s\n", what, message);
 }
 
 int cli_open_context(dh_device device, dh_ctx **ctx) {
@@ -52,24 +56,21 @@ dh_volume_set *cli_load_inputs(dh_ctx *ctx, const char *const *paths, size_t cou
     return set;
 }
 
-int cli_run_on_volumes(const cli_command_line *cl, cli_volumes_fn work, void *state) {
-    dh_ctx *ctx = NULL;
-    int status = cli_open_context(cl->device, &ctx);
-    if (status >= 0)
-        return status;
-    int failed = 0;
-    dh_volume_set *set = cli_load_inputs(ctx, cl->paths, cl->path_count, &failed);
-    status = CLI_EXIT_OK;
-    if (set) {
-        report_json json;
-        report_json_init(&json, cli_stdout_sink());
-        status = work(state, cl, ctx, set, cli_stdout_sink(), &json);
-    }
-    if (cli_stdout_finish() != 0 && status == CLI_EXIT_OK)
-        status = CLI_EXIT_INPUT;
-    if (failed && status == CLI_EXIT_OK)
-        status = CLI_EXIT_INPUT;
-    dh_volume_set_free(set);
-    dh_ctx_free(ctx);
-    return status;
+void cli_batch_help(FILE *out, int writes) {
+    fprintf(out,
+            "  -j, --jobs N           worker threads (default: one per core); each reads and\n"
+            "                         processes a series at a time, and the slices of a\n"
+            "                         large series decode in parallel; results are the same\n"
+            "                         and come in the same order whatever N\n"
+            "  --modality LIST        only series of these modalities (CR,DX,CT, ...)\n"
+            "  --shard I/N            the I-th of N disjoint parts (0-based), split by series\n"
+            "  --shard auto           I and N from SLURM_ARRAY_TASK_ID/_MIN/_MAX/_COUNT, or\n"
+            "                         from JOB_COMPLETION_INDEX with --shard-count N\n"
+            "  --shard-count N        the number of shards under --shard auto\n"
+            "  --progress             progress on stderr even when it is not a terminal\n");
+    if (writes)
+        fprintf(out,
+                "  --force                replace outputs that exist (never replaced otherwise)\n"
+                "  --dry-run              scan and plan, write OUTDIR/dicomhist-manifest.jsonl\n"
+                "                         of what would be done, touch nothing else\n");
 }

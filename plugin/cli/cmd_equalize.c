@@ -6,6 +6,7 @@
  */
 #include <string.h>
 
+#include "cli_batch.h"
 #include "cli_commands.h"
 #include "cmd_equalize.h"
 
@@ -21,9 +22,9 @@ static void equalize_help(FILE *out) {
             "A window holding one distinct value maps it to 0.\n"
             "\n"
             "Options:\n"
-            "  -o, --output DIR       where the derived files go (created when missing); a\n"
-            "                         series of several files goes to DIR/<series folder>/;\n"
-            "                         existing files are never replaced\n"
+            "  -o, --output DIR       where the derived files go (created when missing),\n"
+            "                         placed as 'cp -r PATH... DIR' places the inputs, with\n"
+            "                         DIR/dicomhist-manifest.jsonl; never inside a PATH\n"
             "  --mode volume|slice    one table for the whole volume (default) or per slice\n"
             "  --window C:W           window center and width (modality units: HU for CT)\n"
             "  --window file          the file's own WindowCenter/Width\n"
@@ -40,14 +41,24 @@ void cli_derived_help_tail(FILE *out) {
             "  --bits 8|12|16         output bits stored (default: the input's)\n"
             "  --device auto|cpu|cuda where to compute (default auto: the GPU when usable);\n"
             "                         cuda without a usable GPU is an error\n"
-            "  --png DIR              also an 8-bit PNG preview per slice\n"
+            "  --png DIR              also an 8-bit PNG preview per slice, placed like the\n"
+            "                         DICOM files (IM0001 -> DIR/<PATH name>/.../IM0001.png)\n"
             "  --json                 one JSON object per volume, one per line (the fields\n"
             "                         are listed in docs/command-line.md)\n"
-            "  -h, --help             this text\n"
+            "  -h, --help             this text\n");
+    cli_batch_help(out, 1);
+    fprintf(out,
             "\n"
+            "Files are written under a temporary name and renamed. Running the same command\n"
+            "again skips every input the manifest says is done (same size and time, outputs\n"
+            "present) and finishes the rest; an output already there is kept when it is the\n"
+            "same derived instance (UIDs are named after the source and the work) and never\n"
+            "replaced otherwise, unless --force. SOURCE_DATE_EPOCH, when set, is the creation\n"
+            "time written, so that runs repeat byte for byte.\n"
             "Inputs that cannot be read or written are reported on stderr as\n"
-            "'dicomhist: FILE: reason'; the others are still processed. Exit status: 0 all\n"
-            "inputs done, 1 some input or output failed, 2 usage error.\n");
+            "'dicomhist: FILE: reason'; the others are still processed. A summary line ends\n"
+            "the run on stderr. Exit status: 0 all inputs done, 1 some input or output\n"
+            "failed, 2 usage error.\n");
 }
 
 enum { OPT_OUTPUT = 1, OPT_MODE, OPT_WINDOW, OPT_WINDOW_RANGE, OPT_CLIP, OPT_BITS, OPT_PNG, OPT_VOI };
@@ -57,7 +68,8 @@ static const cli_option equalize_options[] = {
     {"window", 1, OPT_WINDOW, 0},            {"window-range", 1, OPT_WINDOW_RANGE, 0},
     {"clip-limit", 1, OPT_CLIP, 0},          {"bits", 1, OPT_BITS, 0},
     {"png", 1, OPT_PNG, 0},                  CLI_OPTION_DEVICE,
-    CLI_OPTION_JSON,                         {NULL, 0, 0, 0}};
+    CLI_OPTION_JSON,                         CLI_OPTIONS_BATCH,
+    CLI_OPTIONS_BATCH_WRITE,                 {NULL, 0, 0, 0}};
 
 /* window's: equalize's without --clip-limit, with --function. */
 static const cli_option window_options[] = {
@@ -65,7 +77,8 @@ static const cli_option window_options[] = {
     {"window", 1, OPT_WINDOW, 0},            {"window-range", 1, OPT_WINDOW_RANGE, 0},
     {"function", 1, OPT_VOI, 0},             {"bits", 1, OPT_BITS, 0},
     {"png", 1, OPT_PNG, 0},                  CLI_OPTION_DEVICE,
-    CLI_OPTION_JSON,                         {NULL, 0, 0, 0}};
+    CLI_OPTION_JSON,                         CLI_OPTIONS_BATCH,
+    CLI_OPTIONS_BATCH_WRITE,                 {NULL, 0, 0, 0}};
 
 /* The options of equalize's and window's own (--device and --json are read into the
  * cli_command_line). */
@@ -229,32 +242,41 @@ static void eq_record_json(report_json *j, const dh_volume *v, const eq_options 
     report_json_end_line(j);
 }
 
-static int eq_volumes(void *state, const cli_command_line *cl, dh_ctx *ctx,
-                      const dh_volume_set *set, report_sink *out, report_json *json) {
+static int eq_series(void *state, const cli_command_line *cl, cli_series *s,
+                     const dh_volume *v) {
     const eq_options *o = state;
-    int status = CLI_EXIT_OK;
-    for (size_t i = 0; i < dh_volume_set_count(set); i++) {
-        const dh_volume *v = dh_volume_set_volume(set, i);
-        dh_equalized *r = NULL;
-        dh_derived_series *s = NULL;
-        if (dh_equalize(ctx, v, &o->params, &r) != DH_OK ||
-            dh_equalized_write_dicom(ctx, v, r, o->output, &s) != DH_OK ||
-            (o->png && dh_equalized_write_png(ctx, v, r, o->png) != DH_OK)) {
-            cli_report_failure(dh_volume_path(v), dh_ctx_error(ctx));
-            status = CLI_EXIT_INPUT;
-        } else if (cl->json) {
-            eq_record_json(json, v, o, r, s);
-        } else {
-            report_sink_printf(out, "%s: %zu file%s in series %s (%s)\n", dh_volume_path(v),
-                            s->file_count, s->file_count == 1 ? "" : "s", s->series_uid,
-                            r->description);
-            for (size_t k = 0; k < s->file_count; k++)
-                report_sink_printf(out, "  %s\n", s->files[k]);
-        }
+    dh_equalized *r = NULL;
+    dh_derived_series *d = NULL;
+    dh_derive_params wp;
+    dh_derive_params_init(&wp);
+    wp.existing = s->existing;
+    wp.uids = DH_UIDS_DERIVED; /* the same work gives the same UIDs: resumable, repeatable */
+    wp.created = s->created;
+    wp.output_name = cli_series_output_name;
+    wp.written = cli_series_written;
+    wp.user = s;
+    cli_series_gpu_begin(s);
+    dh_status st = dh_equalize(s->ctx, v, &o->params, &r);
+    cli_series_gpu_end(s);
+    if (st != DH_OK || dh_equalized_write_dicom_with(s->ctx, v, r, o->output, &wp, &d) != DH_OK ||
+        (o->png && dh_equalized_write_png_with(s->ctx, v, r, o->png, &wp) != DH_OK)) {
+        cli_series_fail(s, dh_volume_path(v), dh_ctx_error(s->ctx));
         dh_equalized_free(r);
-        dh_derived_series_free(s);
+        dh_derived_series_free(d);
+        return 1;
     }
-    return status;
+    if (cl->json) {
+        eq_record_json(s->json, v, o, r, d);
+    } else {
+        report_sink_printf(s->out, "%s: %zu file%s in series %s (%s)\n", dh_volume_path(v),
+                        d->file_count, d->file_count == 1 ? "" : "s", d->series_uid,
+                        r->description);
+        for (size_t k = 0; k < d->file_count; k++)
+            report_sink_printf(s->out, "  %s\n", d->files[k]);
+    }
+    dh_equalized_free(r);
+    dh_derived_series_free(d);
+    return 0;
 }
 
 int cli_equalize_main(int argc, char **argv, dh_eq_operation op) {
@@ -272,7 +294,17 @@ int cli_equalize_main(int argc, char **argv, dh_eq_operation op) {
         status = check_eq_command_line(cmd, &cl, &o);
     if (status < 0) {
         o.params.device = cl.device;
-        status = cli_run_on_volumes(&cl, eq_volumes, &o);
+        /* Everything that changes the outputs; a manifest line is "done" for this work only. */
+        const dh_equalize_params *p = &o.params;
+        char work[512];
+        snprintf(work, sizeof work,
+                 "%s mode=%s window=%s center=%.17g width=%.17g range=%.17g:%.17g "
+                 "percentile=%.17g function=%d clip=%.17g bits=%u png=%s",
+                 cmd, p->per_slice ? "slice" : "volume", window_source_name(p->window), p->center,
+                 p->width, p->lo, p->hi, p->percentile, (int)p->voi, p->clip_limit,
+                 (unsigned)p->output_bits, o.png ? o.png : "-");
+        cli_batch_config config = {.outdir = o.output, .png_dir = o.png, .work = work};
+        status = cli_run_batch(&cl, &config, eq_series, &o);
     }
     cli_command_line_free(&cl);
     return status;

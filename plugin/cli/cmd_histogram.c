@@ -8,6 +8,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "cli_batch.h"
 #include "cli_commands.h"
 
 static void histogram_help(FILE *out) {
@@ -40,7 +41,9 @@ static void histogram_help(FILE *out) {
             "                      then bin_lo,bin_hi,count rows, the first for underflow\n"
             "                      (-inf,LO) and the last for overflow (HI,inf); with\n"
             "                      --per-slice one more column per slice (slice_0, ...)\n"
-            "  -h, --help          this text\n"
+            "  -h, --help          this text\n");
+    cli_batch_help(out, 0);
+    fprintf(out,
             "\n"
             "Without --json: the range, total, smallest and largest value, the percentiles\n"
             "p1 p5 p50 p95 p99 (left edge of the bin holding each, nearest rank, over all\n"
@@ -254,7 +257,8 @@ static const cli_option histogram_options[] = {
     {"bins", 1, OPT_BINS, 0},           {"range", 1, OPT_RANGE, 0},
     {"units", 1, OPT_UNITS, 0},         {"per-slice", 0, OPT_PER_SLICE, 0},
     {"output", 1, OPT_OUTPUT, 0},       CLI_OPTION_DEVICE,
-    CLI_OPTION_JSON,                    {NULL, 0, 0, 0},
+    CLI_OPTION_JSON,                    CLI_OPTIONS_BATCH,
+    {NULL, 0, 0, 0},
 };
 
 /* One of histogram's own options into the hist_options; -1 to go on, else the exit status. */
@@ -293,31 +297,28 @@ static int read_histogram_option(void *state, const char *cmd, int id, const cha
     }
 }
 
-static int histogram_volumes(void *state, const cli_command_line *cl, dh_ctx *ctx,
-                             const dh_volume_set *set, report_sink *out, report_json *json) {
+static int histogram_series(void *state, const cli_command_line *cl, cli_series *s,
+                            const dh_volume *v) {
     const hist_options *o = state;
-    int status = CLI_EXIT_OK, utf8 = cli_locale_is_utf8();
-    size_t count = dh_volume_set_count(set);
-    if (o->output && count > 1)
-        return cli_usage_error("histogram", "--output takes one volume, and the inputs hold %zu",
-                               count);
-    for (size_t i = 0; i < count; i++) {
-        const dh_volume *v = dh_volume_set_volume(set, i);
-        dh_histogram *h = NULL;
-        if (dh_hist_compute(ctx, v, &o->params, &h) != DH_OK) {
-            cli_report_failure(dh_volume_path(v), dh_ctx_error(ctx));
-            status = CLI_EXIT_INPUT;
-            continue;
-        }
-        if (cl->json)
-            report_histogram_record(json, v, h, NULL), report_json_end_line(json);
-        else
-            histogram_text(out, v, h, i == 0, utf8);
-        if (o->output && write_csv(o->output, h) != 0)
-            status = CLI_EXIT_INPUT;
-        dh_histogram_free(h);
+    dh_histogram *h = NULL;
+    cli_series_gpu_begin(s);
+    dh_status st = dh_hist_compute(s->ctx, v, &o->params, &h);
+    cli_series_gpu_end(s);
+    if (st != DH_OK) {
+        cli_series_fail(s, dh_volume_path(v), dh_ctx_error(s->ctx));
+        return 1;
     }
-    return status;
+    if (cl->json)
+        report_histogram_record(s->json, v, h, NULL), report_json_end_line(s->json);
+    else
+        histogram_text(s->out, v, h, 1, cli_locale_is_utf8());
+    int rc = 0;
+    if (o->output && write_csv(o->output, h) != 0) {
+        cli_series_fail(s, o->output, "cannot write the CSV (see above)");
+        rc = 1;
+    }
+    dh_histogram_free(h);
+    return rc;
 }
 
 static int histogram_run(int argc, char **argv) {
@@ -331,7 +332,12 @@ static int histogram_run(int argc, char **argv) {
         status = cli_usage_error("histogram", "no PATH given");
     if (status < 0) {
         o.params.device = cl.device;
-        status = cli_run_on_volumes(&cl, histogram_volumes, &o);
+        cli_batch_config config = {.blank_between = 1};
+        if (o.output) {
+            config.max_series = 1;
+            config.max_series_why = "--output takes one volume";
+        }
+        status = cli_run_batch(&cl, &config, histogram_series, &o);
     }
     cli_command_line_free(&cl);
     return status;

@@ -5,11 +5,12 @@
  */
 #include <string.h>
 
+#include "cli_batch.h"
 #include "cli_commands.h"
 
 static void info_help(FILE *out) {
     fprintf(out,
-            "Usage: dicomhist info [--json] PATH...\n"
+            "Usage: dicomhist info [--json] [OPTION]... PATH...\n"
             "\n"
             "Describes each volume found in the PATHs (a file, a directory holding a series,\n"
             "or several files): geometry, bits, signedness, photometric interpretation,\n"
@@ -22,8 +23,12 @@ static void info_help(FILE *out) {
             "              bits_stored, signed, photometric, rescale_slope,\n"
             "              rescale_intercept, transfer_syntax, stored_min, stored_max,\n"
             "              modality_min, modality_max, spacing, warnings\n"
-            "  -h, --help  this text\n"
+            "  -h, --help  this text\n");
+    cli_batch_help(out, 0);
+    fprintf(out,
             "\n"
+            "Only headers are read to plan the work; then each series is read, described and\n"
+            "freed, so memory follows the largest series, not the inputs.\n"
             "Inputs that cannot be read are reported on stderr as 'dicomhist: FILE: reason';\n"
             "the others are still described. Exit status: 0 all inputs read, 1 some failed,\n"
             "2 usage error.\n");
@@ -95,27 +100,27 @@ static void info_text(report_sink *s, const dh_volume *v, int first) {
         report_sink_printf(s, "  %-16s %s\n", "warning", dh_volume_warning(v, i));
 }
 
-static int info_volumes(void *state, const cli_command_line *cl, dh_ctx *ctx,
-                        const dh_volume_set *set, report_sink *out, report_json *json) {
-    (void)state, (void)ctx;
-    for (size_t i = 0; i < dh_volume_set_count(set); i++) {
-        const dh_volume *v = dh_volume_set_volume(set, i);
-        if (cl->json)
-            report_info_record(json, v, NULL), report_json_end_line(json);
-        else
-            info_text(out, v, i == 0);
-    }
-    return CLI_EXIT_OK;
+static int info_series(void *state, const cli_command_line *cl, cli_series *s,
+                       const dh_volume *v) {
+    (void)state;
+    if (cl->json)
+        report_info_record(s->json, v, NULL), report_json_end_line(s->json);
+    else
+        info_text(s->out, v, 1);
+    return 0;
 }
 
 static int info_run(int argc, char **argv) {
-    static const cli_option options[] = {CLI_OPTION_JSON, {NULL, 0, 0, 0}};
+    static const cli_option options[] = {CLI_OPTION_JSON, CLI_OPTIONS_BATCH, {NULL, 0, 0, 0}};
     cli_command_line cl;
     int status = cli_read_command_line(&cl, "info", argc, argv, options, info_help, NULL, NULL);
     if (status < 0 && cl.path_count == 0)
         status = cli_usage_error("info", "no PATH given");
     if (status < 0)
-        status = cli_run_on_volumes(&cl, info_volumes, NULL);
+    {
+        cli_batch_config config = {.blank_between = 1};
+        status = cli_run_batch(&cl, &config, info_series, NULL);
+    }
     cli_command_line_free(&cl);
     return status;
 }

@@ -7,6 +7,7 @@
  *   4. Histograms: whole volume or per slice, stored or modality units, CPU or CUDA
  *   5. Joint histograms and mutual information: prepared fixed image, batched GPU scoring
  *   6. Equalization and windowing: tables per volume or slice, derived DICOM and PNG out
+ *   7. Batches: a plan from headers alone, then one series at a time, in parallel
  *
  * Rules that hold everywhere: nothing here exits or prints; every call that can fail returns a
  * dh_status and leaves a message in its context (dh_ctx_error); a context is used by one thread
@@ -504,36 +505,138 @@ DH_API dh_status dh_equalized_write_dicom(dh_ctx *ctx, const dh_volume *volume,
                                           dh_derived_series **out);
 DH_API void dh_derived_series_free(dh_derived_series *series);
 
-/* Caller-chosen UIDs for a derived series, for hosts that must be able to write the same
- * derived series again without duplicating it (a PACS plugin that re-runs after a restart
- * computes them from the source instances' UIDs and the parameters, so the archive recognises
- * a repeat). */
-typedef struct dh_derive_params {
-    uint32_t struct_size;   /* sizeof(dh_derive_params), set by dh_derive_params_init */
-    const char *series_uid; /* the derived SeriesInstanceUID; NULL = a new random UID */
-    /* Writes into uid (at most 64 characters and the NUL) the SOPInstanceUID of the file derived
-     * from `source`, one of the volume's slice sources (dh_volume_slice_source); returns 0, or
-     * non-zero to fail the call (DH_ERR_INVALID_ARGUMENT). NULL = new random UIDs. */
-    int (*instance_uid)(void *user, const char *source, char uid[65]);
-    void *user;
-} dh_derive_params;
-
-/* Defaults: random UIDs, as dh_equalized_write_dicom. */
-DH_API void dh_derive_params_init(dh_derive_params *params);
-/* dh_equalized_write_dicom with the UIDs of params (NULL = the defaults). A UID that is not
- * 1..64 digits and dots is refused (DH_ERR_INVALID_ARGUMENT naming it) before anything is
- * written. */
-DH_API dh_status dh_equalized_write_dicom_with(dh_ctx *ctx, const dh_volume *volume,
-                                               const dh_equalized *result,
-                                               const char *output_dir,
-                                               const dh_derive_params *params,
-                                               dh_derived_series **out);
-
 /* Writes one 8-bit grayscale PNG per slice into dir (same naming as the DICOM files, ".png",
  * "_fNNNN" before it for frames of multi-frame files): round(v * 255 / (2^output_bits - 1)),
  * inverted for MONOCHROME1 so the picture looks as a viewer shows it. Never replaces a file. */
 DH_API dh_status dh_equalized_write_png(dh_ctx *ctx, const dh_volume *volume,
                                         const dh_equalized *result, const char *dir);
+
+/* What the writers do with an output that exists already. */
+typedef enum dh_existing {
+    DH_EXISTING_FAIL = 0,    /* the call fails (DH_ERR_IO, "already exists (not replaced)") */
+    DH_EXISTING_REPLACE = 1, /* replaced atomically */
+    DH_EXISTING_KEEP = 2,    /* kept untouched when it is this very output already (a DICOM file
+                              * with the SOPInstanceUID this call would give it, a PNG with the
+                              * same bytes), else a failure as with DH_EXISTING_FAIL: for
+                              * resuming a run that was interrupted */
+    DH_EXISTING_FORCE_INT32 = 0x7fffffff
+} dh_existing;
+
+/* Where derived UIDs come from when the caller gives none. */
+typedef enum dh_uids {
+    DH_UIDS_RANDOM = 0,  /* new random UIDs on every call */
+    DH_UIDS_DERIVED = 1, /* name-based (UUID version 5 under 2.25, in dicomhist's namespace): the
+                          * SeriesInstanceUID from the source series' UID and the derivation
+                          * description, each SOPInstanceUID from the source's SOPInstanceUID and
+                          * the description, so the same work on the same source gives the same
+                          * UIDs */
+    DH_UIDS_FORCE_INT32 = 0x7fffffff
+} dh_uids;
+
+/* How a derived series is named, identified and placed, for hosts that must be able to write
+ * the same derived series again without duplicating it (a PACS plugin that re-runs after a
+ * restart, a batch resumed after a kill) or that place outputs themselves. */
+typedef struct dh_derive_params {
+    uint32_t struct_size;   /* sizeof(dh_derive_params), set by dh_derive_params_init */
+    const char *series_uid; /* the derived SeriesInstanceUID; NULL = as `uids` says */
+    /* Writes into uid (at most 64 characters and the NUL) the SOPInstanceUID of the file derived
+     * from `source`, one of the volume's slice sources (dh_volume_slice_source); returns 0, or
+     * non-zero to fail the call (DH_ERR_INVALID_ARGUMENT). NULL = as `uids` says. */
+    int (*instance_uid)(void *user, const char *source, char uid[65]);
+    void *user; /* passed to every callback */
+    dh_uids uids;         /* default DH_UIDS_RANDOM */
+    dh_existing existing; /* default DH_EXISTING_FAIL */
+    /* Content and instance creation date and time in seconds since 1970, written as UTC (for
+     * runs that repeat byte for byte); -1, the default, means now in local time. */
+    int64_t created;
+    /* Where the output of a source file goes, relative to the output folder ("a/b/IM1"; missing
+     * folders are created; absolute names and ".." are refused): writes it into name[size] and
+     * returns 0, or non-zero to fail the call. NULL: one file per source in the output folder,
+     * or in <output folder>/<series folder name> for a series of several files. PNG names add
+     * ".png" (after removing ".dcm"), or "_fNNNN.png" per frame. */
+    int (*output_name)(void *user, const char *source, char *name, size_t size);
+    /* Called once per file written or kept (DICOM and PNG), with its source; may be NULL. */
+    void (*written)(void *user, const char *source, const char *output);
+} dh_derive_params;
+
+/* Defaults: those of dh_equalized_write_dicom and dh_equalized_write_png. */
+DH_API void dh_derive_params_init(dh_derive_params *params);
+/* dh_equalized_write_dicom and dh_equalized_write_png as params say (NULL = the defaults). A
+ * UID that is not 1..64 digits and dots is refused (DH_ERR_INVALID_ARGUMENT naming it) before
+ * anything is written. */
+DH_API dh_status dh_equalized_write_dicom_with(dh_ctx *ctx, const dh_volume *volume,
+                                               const dh_equalized *result,
+                                               const char *output_dir,
+                                               const dh_derive_params *params,
+                                               dh_derived_series **out);
+DH_API dh_status dh_equalized_write_png_with(dh_ctx *ctx, const dh_volume *volume,
+                                             const dh_equalized *result, const char *dir,
+                                             const dh_derive_params *params);
+
+/* ---------------------------------------------------------------------------------------------
+ * 7. Batches
+ *
+ * An archive is too large to hold at once: dh_plan_scan reads the headers of every file under
+ * the inputs (never the pixels) and groups them into series exactly as dh_volume_set_load does;
+ * then each series is read on its own with dh_plan_load_series, used and freed before the next,
+ * so memory follows the series in hand, not the archive. A plan is read only after the scan:
+ * several threads may load different series from one plan at once, each with its own context.
+ * dh_volume_set_load is a scan followed by every series loaded in order.
+ * ------------------------------------------------------------------------------------------- */
+typedef struct dh_plan dh_plan;
+
+typedef enum dh_plan_file_state {
+    DH_PLAN_FILE_SERIES = 0,   /* part of a series (dh_plan_file_series) */
+    DH_PLAN_FILE_FAILED = 1,   /* could not be read (dh_plan_file_status, dh_plan_file_message) */
+    DH_PLAN_FILE_SKIPPED = 2,  /* found in a folder and not an image: DICOMDIR, not DICOM, not a
+                                * regular file (the reason in dh_plan_file_message) */
+    DH_PLAN_FILE_REPEATED = 3, /* repeats an instance of an earlier file of its series, which is
+                                * read once (the message names that file) */
+    DH_PLAN_FILE_STATE_FORCE_INT32 = 0x7fffffff
+} dh_plan_file_state;
+
+/* Scans every path (a file, or a folder walked recursively in byte order of names, hidden files
+ * left out) with up to dh_ctx_set_threads threads. Returns DH_OK even when files failed (they
+ * are in the plan), an error only when nothing could be tried (no paths, out of memory). */
+DH_API dh_status dh_plan_scan(dh_ctx *ctx, const char *const *paths, size_t count,
+                              dh_plan **out);
+DH_API void dh_plan_free(dh_plan *plan);
+
+/* Every file found, in scan order (inputs in the order given, folders in byte order). */
+DH_API size_t dh_plan_file_count(const dh_plan *plan);
+DH_API const char *dh_plan_file_path(const dh_plan *plan, size_t file);
+/* Where `cp -r PATH... DIR` would put the file, relative to DIR: "<name of PATH>/<path below
+ * PATH>" for a file found in the folder PATH, "<name of PATH>" for a file given directly. */
+DH_API const char *dh_plan_file_output_name(const dh_plan *plan, size_t file);
+DH_API dh_plan_file_state dh_plan_file_state_of(const dh_plan *plan, size_t file);
+DH_API dh_status dh_plan_file_status(const dh_plan *plan, size_t file); /* DH_OK unless failed */
+/* The failure, skip or repeat reason ("" for files of a series). */
+DH_API const char *dh_plan_file_message(const dh_plan *plan, size_t file);
+/* The series the file belongs to (repeats included), or SIZE_MAX. */
+DH_API size_t dh_plan_file_series(const dh_plan *plan, size_t file);
+/* Size in bytes and modification time (nanoseconds since 1970) when scanned. */
+DH_API uint64_t dh_plan_file_size(const dh_plan *plan, size_t file);
+DH_API int64_t dh_plan_file_mtime_ns(const dh_plan *plan, size_t file);
+
+/* The series, in the order of their first file; each becomes one volume. */
+DH_API size_t dh_plan_series_count(const dh_plan *plan);
+/* Its files in volume order (repeats left out): file indices of the plan. */
+DH_API size_t dh_plan_series_file_count(const dh_plan *plan, size_t series);
+DH_API size_t dh_plan_series_file(const dh_plan *plan, size_t series, size_t k);
+/* What dh_volume_path, dh_volume_series_uid and dh_volume_modality will say. */
+DH_API const char *dh_plan_series_path(const dh_plan *plan, size_t series);
+DH_API const char *dh_plan_series_uid(const dh_plan *plan, size_t series);
+DH_API const char *dh_plan_series_modality(const dh_plan *plan, size_t series);
+/* Bytes of its files on disk, and of its decoded samples. */
+DH_API uint64_t dh_plan_series_file_bytes(const dh_plan *plan, size_t series);
+DH_API uint64_t dh_plan_series_sample_bytes(const dh_plan *plan, size_t series);
+
+/* Reads one series into a set of at most one volume, with the failures of its files (a file
+ * that cannot be decoded, slices that do not fit together) kept as in dh_volume_set_load.
+ * Slices are decoded by up to dh_ctx_set_threads threads at once, each straight into its place;
+ * the result does not depend on the number of threads. */
+DH_API dh_status dh_plan_load_series(dh_ctx *ctx, const dh_plan *plan, size_t series,
+                                     dh_volume_set **out);
 
 #ifdef __cplusplus
 }

@@ -354,9 +354,16 @@ def check_mi_and_derived(c, binary, shared, tmp):
         c.equal(len(rec["outputs"]), 5, f"{command}: one output per source file")
         c.check(all(os.path.isfile(f) for f in rec["outputs"]), f"{command}: outputs exist")
         c.equal(len(rec["windows"]), 5 if "slice" in args else 1, f"{command}: one window per table")
-        # Run again: existing outputs are never replaced, which is an output failure (exit 1).
-        r = t.run(binary, command, *args, "-o", outdir, os.path.join(shared, "series", "ct5n"))
-        c.equal((r.rc, r.out), (1, ""), f"{command} into existing outputs: exit 1, no record")
+        # Run again: the manifest says the series is done, so nothing is redone (resume).
+        r = t.run(binary, command, *args, "--png", png, "-o", outdir,
+                  os.path.join(shared, "series", "ct5n"))
+        c.equal((r.rc, r.out), (0, ""), f"{command} again: exit 0, nothing redone")
+        c.check("5 done before" in r.err, f"{command} again: says the files were done before")
+        # Other work into the same outputs: existing files are never replaced (exit 1).
+        r = t.run(binary, command, *args, "--bits", "12", "-o", outdir,
+                  os.path.join(shared, "series", "ct5n"))
+        c.equal((r.rc, r.out), (1, ""), f"{command} other work into existing outputs: exit 1")
+        c.check("already exists (not replaced)" in r.err, f"{command}: says why")
 
 
 def check_write_errors(c, binary, ct, tmp):

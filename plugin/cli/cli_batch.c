@@ -1,0 +1,863 @@
+/*
+ * cli_batch.c: cli_run_batch (cli_batch.h): the plan, the choice of series, the workers, and the
+ * in-order release of what each series printed, with its manifest lines and the progress line.
+ */
+#define _XOPEN_SOURCE 700
+#include "cli_batch.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli_commands.h"
+#include "cli_manifest.h"
+#include "cli_progress.h"
+#include "cli_shard.h"
+
+/* How many finished series may wait for an earlier one, per worker: bounds the held output. */
+#define WINDOW_PER_JOB 2
+
+/* One source file's place in its series, for output names and manifest lines. */
+typedef struct series_file {
+    size_t file; /* plan index */
+    char *error; /* its own failure, or NULL */
+    char **outputs;
+    size_t output_count;
+} series_file;
+
+struct cli_series_private {
+    struct batch *b;
+    series_file *files; /* the series' files in volume order, then its repeats */
+    size_t file_count;
+    size_t *by_path; /* indices into files, sorted by path */
+    char *series_error;
+    FILE *out_file, *err_file;
+    char *out_buf, *err_buf;
+    size_t out_len, err_len;
+    double seconds;
+    int ready;
+};
+
+typedef struct batch {
+    const cli_command_line *cl;
+    const cli_batch_config *cfg;
+    cli_series_fn work;
+    void *state;
+    dh_plan *plan;
+    size_t *todo; /* series to process, in plan order */
+    size_t todo_count;
+    cli_series *slots; /* one per todo entry while in flight */
+    size_t next_take, next_emit;
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    pthread_mutex_t gpu;
+    int gpu_shared; /* the work may run on the GPU: serialize it */
+    uint32_t jobs, decode_threads;
+    uint32_t alive; /* workers still running */
+    dh_existing existing;
+    int64_t created;
+    cli_manifest *manifest;
+    cli_progress progress;
+    size_t done_files, failed_files, skipped_files, already_files;
+    int any_failure, text_emitted, want_summary;
+} batch;
+
+/* ------------------------------------------------------------------ what a series reports */
+
+static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
+
+static series_file *file_of_source(struct cli_series_private *p, const dh_plan *plan,
+                                   const char *source)
+{
+    size_t lo = 0, hi = p->file_count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(dh_plan_file_path(plan, p->files[p->by_path[mid]].file), source);
+        if (c == 0)
+            return &p->files[p->by_path[mid]];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+void cli_series_fail(cli_series *s, const char *what, const char *message)
+{
+    cli_report_failure_to(s->priv->err_file, what, message);
+    series_file *f = file_of_source(s->priv, s->plan, what);
+    if (f && !f->error)
+        f->error = dup_or_null(message && *message ? message : "failed");
+    else if (!f && !s->priv->series_error)
+        s->priv->series_error = dup_or_null(message && *message ? message : "failed");
+}
+
+int cli_series_output_name(void *user, const char *source, char *name, size_t size)
+{
+    cli_series *s = user;
+    series_file *f = file_of_source(s->priv, s->plan, source);
+    if (!f)
+        return -1;
+    int n = snprintf(name, size, "%s", dh_plan_file_output_name(s->plan, f->file));
+    return n < 0 || (size_t)n >= size ? -1 : 0;
+}
+
+void cli_series_written(void *user, const char *source, const char *output)
+{
+    cli_series *s = user;
+    series_file *f = file_of_source(s->priv, s->plan, source);
+    if (!f)
+        return;
+    char **grown = realloc(f->outputs, (f->output_count + 1) * sizeof *grown);
+    if (!grown)
+        return;
+    f->outputs = grown;
+    if ((grown[f->output_count] = strdup(output)))
+        f->output_count++;
+}
+
+void cli_series_gpu_begin(cli_series *s)
+{
+    if (s->priv->b->gpu_shared)
+        pthread_mutex_lock(&s->priv->b->gpu);
+}
+
+void cli_series_gpu_end(cli_series *s)
+{
+    if (s->priv->b->gpu_shared)
+        pthread_mutex_unlock(&s->priv->b->gpu);
+}
+
+/* ------------------------------------------------------------------ one series */
+
+static const dh_plan *sort_plan; /* qsort has no context; set under the single-threaded setup */
+static const struct cli_series_private *sort_priv;
+
+static int by_source_path(const void *a, const void *b)
+{
+    const char *pa = dh_plan_file_path(sort_plan, sort_priv->files[*(const size_t *)a].file);
+    const char *pb = dh_plan_file_path(sort_plan, sort_priv->files[*(const size_t *)b].file);
+    return strcmp(pa, pb);
+}
+
+/* The files of series k: volume order, then the repeats set aside from it. */
+static int prepare_files(batch *b, size_t series, struct cli_series_private *p, size_t *repeats,
+                         size_t repeat_count)
+{
+    size_t n = dh_plan_series_file_count(b->plan, series);
+    p->files = calloc(n + repeat_count + 1, sizeof *p->files);
+    p->by_path = malloc((n + repeat_count + 1) * sizeof *p->by_path);
+    if (!p->files || !p->by_path)
+        return -1;
+    for (size_t k = 0; k < n; k++)
+        p->files[p->file_count++].file = dh_plan_series_file(b->plan, series, k);
+    for (size_t k = 0; k < repeat_count; k++)
+        p->files[p->file_count++].file = repeats[k];
+    for (size_t k = 0; k < p->file_count; k++)
+        p->by_path[k] = k;
+    return 0;
+}
+
+static void free_private(struct cli_series_private *p)
+{
+    if (!p)
+        return;
+    for (size_t i = 0; i < p->file_count; i++) {
+        free(p->files[i].error);
+        for (size_t k = 0; k < p->files[i].output_count; k++)
+            free(p->files[i].outputs[k]);
+        free(p->files[i].outputs);
+    }
+    free(p->files);
+    free(p->by_path);
+    free(p->series_error);
+    free(p->out_buf);
+    free(p->err_buf);
+    free(p);
+}
+
+/* Reads series slot k's volume and hands it to the command; all it prints is held. */
+static void process(batch *b, size_t k, dh_ctx *ctx)
+{
+    cli_series *s = &b->slots[k];
+    struct cli_series_private *p = s->priv;
+    size_t series = s->index;
+    double start = cli_now();
+    report_sink *sink = malloc(sizeof *sink);
+    report_json json;
+    p->out_file = open_memstream(&p->out_buf, &p->out_len);
+    p->err_file = open_memstream(&p->err_buf, &p->err_len);
+    if (!sink || !p->out_file || !p->err_file) {
+        if (!p->series_error)
+            p->series_error = strdup("out of memory");
+        goto done;
+    }
+    report_sink_init(sink, p->out_file);
+    report_json_init(&json, sink);
+    s->ctx = ctx;
+    s->out = sink;
+    s->json = &json;
+    dh_volume_set *set = NULL;
+    if (dh_plan_load_series(ctx, b->plan, series, &set) != DH_OK) {
+        cli_series_fail(s, dh_plan_series_path(b->plan, series), dh_ctx_error(ctx));
+    } else {
+        for (size_t i = 0; i < dh_volume_set_failure_count(set); i++)
+            cli_series_fail(s, dh_volume_set_failure_path(set, i),
+                            dh_volume_set_failure_message(set, i));
+        if (dh_volume_set_count(set) == 1)
+            b->work(b->state, b->cl, s, dh_volume_set_volume(set, 0));
+    }
+    dh_volume_set_free(set);
+    if (report_sink_flush(sink) != 0 && !p->series_error)
+        p->series_error = strdup("out of memory holding the output");
+done:
+    if (p->out_file)
+        fclose(p->out_file);
+    if (p->err_file)
+        fclose(p->err_file);
+    p->out_file = p->err_file = NULL;
+    free(sink);
+    s->out = NULL;
+    s->json = NULL;
+    p->seconds = cli_now() - start;
+}
+
+static void *worker(void *arg)
+{
+    batch *b = arg;
+    dh_ctx *ctx = dh_ctx_create();
+    if (ctx)
+        dh_ctx_set_threads(ctx, (int)b->decode_threads);
+    pthread_mutex_lock(&b->lock);
+    for (;;) {
+        while (b->next_take < b->todo_count &&
+               b->next_take >= b->next_emit + (size_t)b->jobs * WINDOW_PER_JOB)
+            pthread_cond_wait(&b->changed, &b->lock);
+        if (b->next_take >= b->todo_count || !ctx)
+            break;
+        size_t k = b->next_take++;
+        pthread_mutex_unlock(&b->lock);
+        process(b, k, ctx);
+        pthread_mutex_lock(&b->lock);
+        b->slots[k].priv->ready = 1;
+        pthread_cond_broadcast(&b->changed);
+    }
+    b->alive--;
+    pthread_cond_broadcast(&b->changed);
+    pthread_mutex_unlock(&b->lock);
+    dh_ctx_free(ctx);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ manifest lines */
+
+typedef struct line_buffer {
+    char *buf;
+    size_t len;
+    FILE *file;
+    report_sink *sink;
+    report_json json;
+} line_buffer;
+
+static int lines_open(line_buffer *l)
+{
+    memset(l, 0, sizeof *l);
+    l->file = open_memstream(&l->buf, &l->len);
+    l->sink = malloc(sizeof *l->sink);
+    if (!l->file || !l->sink)
+        return -1;
+    report_sink_init(l->sink, l->file);
+    report_json_init(&l->json, l->sink);
+    return 0;
+}
+
+/* Appends what was written to the manifest; returns 0, or -1 (reported) when it cannot. */
+static int lines_close(batch *b, line_buffer *l)
+{
+    int rc = 0;
+    if (l->sink)
+        report_sink_flush(l->sink);
+    if (l->file)
+        fclose(l->file);
+    if (!l->file || !l->sink) {
+        rc = -1;
+        fprintf(stderr, "dicomhist: out of memory writing the manifest\n");
+    } else if (b->manifest && l->len > 0 && cli_manifest_append(b->manifest, l->buf, l->len) != 0) {
+        rc = -1;
+        fprintf(stderr, "dicomhist: %s: cannot write: %s\n", cli_manifest_path(b->manifest),
+                strerror(errno));
+    }
+    free(l->sink);
+    free(l->buf);
+    return rc;
+}
+
+static void manifest_line(batch *b, line_buffer *l, size_t file, const char *status,
+                          const char *error, const char *reason, char *const *outputs,
+                          size_t output_count, double seconds)
+{
+    report_json *j = &l->json;
+    size_t series = dh_plan_file_series(b->plan, file);
+    report_json_begin_object(j);
+    report_json_key(j, "path"), report_json_string(j, dh_plan_file_path(b->plan, file));
+    report_json_key(j, "status"), report_json_string(j, status);
+    if (error)
+        report_json_key(j, "error"), report_json_string(j, error);
+    if (reason)
+        report_json_key(j, "reason"), report_json_string(j, reason);
+    report_json_key(j, "series_uid");
+    if (series != SIZE_MAX)
+        report_json_string(j, dh_plan_series_uid(b->plan, series));
+    else
+        report_json_null(j);
+    report_json_key(j, "outputs");
+    report_json_begin_array(j);
+    for (size_t i = 0; i < output_count; i++)
+        report_json_string(j, outputs[i]);
+    report_json_end_array(j);
+    report_json_key(j, "seconds"), report_json_double(j, seconds);
+    if (b->cfg->work && (strcmp(status, "done") == 0 || strcmp(status, "planned") == 0))
+        report_json_key(j, "work"), report_json_string(j, b->cfg->work);
+    report_json_key(j, "size"), report_json_u64(j, dh_plan_file_size(b->plan, file));
+    report_json_key(j, "mtime_ns"), report_json_i64(j, dh_plan_file_mtime_ns(b->plan, file));
+    report_json_end_object(j);
+    report_json_end_line(j);
+}
+
+/* ------------------------------------------------------------------ releasing a series */
+
+static void emit(batch *b, size_t k)
+{
+    cli_series *s = &b->slots[k];
+    struct cli_series_private *p = s->priv;
+    report_sink *out = cli_stdout_sink();
+    if (p->out_len > 0) {
+        if (b->cfg->blank_between && !b->cl->json && b->text_emitted)
+            report_sink_char(out, '\n');
+        report_sink_write(out, p->out_buf, p->out_len);
+        b->text_emitted = 1;
+        /* Out as soon as the series is done, not when the buffer fills. */
+        report_sink_flush(out);
+    }
+    if (p->err_len > 0) {
+        cli_progress_clear(&b->progress);
+        fwrite(p->err_buf, 1, p->err_len, stderr);
+        fflush(stderr);
+    }
+    line_buffer l;
+    int ok = lines_open(&l) == 0;
+    size_t n = dh_plan_series_file_count(b->plan, s->index);
+    double seconds = round(p->seconds * 1000) / 1000;
+    for (size_t j = 0; j < p->file_count; j++) {
+        size_t i = p->by_path[j]; /* lines in the order of the files' paths */
+        series_file *f = &p->files[i];
+        const char *error = f->error ? f->error : p->series_error;
+        if (i >= n) { /* a repeat, set aside at the scan */
+            b->skipped_files++;
+            if (ok)
+                manifest_line(b, &l, f->file, "skipped", NULL,
+                              dh_plan_file_message(b->plan, f->file), NULL, 0, 0);
+        } else if (error) {
+            b->failed_files++;
+            if (ok)
+                manifest_line(b, &l, f->file, "failed", error, NULL, NULL, 0, seconds);
+        } else {
+            b->done_files++;
+            if (ok)
+                manifest_line(b, &l, f->file, "done", NULL, NULL, f->outputs, f->output_count,
+                              seconds);
+        }
+        b->progress.bytes_done += dh_plan_file_size(b->plan, f->file);
+    }
+    if (lines_close(b, &l) != 0)
+        b->any_failure = 1;
+    for (size_t i = 0; i < n; i++)
+        if (p->files[i].error || p->series_error) {
+            b->any_failure = 1;
+            b->progress.failures++;
+        }
+    b->progress.files_done += p->file_count;
+    b->progress.series_done++;
+    cli_progress_show(&b->progress, 0);
+    free_private(p);
+    s->priv = NULL;
+}
+
+/* ------------------------------------------------------------------ choosing the work */
+
+static int modality_chosen(const char *list, const char *modality)
+{
+    if (!list)
+        return 1;
+    size_t len = strlen(modality);
+    for (const char *c = list; *c;) {
+        size_t n = strcspn(c, ",");
+        if (n == len && len > 0 && strncasecmp(c, modality, n) == 0)
+            return 1;
+        c += n + (c[n] == ',');
+    }
+    return 0;
+}
+
+/* The identity a series is sharded by: its UID, else (one file on its own) the file's name. */
+static const char *series_identity(const dh_plan *plan, size_t series)
+{
+    const char *uid = dh_plan_series_uid(plan, series);
+    return *uid ? uid : dh_plan_file_output_name(plan, dh_plan_series_file(plan, series, 0));
+}
+
+/* ------------------------------------------------------------------ inputs and outputs */
+
+/* The real path of `path`, which need not exist yet: its nearest existing ancestor resolved,
+ * the rest appended. NULL when out of memory or nothing resolves. */
+static char *real_path_of(const char *path)
+{
+    char *head = strdup(path), *tail = strdup(""), *out = NULL;
+    while (head && tail) {
+        size_t len = strlen(head);
+        while (len > 1 && head[len - 1] == '/')
+            head[--len] = '\0';
+        char *real = realpath(head[0] ? head : ".", NULL);
+        if (real) {
+            size_t n = strlen(real) + strlen(tail) + 2;
+            if ((out = malloc(n)))
+                snprintf(out, n, "%s%s%s", real, *tail && strcmp(real, "/") ? "/" : "", tail);
+            free(real);
+            break;
+        }
+        if (!head[0] || strcmp(head, "/") == 0)
+            break;
+        char *slash = strrchr(head, '/');
+        const char *last = slash ? slash + 1 : head;
+        size_t n = strlen(last) + strlen(tail) + 2;
+        char *t = malloc(n);
+        if (!t)
+            break;
+        snprintf(t, n, "%s%s%s", last, *tail ? "/" : "", tail);
+        free(tail);
+        tail = t;
+        if (!slash)
+            head[0] = '\0';
+        else if (slash == head)
+            head[1] = '\0';
+        else
+            *slash = '\0';
+    }
+    free(head);
+    free(tail);
+    return out;
+}
+
+/* 1 when inner is outer or lies below it (both real paths). */
+static int is_within(const char *inner, const char *outer)
+{
+    size_t n = strlen(outer);
+    if (strcmp(outer, "/") == 0)
+        return 1;
+    return strncmp(inner, outer, n) == 0 && (inner[n] == '\0' || inner[n] == '/');
+}
+
+/* Refuses an output folder inside an input folder (outputs would become inputs) and an input
+ * that `cp -r` placement would write over. Returns -1 to go on, or 2 (reported). */
+static int check_output_folder(const cli_command_line *cl, const char *option, const char *dir)
+{
+    if (!dir)
+        return -1;
+    char *out = real_path_of(dir);
+    if (!out)
+        return -1; /* nothing resolves: creating it will report why */
+    int status = -1;
+    for (size_t i = 0; i < cl->path_count && status < 0; i++) {
+        char *in = realpath(cl->paths[i], NULL);
+        struct stat st;
+        if (!in)
+            continue;
+        if (stat(in, &st) == 0 && S_ISDIR(st.st_mode) && is_within(out, in))
+            status = cli_usage_error(cl->command, "%s '%s' is inside the input '%s': outputs "
+                                     "would be read as inputs; choose a folder outside it",
+                                     option, dir, cl->paths[i]);
+        else if (is_within(in, out) && strcmp(in, out) != 0) {
+            /* cp -r places the input at OUT/<its name>: that must not be the input itself. */
+            const char *name = strrchr(in, '/') + 1;
+            size_t n = strlen(out) + strlen(name) + 2;
+            char *target = malloc(n);
+            if (target) {
+                snprintf(target, n, "%s/%s", out, name);
+                if (is_within(in, target))
+                    status = cli_usage_error(cl->command, "%s '%s' would place the outputs of "
+                                             "'%s' over the input itself", option, dir,
+                                             cl->paths[i]);
+                free(target);
+            }
+        }
+        free(in);
+    }
+    free(out);
+    return status;
+}
+
+static const dh_plan *name_plan; /* qsort has no context; set before the one sort */
+static int by_output_name_q(const void *a, const void *b)
+{
+    return strcmp(dh_plan_file_output_name(name_plan, *(const size_t *)a),
+                  dh_plan_file_output_name(name_plan, *(const size_t *)b));
+}
+
+/* Two inputs placed at one output name (two operands with the same last name): refused up front
+ * rather than one output refusing the other. Returns -1 to go on, or 2 (reported). */
+static int check_collisions(const cli_command_line *cl, const dh_plan *plan)
+{
+    size_t n = dh_plan_file_count(plan), m = 0;
+    size_t *idx = malloc((n ? n : 1) * sizeof *idx);
+    if (!idx)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        if (dh_plan_file_state_of(plan, i) == DH_PLAN_FILE_SERIES)
+            idx[m++] = i;
+    name_plan = plan;
+    qsort(idx, m, sizeof *idx, by_output_name_q);
+    int status = -1;
+    for (size_t i = 1; i < m && status < 0; i++)
+        if (strcmp(dh_plan_file_output_name(plan, idx[i]),
+                   dh_plan_file_output_name(plan, idx[i - 1])) == 0)
+            status = cli_usage_error(cl->command, "'%s' and '%s' would both be written as "
+                                     "OUTDIR/%s: give inputs with different names",
+                                     dh_plan_file_path(plan, idx[i - 1]),
+                                     dh_plan_file_path(plan, idx[i]),
+                                     dh_plan_file_output_name(plan, idx[i]));
+    free(idx);
+    return status;
+}
+
+/* ------------------------------------------------------------------ the run */
+
+static int64_t creation_time(void)
+{
+    /* reproducible-builds.org's convention: a fixed time makes runs byte for byte repeatable. */
+    const char *e = getenv("SOURCE_DATE_EPOCH");
+    uint32_t v;
+    return e && text_parse_u32(e, 0, UINT32_MAX, &v) == 0 ? (int64_t)v : -1;
+}
+
+static int open_manifest(batch *b)
+{
+    char name[96];
+    const cli_batch_options *o = &b->cl->batch;
+    if (o->shard_count > 1)
+        snprintf(name, sizeof name, "dicomhist-manifest-%u-of-%u.jsonl", (unsigned)o->shard_index,
+                 (unsigned)o->shard_count);
+    else
+        snprintf(name, sizeof name, "dicomhist-manifest.jsonl");
+    if (cli_manifest_open(b->cfg->outdir, name, &b->manifest) != 0) {
+        fprintf(stderr, "dicomhist: %s/%s: cannot open the manifest: %s\n", b->cfg->outdir, name,
+                strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* Lines for the files that belong to no series (failed or skipped at the scan) of this shard,
+ * unless an earlier run recorded them the same way. */
+static int record_unplanned(batch *b, const cli_batch_options *o)
+{
+    line_buffer l;
+    int ok = lines_open(&l) == 0;
+    for (size_t i = 0; i < dh_plan_file_count(b->plan); i++) {
+        dh_plan_file_state st = dh_plan_file_state_of(b->plan, i);
+        if (st != DH_PLAN_FILE_FAILED && st != DH_PLAN_FILE_SKIPPED)
+            continue;
+        if (cli_shard_of(dh_plan_file_output_name(b->plan, i), o->shard_count) != o->shard_index)
+            continue;
+        const char *status = st == DH_PLAN_FILE_FAILED ? "failed" : "skipped";
+        const char *message = dh_plan_file_message(b->plan, i);
+        b->progress.files_done++;
+        if (st == DH_PLAN_FILE_FAILED) {
+            char *what = strdup(dh_plan_file_path(b->plan, i));
+            cli_report_failure(what ? what : "input", message);
+            free(what);
+            b->failed_files++;
+            b->any_failure = 1;
+            b->progress.failures++;
+        } else {
+            b->skipped_files++;
+        }
+        const cli_manifest_record *r = cli_manifest_find(b->manifest, dh_plan_file_path(b->plan, i));
+        if (r && strcmp(r->status, status) == 0 && r->size == dh_plan_file_size(b->plan, i) &&
+            r->mtime_ns == dh_plan_file_mtime_ns(b->plan, i))
+            continue;
+        if (ok && b->manifest)
+            manifest_line(b, &l, i, status, st == DH_PLAN_FILE_FAILED ? message : NULL,
+                          st == DH_PLAN_FILE_SKIPPED ? message : NULL, NULL, 0, 0);
+    }
+    return lines_close(b, &l);
+}
+
+/* Series chosen by modality and shard, less those a manifest says are done; the rest of the
+ * chosen ones' files are recorded as skipped or already done. */
+static int choose_series(batch *b, size_t **repeats, size_t *repeat_counts)
+{
+    const cli_batch_options *o = &b->cl->batch;
+    size_t count = dh_plan_series_count(b->plan);
+    b->todo = malloc((count ? count : 1) * sizeof *b->todo);
+    if (!b->todo)
+        return -1;
+    line_buffer l;
+    int ok = lines_open(&l) == 0;
+    for (size_t k = 0; k < count; k++) {
+        if (cli_shard_of(series_identity(b->plan, k), o->shard_count) != o->shard_index)
+            continue;
+        size_t n = dh_plan_series_file_count(b->plan, k);
+        if (!modality_chosen(o->modalities, dh_plan_series_modality(b->plan, k))) {
+            char reason[96];
+            snprintf(reason, sizeof reason, "modality %s is not among those chosen",
+                     *dh_plan_series_modality(b->plan, k) ? dh_plan_series_modality(b->plan, k)
+                                                          : "(none)");
+            for (size_t i = 0; i < n + repeat_counts[k]; i++) {
+                size_t f = i < n ? dh_plan_series_file(b->plan, k, i) : repeats[k][i - n];
+                const cli_manifest_record *r = cli_manifest_find(b->manifest,
+                                                                 dh_plan_file_path(b->plan, f));
+                b->skipped_files++;
+                b->progress.files_done++;
+                if (ok && b->manifest && !(r && strcmp(r->status, "skipped") == 0 &&
+                                           r->reason && strcmp(r->reason, reason) == 0))
+                    manifest_line(b, &l, f, "skipped", NULL, reason, NULL, 0, 0);
+            }
+            continue;
+        }
+        int done = b->manifest != NULL && !o->force;
+        for (size_t i = 0; i < n && done; i++) {
+            size_t f = dh_plan_series_file(b->plan, k, i);
+            done = cli_manifest_record_done(cli_manifest_find(b->manifest,
+                                                              dh_plan_file_path(b->plan, f)),
+                                            b->cfg->work, dh_plan_file_size(b->plan, f),
+                                            dh_plan_file_mtime_ns(b->plan, f));
+        }
+        b->progress.series_total++;
+        if (done) {
+            b->already_files += n;
+            b->progress.files_done += n + repeat_counts[k];
+            b->progress.series_done++;
+            continue;
+        }
+        b->todo[b->todo_count++] = k;
+        for (size_t i = 0; i < n; i++)
+            b->progress.bytes_total += dh_plan_file_size(b->plan, dh_plan_series_file(b->plan, k, i));
+        for (size_t i = 0; i < repeat_counts[k]; i++)
+            b->progress.bytes_total += dh_plan_file_size(b->plan, repeats[k][i]);
+    }
+    return lines_close(b, &l);
+}
+
+/* --dry-run: what would be done, as "planned" manifest lines with the outputs to come. */
+static void record_planned(batch *b, size_t **repeats, size_t *repeat_counts)
+{
+    line_buffer l;
+    if (lines_open(&l) != 0) {
+        lines_close(b, &l);
+        return;
+    }
+    for (size_t t = 0; t < b->todo_count; t++) {
+        size_t k = b->todo[t], n = dh_plan_series_file_count(b->plan, k);
+        for (size_t i = 0; i < n + repeat_counts[k]; i++) {
+            size_t f = i < n ? dh_plan_series_file(b->plan, k, i) : repeats[k][i - n];
+            if (i >= n) {
+                manifest_line(b, &l, f, "skipped", NULL, dh_plan_file_message(b->plan, f), NULL,
+                              0, 0);
+                continue;
+            }
+            char *outputs[2] = {NULL, NULL};
+            size_t count = 0;
+            const char *name = dh_plan_file_output_name(b->plan, f);
+            size_t len = strlen(b->cfg->outdir) + strlen(name) + 2;
+            if ((outputs[count] = malloc(len)))
+                snprintf(outputs[count++], len, "%s/%s", b->cfg->outdir, name);
+            manifest_line(b, &l, f, "planned", NULL, NULL, outputs, count, 0);
+            free(outputs[0]);
+        }
+        b->done_files += n;
+    }
+    lines_close(b, &l);
+}
+
+static void summary(batch *b)
+{
+    if (!b->progress.terminal)
+        cli_progress_show(&b->progress, 1); /* the last state, for logs */
+    cli_progress_clear(&b->progress);
+    fprintf(stderr, "dicomhist: %s: %zu file%s %s, %zu failed, %zu skipped", b->cl->command,
+            b->done_files, b->done_files == 1 ? "" : "s",
+            b->cl->batch.dry_run ? "planned" : "done", b->failed_files, b->skipped_files);
+    if (b->already_files)
+        fprintf(stderr, ", %zu done before", b->already_files);
+    if (b->manifest)
+        fprintf(stderr, "; manifest %s", cli_manifest_path(b->manifest));
+    fputc('\n', stderr);
+}
+
+int cli_run_batch(const cli_command_line *cl, const cli_batch_config *cfg, cli_series_fn work,
+                  void *state)
+{
+    batch b = {.cl = cl, .cfg = cfg, .work = work, .state = state};
+    cli_batch_options *o = (cli_batch_options *)&cl->batch;
+    size_t **repeats = NULL, *repeat_counts = NULL;
+    int status = cli_shard_resolve(cl->command, o);
+    if (status < 0 && !cfg->outdir && (o->force || o->dry_run))
+        status = cli_usage_error(cl->command, "--force and --dry-run go with -o OUTDIR");
+    if (status < 0)
+        status = check_output_folder(cl, "-o", cfg->outdir);
+    if (status < 0)
+        status = check_output_folder(cl, "--png", cfg->png_dir);
+    if (status >= 0)
+        return status;
+    dh_ctx *ctx = NULL;
+    status = cli_open_context(cl->device, &ctx);
+    if (status >= 0)
+        return status;
+    b.jobs = o->jobs ? o->jobs : (uint32_t)(sysconf(_SC_NPROCESSORS_ONLN) > 0
+                                                ? sysconf(_SC_NPROCESSORS_ONLN) : 1);
+    dh_ctx_set_threads(ctx, (int)b.jobs);
+    cli_progress_init(&b.progress, o->progress);
+    if (dh_plan_scan(ctx, cl->paths, cl->path_count, &b.plan) != DH_OK) {
+        cli_report_failure(cl->path_count == 1 ? cl->paths[0] : "inputs", dh_ctx_error(ctx));
+        dh_ctx_free(ctx);
+        return CLI_EXIT_INPUT;
+    }
+    dh_ctx_free(ctx);
+    status = cfg->outdir ? check_collisions(cl, b.plan) : -1;
+    if (status >= 0)
+        goto out;
+    status = CLI_EXIT_INPUT;
+
+    /* The repeats of each series, for its manifest lines. */
+    size_t series_count = dh_plan_series_count(b.plan);
+    repeats = calloc(series_count + 1, sizeof *repeats);
+    repeat_counts = calloc(series_count + 1, sizeof *repeat_counts);
+    if (!repeats || !repeat_counts)
+        goto oom;
+    for (size_t i = 0; i < dh_plan_file_count(b.plan); i++) {
+        if (dh_plan_file_state_of(b.plan, i) != DH_PLAN_FILE_REPEATED)
+            continue;
+        size_t k = dh_plan_file_series(b.plan, i);
+        size_t *grown = realloc(repeats[k], (repeat_counts[k] + 1) * sizeof *grown);
+        if (!grown)
+            goto oom;
+        repeats[k] = grown;
+        repeats[k][repeat_counts[k]++] = i;
+    }
+    if (cfg->outdir && open_manifest(&b) != 0)
+        goto out;
+    b.progress.files_total = dh_plan_file_count(b.plan);
+    if (record_unplanned(&b, o) != 0 || choose_series(&b, repeats, repeat_counts) != 0)
+        b.any_failure = 1;
+    if (cfg->max_series && b.todo_count > cfg->max_series) {
+        status = cli_usage_error(cl->command, "%s, and the inputs hold %zu", cfg->max_series_why,
+                                 b.todo_count);
+        goto out;
+    }
+    if (o->dry_run) {
+        record_planned(&b, repeats, repeat_counts);
+        b.want_summary = 1;
+        status = b.any_failure ? CLI_EXIT_INPUT : CLI_EXIT_OK;
+        goto out;
+    }
+
+    /* Workers: a series each; a large series alone gets the cores to decode its slices. */
+    b.existing = o->force ? DH_EXISTING_REPLACE : DH_EXISTING_KEEP;
+    b.created = creation_time();
+    b.gpu_shared = cl->device != DH_DEVICE_CPU && dh_cuda_available();
+    uint32_t workers = b.jobs;
+    if (workers > b.todo_count)
+        workers = b.todo_count ? (uint32_t)b.todo_count : 1;
+    b.decode_threads = b.jobs / workers ? b.jobs / workers : 1;
+    b.slots = calloc(b.todo_count + 1, sizeof *b.slots);
+    if (!b.slots)
+        goto oom;
+    for (size_t t = 0; t < b.todo_count; t++) {
+        size_t k = b.todo[t];
+        cli_series *s = &b.slots[t];
+        s->plan = b.plan;
+        s->index = k;
+        s->existing = b.existing;
+        s->created = b.created;
+        if (!(s->priv = calloc(1, sizeof *s->priv)))
+            goto oom;
+        s->priv->b = &b;
+        if (prepare_files(&b, k, s->priv, repeats[k], repeat_counts[k]) != 0)
+            goto oom;
+        sort_plan = b.plan;
+        sort_priv = s->priv;
+        qsort(s->priv->by_path, s->priv->file_count, sizeof *s->priv->by_path, by_source_path);
+    }
+    pthread_mutex_init(&b.lock, NULL);
+    pthread_cond_init(&b.changed, NULL);
+    pthread_mutex_init(&b.gpu, NULL);
+    pthread_t *ids = calloc(workers, sizeof *ids);
+    uint32_t started = 0;
+    pthread_mutex_lock(&b.lock);
+    for (uint32_t w = 0; ids && w < workers; w++)
+        if (pthread_create(&ids[w], NULL, worker, &b) == 0)
+            started++, b.alive++;
+    pthread_mutex_unlock(&b.lock);
+    for (size_t t = 0; t < b.todo_count; t++) {
+        pthread_mutex_lock(&b.lock);
+        while (!b.slots[t].priv->ready && b.alive > 0) {
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_nsec += 250000000;
+            if (until.tv_nsec >= 1000000000)
+                until.tv_sec++, until.tv_nsec -= 1000000000;
+            pthread_cond_timedwait(&b.changed, &b.lock, &until);
+            pthread_mutex_unlock(&b.lock);
+            cli_progress_show(&b.progress, 0);
+            pthread_mutex_lock(&b.lock);
+        }
+        int ready = b.slots[t].priv->ready;
+        pthread_mutex_unlock(&b.lock);
+        if (!ready) {
+            fprintf(stderr, "dicomhist: cannot start the workers (out of memory or threads)\n");
+            b.any_failure = 1;
+            break;
+        }
+        emit(&b, t);
+        pthread_mutex_lock(&b.lock);
+        b.next_emit = t + 1;
+        pthread_cond_broadcast(&b.changed);
+        pthread_mutex_unlock(&b.lock);
+    }
+    for (uint32_t w = 0; w < started; w++)
+        pthread_join(ids[w], NULL);
+    free(ids);
+    pthread_mutex_destroy(&b.lock);
+    pthread_cond_destroy(&b.changed);
+    pthread_mutex_destroy(&b.gpu);
+    b.want_summary = cfg->outdir || b.progress.enabled;
+    status = b.any_failure ? CLI_EXIT_INPUT : CLI_EXIT_OK;
+    goto out;
+oom:
+    fprintf(stderr, "dicomhist: out of memory planning the work\n");
+    status = CLI_EXIT_INPUT;
+out:
+    if (cli_stdout_finish() != 0 && status == CLI_EXIT_OK)
+        status = CLI_EXIT_INPUT;
+    if (b.want_summary)
+        summary(&b);
+    for (size_t t = 0; b.slots && t < b.todo_count; t++)
+        free_private(b.slots[t].priv);
+    free(b.slots);
+    for (size_t k = 0; repeats && k < dh_plan_series_count(b.plan); k++)
+        free(repeats[k]);
+    free(repeats);
+    free(repeat_counts);
+    free(b.todo);
+    cli_manifest_close(b.manifest);
+    dh_plan_free(b.plan);
+    return status;
+}

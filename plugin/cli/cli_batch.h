@@ -1,0 +1,65 @@
+/*
+ * cli_batch.h: how every per-volume command (info, histogram, equalize, window) works through
+ * its inputs: a plan from the headers alone (dh_plan_scan), the series chosen by --modality and
+ * --shard, skipped when a manifest says they are done already, then each series read, handed to
+ * the command and freed by one of --jobs worker threads. What each series prints (stdout, errors
+ * on stderr, manifest lines) is held until the series before it are out, so the output comes in
+ * plan order whatever the timing, and as soon as each series is done.
+ */
+#ifndef DH_CLI_BATCH_H
+#define DH_CLI_BATCH_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "cli_args.h"
+#include "cli_output.h"
+#include "dicomhist.h"
+
+/* One series being processed by a worker: where the command writes, and what it reports. */
+typedef struct cli_series cli_series;
+
+struct cli_series {
+    const dh_plan *plan;
+    size_t index;     /* the series in the plan */
+    dh_ctx *ctx;      /* the worker's own */
+    report_sink *out;    /* stdout, held until the series' turn */
+    report_json *json;   /* over out */
+    dh_existing existing; /* how outputs already there are treated (resume, --force) */
+    int64_t created;      /* creation time for derived files (SOURCE_DATE_EPOCH, else -1) */
+    struct cli_series_private *priv;
+};
+
+/* What a command does with one series' volume; returns 0, or 1 after cli_series_fail. */
+typedef int (*cli_series_fn)(void *state, const cli_command_line *cl, cli_series *s,
+                             const dh_volume *v);
+
+typedef struct cli_batch_config {
+    const char *outdir;   /* equalize and window: where outputs and the manifest go; else NULL */
+    const char *png_dir;  /* --png: refused inside an input like outdir */
+    int blank_between;    /* text records separated by an empty line (info, histogram) */
+    size_t max_series;    /* 0, or the most series the command can take (histogram --output) */
+    const char *max_series_why;
+    /* What the command does, as text: a manifest line counts as done only for the same work. */
+    const char *work;
+} cli_batch_config;
+
+/* Runs the batch. Returns the exit status: 0 all done, 1 some input failed, 2 usage error. */
+int cli_run_batch(const cli_command_line *cl, const cli_batch_config *config, cli_series_fn work,
+                  void *state);
+
+/* The command reports the series (or one of its files) failed: `what: message` on stderr in
+ * the series' turn, and the message in the manifest for its files. */
+void cli_series_fail(cli_series *s, const char *what, const char *message);
+
+/* For dh_derive_params: output_name places a source file as `cp -r` would; written records an
+ * output in the manifest. user is the cli_series. */
+int cli_series_output_name(void *user, const char *source, char *name, size_t size);
+void cli_series_written(void *user, const char *source, const char *output);
+
+/* Serializes GPU work between the workers (one GPU serves them all, one at a time); no-ops when
+ * the computation runs on the CPU. */
+void cli_series_gpu_begin(cli_series *s);
+void cli_series_gpu_end(cli_series *s);
+
+#endif /* DH_CLI_BATCH_H */

@@ -1,0 +1,72 @@
+/*
+ * plan.h: what a dh_plan holds, for the library's own files: plan_scan.c fills it from the
+ * headers of the inputs, plan_load.c reads one series of it with its pixels.
+ */
+#ifndef DH_PLUGIN_PLAN_H
+#define DH_PLUGIN_PLAN_H
+
+#include <stdint.h>
+
+#include "dh_dicom.h"
+#include "dicomhist.h"
+
+/* The header fields that must agree across the slices of a series, and where a slice lies. */
+typedef struct dh_plan_slice {
+    uint32_t rows, columns, frames;
+    uint32_t bits_allocated, bits_stored, high_bit;
+    int is_signed;
+    dh_photometric photometric;
+    double rescale_slope, rescale_intercept;
+    int has_position, has_orientation, has_instance_number;
+    double position[3];
+    double orientation[6];
+    int32_t instance_number;
+    double location; /* along the series' normal, once grouped */
+} dh_plan_slice;
+
+typedef struct dh_plan_file {
+    char *path;
+    char *output_name;
+    uint64_t size;
+    int64_t mtime_ns;
+    dh_plan_file_state state;
+    dh_status status;
+    char *message; /* NULL: "" */
+    size_t series; /* SIZE_MAX: none */
+    dh_plan_slice slice;
+    /* Only during the scan (freed once the series are formed). */
+    char *series_uid, *sop_uid, *modality;
+    int explicit_input;
+} dh_plan_file;
+
+typedef struct dh_plan_series {
+    size_t *files; /* volume order, repeats left out */
+    size_t count, cap;
+    int single;    /* a multi-frame or UID-less file: read as one file */
+    int by_location;
+    char *path;
+    char series_uid[DH_DICOM_UID_LEN];
+    char modality[DH_DICOM_CS_LEN];
+    dh_status status; /* not DH_OK: the series cannot be built (message says why) */
+    char *message;
+    size_t repeats, repeat_file, repeat_of; /* repeated instances and the first example */
+    uint64_t file_bytes, sample_bytes;
+} dh_plan_series;
+
+struct dh_plan {
+    dh_plan_file *files;
+    size_t file_count;
+    dh_plan_series *series;
+    size_t series_count;
+};
+
+/* Compares the format fields that the slices of one series must share. */
+int dh_plan_same_format(const dh_plan_slice *a, const dh_plan_slice *b);
+/* The format as text for messages. */
+void dh_plan_describe_format(char *buf, size_t len, const dh_plan_slice *s);
+/* The slice record of a header just read. */
+void dh_plan_slice_from_image(dh_plan_slice *s, const dh_dicom_image *m);
+/* Worker threads for ctx: its setting, 0 meaning one per online processor; at most `work`. */
+int dh_ctx_worker_threads(const dh_ctx *ctx, size_t work);
+
+#endif /* DH_PLUGIN_PLAN_H */

@@ -1,0 +1,175 @@
+/*
+ * plan_load.c: dh_plan_load_series, one planned series read with its pixels: a volume sized from
+ * the plan, every slice decoded straight into its place (several at once when the context allows
+ * threads), slices that fail left out with their failure recorded, then the geometry finished.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "context.h"
+#include "parallel.h"
+#include "plan.h"
+#include "volume.h"
+#include "volume_set.h"
+
+/* What each decoding thread needs, and what it leaves per slice. */
+typedef struct decode_job {
+    const dh_plan *plan;
+    const dh_plan_series *series;
+    dh_volume *volume;
+    dh_status *status; /* per slice */
+    char (*message)[DH_DICOM_MSG_LEN];
+} decode_job;
+
+static void decode_one(void *arg, size_t slot)
+{
+    decode_job *j = arg;
+    const dh_plan_file *f = &j->plan->files[j->series->files[slot]];
+    char *msg = j->message[slot];
+    dh_dicom_image *img = NULL;
+    dh_status st = dh_dicom_read_file(f->path, 1, &img, msg, DH_DICOM_MSG_LEN);
+    if (st == DH_OK) {
+        dh_plan_slice now;
+        dh_plan_slice_from_image(&now, img);
+        if (!dh_plan_same_format(&now, &f->slice) || img->frames != 1) {
+            st = DH_ERR_MISMATCH;
+            snprintf(msg, DH_DICOM_MSG_LEN, "changed while the series was read");
+        } else {
+            size_t bytes = dh_volume_slice_bytes(j->volume);
+            memcpy((unsigned char *)j->volume->data + slot * bytes, img->pixels, bytes);
+        }
+    }
+    dh_dicom_image_free(img);
+    j->status[slot] = st;
+}
+
+/* The header the volume takes its fields from: the first slice's, read again (the plan keeps
+ * only what ordering needs). */
+static dh_status first_header(const dh_plan *p, const dh_plan_series *g, dh_dicom_image **meta,
+                              char *msg)
+{
+    dh_status st = dh_dicom_read_file(p->files[g->files[0]].path, 0, meta, msg, DH_DICOM_MSG_LEN);
+    if (st == DH_OK) {
+        dh_plan_slice now;
+        dh_plan_slice_from_image(&now, *meta);
+        if (!dh_plan_same_format(&now, &p->files[g->files[0]].slice)) {
+            dh_dicom_image_free(*meta);
+            *meta = NULL;
+            snprintf(msg, DH_DICOM_MSG_LEN, "changed since it was scanned");
+            st = DH_ERR_MISMATCH;
+        }
+    }
+    return st;
+}
+
+/* A series of single-frame files into set; returns 0, or -1 when out of memory. */
+static int load_files(dh_ctx *ctx, const dh_plan *p, const dh_plan_series *g, dh_volume_set *set)
+{
+    if (g->status != DH_OK)
+        return dh_set_add_failure(set, g->path, g->status, "%s", g->message);
+    char msg[DH_DICOM_MSG_LEN] = "";
+    dh_dicom_image *meta = NULL;
+    dh_status st = first_header(p, g, &meta, msg);
+    if (st != DH_OK)
+        return dh_set_add_failure(set, g->path, st, "%s: %s", p->files[g->files[0]].path, msg);
+    int rc = -1;
+    dh_volume *v = dh_volume_alloc(meta, (uint32_t)g->count, g->path);
+    decode_job job = {.plan = p, .series = g, .volume = v};
+    job.status = malloc(g->count * sizeof *job.status);
+    job.message = malloc(g->count * sizeof *job.message);
+    if (!v || !job.status || !job.message)
+        goto done;
+    dh_parallel_for(dh_ctx_worker_threads(ctx, g->count), g->count, decode_one, &job);
+
+    /* Slices that failed are left out: the later ones move down, in order. */
+    size_t bytes = dh_volume_slice_bytes(v);
+    uint32_t kept = 0;
+    for (size_t i = 0; i < g->count; i++) {
+        const dh_plan_file *f = &p->files[g->files[i]];
+        if (job.status[i] != DH_OK) {
+            if (dh_set_add_failure(set, f->path, job.status[i], "%s: %s", f->path,
+                                   job.message[i]) != 0 ||
+                dh_volume_warn(v, "slice %s left out: it could not be decoded (see its error)",
+                               f->path) != 0)
+                goto done;
+            continue;
+        }
+        if (kept != i)
+            memmove((unsigned char *)v->data + kept * bytes, (unsigned char *)v->data + i * bytes,
+                    bytes);
+        dh_slice_info *s = &v->slice[kept];
+        if (!(s->source = strdup(f->path)))
+            goto done;
+        s->frame = 0;
+        s->has_position = f->slice.has_position;
+        memcpy(s->position, f->slice.position, sizeof s->position);
+        s->location = g->by_location ? f->slice.location : (double)kept;
+        s->instance_number = f->slice.has_instance_number ? f->slice.instance_number : 0;
+        kept++;
+    }
+    if (kept == 0) { /* every slice failed, each with its own failure */
+        rc = 0;
+        goto done;
+    }
+    v->slices = kept;
+    memcpy(v->transfer_syntax, meta->transfer_syntax_uid, sizeof v->transfer_syntax);
+    if (g->repeats && dh_volume_warn(v,
+                                     "%zu file(s) repeat an instance already read and were kept "
+                                     "once, e.g. %s repeats %s",
+                                     g->repeats, p->files[g->repeat_file].path,
+                                     p->files[g->repeat_of].path) != 0)
+        goto done;
+    if (dh_volume_finish_geometry(v) != 0)
+        goto done;
+    dh_volume_update_range(v);
+    if (dh_set_add_volume(set, v) != 0)
+        goto done;
+    v = NULL;
+    rc = 0;
+done:
+    dh_volume_free(v);
+    dh_dicom_image_free(meta);
+    free(job.status);
+    free(job.message);
+    return rc;
+}
+
+/* A multi-frame or UID-less file: a volume of its own, read with its pixels. */
+static int load_single(const dh_plan *p, const dh_plan_series *g, dh_volume_set *set)
+{
+    dh_ctx local = {0};
+    dh_volume *v = NULL;
+    const char *path = p->files[g->files[0]].path;
+    dh_status st = dh_volume_read_file(&local, path, &v);
+    if (st != DH_OK)
+        return dh_set_add_failure(set, path, st, "%s", local.message);
+    if (dh_set_add_volume(set, v) != 0) {
+        dh_volume_free(v);
+        return -1;
+    }
+    return 0;
+}
+
+dh_status dh_plan_load_series(dh_ctx *ctx, const dh_plan *plan, size_t series,
+                              dh_volume_set **out)
+{
+    if (!out)
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "dh_plan_load_series: out is NULL");
+    *out = NULL;
+    if (!plan || series >= plan->series_count)
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
+                           "dh_plan_load_series: series %zu of a plan of %zu", series,
+                           plan ? plan->series_count : 0);
+    dh_volume_set *set = calloc(1, sizeof *set);
+    const dh_plan_series *g = &plan->series[series];
+    if (!set || (g->single ? load_single(plan, g, set) : load_files(ctx, plan, g, set)) != 0) {
+        dh_volume_set_free(set);
+        return dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "%s: out of memory reading the series",
+                           g->path);
+    }
+    dh_ctx_clear(ctx);
+    *out = set;
+    return DH_OK;
+}

@@ -1,0 +1,355 @@
+#!/usr/bin/env python3
+"""test_cli_batch.py: dicomhist over a generated archive export, as a PACS team runs it.
+
+Thirty studies whose series folders are all named SE0001; broken and foreign files inside the
+tree; a run killed at a random moment and resumed; shards against the unsharded run; --jobs
+against --jobs 1 byte for byte; --dry-run; --modality; memory of a 3- and a 30-series tree;
+output folders inside an input refused. Images are small so the whole test takes seconds.
+
+Usage: test_cli_batch.py DICOMHIST_BINARY SHARED_DICOM_DIR (the second is not used)
+"""
+import hashlib
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import cli_testlib as t
+
+MANIFEST = "dicomhist-manifest.jsonl"
+EPOCH = {"SOURCE_DATE_EPOCH": "1700000000"}  # fixed creation time: runs repeat byte for byte
+
+
+def manifest(outdir, name=MANIFEST):
+    with open(os.path.join(outdir, name)) as f:
+        return [json.loads(line) for line in f]
+
+
+def last_status(lines):
+    """path -> its last manifest line."""
+    out = {}
+    for rec in lines:
+        out[rec["path"]] = rec
+    return out
+
+
+def tree_digest(root, skip_hidden=True):
+    """relative path -> sha256 of every regular file under root (manifests left out)."""
+    out = {}
+    for dirpath, dirs, files in os.walk(root):
+        for name in files:
+            if name.startswith("dicomhist-manifest") or (skip_hidden and name.startswith(".")):
+                continue
+            path = os.path.join(dirpath, name)
+            with open(path, "rb") as f:
+                out[os.path.relpath(path, root)] = hashlib.sha256(f.read()).hexdigest()
+    return out
+
+
+def inputs_of(export):
+    files = []
+    for dirpath, _, names in os.walk(export):
+        files += [os.path.join(dirpath, n) for n in names]
+    return sorted(files)
+
+
+def check_collisions(c, binary, tmp, export):
+    """30 studies, every series in SE0001: one output per input, placed as cp -r would."""
+    out = os.path.join(tmp, "collide")
+    r = t.run(binary, "equalize", "--json", "--jobs", "2", "-o", out, export, env=EPOCH)
+    c.equal(r.rc, 0, "30 SE0001 series: exit 0")
+    recs = r.json_lines()
+    c.equal(len(recs), 30, "30 SE0001 series: one JSON line each")
+    c.equal([rec["path"] for rec in recs], sorted(rec["path"] for rec in recs),
+            "JSON lines in plan order")
+    want = {os.path.join("EXPORT", os.path.relpath(p, export)) for p in inputs_of(export)}
+    c.equal(set(tree_digest(out)), want, "outputs mirror the inputs (cp -r placement)")
+    lines = manifest(out)
+    c.equal(len(lines), len(want), "one manifest line per input file")
+    c.check(all(rec["status"] == "done" and len(rec["outputs"]) == 1 and rec["series_uid"]
+                and isinstance(rec["seconds"], float) for rec in lines),
+            "manifest lines: done, one output, series_uid, seconds")
+    c.check(f"{len(want)} files done, 0 failed, 0 skipped" in r.err and MANIFEST in r.err,
+            f"summary line on stderr ({r.err.strip()!r})")
+    # Name-based UIDs: UUID version 5 in dicomhist's namespace, checked with Python's uuid.
+    import uuid
+    import pydicom
+    ns = uuid.UUID(int=136441711287616915122970018367938058752)
+    rec = lines[0]
+    src, dst = pydicom.dcmread(rec["path"]), pydicom.dcmread(rec["outputs"][0])
+    name = f"instance\0{src.SOPInstanceUID}\0{dst.DerivationDescription}"
+    c.equal(dst.SOPInstanceUID, f"2.25.{uuid.uuid5(ns, name).int}", "SOPInstanceUID: UUID v5")
+    name = f"series\0{src.SeriesInstanceUID}\0{dst.DerivationDescription}"
+    c.equal(dst.SeriesInstanceUID, f"2.25.{uuid.uuid5(ns, name).int}",
+            "SeriesInstanceUID: UUID v5")
+    c.equal((dst.ContentDate, dst.ContentTime), ("20231114", "221320"),
+            "SOURCE_DATE_EPOCH is the content date and time (UTC)")
+    return out
+
+
+def check_bad_files(c, binary, tmp, export):
+    """A truncated file, a non-DICOM file, a DICOMDIR and a repeated instance inside the tree."""
+    tree = os.path.join(tmp, "bad", "EXPORT")
+    shutil.copytree(export, tree)
+    series = os.path.join(tree, "PATIENT000", "STUDY1", "SE0001")
+    with open(os.path.join(series, "IM0002"), "rb") as f:
+        data = f.read()
+    with open(os.path.join(series, "IM0002"), "wb") as f:
+        f.write(data[: len(data) // 2])  # truncated inside the pixel data
+    with open(os.path.join(tree, "README.txt"), "w") as f:
+        f.write("export notes, not an image\n")
+    with open(os.path.join(tree, "DICOMDIR"), "wb") as f:
+        f.write(b"\0" * 128 + b"DICM" + b"\0" * 64)
+    shutil.copy(os.path.join(series, "IM0001"), os.path.join(series, "IM0001-copy"))
+    out = os.path.join(tmp, "bad-out")
+    r = t.run(binary, "equalize", "-o", out, tree)
+    c.equal(r.rc, 1, "tree with a truncated file: exit 1")
+    c.check(f"dicomhist: {os.path.join(series, 'IM0002')}: " in r.err,
+            "the truncated file is named on stderr")
+    last = last_status(manifest(out))
+    c.equal(last[os.path.join(series, "IM0002")]["status"], "failed", "truncated: failed")
+    c.check(last[os.path.join(series, "IM0002")].get("error"), "truncated: with its error")
+    c.equal((last[os.path.join(tree, "README.txt")]["status"],
+             last[os.path.join(tree, "README.txt")].get("reason")), ("skipped", "not DICOM"),
+            "non-DICOM: skipped, not DICOM")
+    c.check(last[os.path.join(tree, "DICOMDIR")]["status"] == "skipped" and
+            "DICOMDIR" in last[os.path.join(tree, "DICOMDIR")]["reason"], "DICOMDIR: skipped")
+    rep = last[os.path.join(series, "IM0001-copy")]
+    c.check(rep["status"] == "skipped" and rep["reason"].startswith("repeated instance of "),
+            f"repeated instance: skipped ({rep})")
+    done = [p for p, rec in last.items() if rec["status"] == "done"]
+    c.equal(len(done), len(inputs_of(export)) - 1, "every other file done")
+    c.check(os.path.isfile(os.path.join(out, "EXPORT", "PATIENT000", "STUDY1", "SE0001",
+                                        "IM0001")), "the series with the bad slice is written")
+    c.check("1 failed, 3 skipped" in r.err, f"summary counts ({r.err.strip().splitlines()[-1]!r})")
+
+
+def check_jobs_identical(c, binary, tmp, export):
+    outs = {}
+    for jobs in ("1", "2", "3"):
+        out = os.path.join(tmp, f"jobs{jobs}")
+        png = os.path.join(tmp, f"jobs{jobs}-png")
+        r = t.run(binary, "equalize", "--json", "--jobs", jobs, "--png", png, "-o", out, export,
+                  env=EPOCH)
+        c.equal(r.rc, 0, f"--jobs {jobs}: exit 0")
+        json_out = r.out.replace(out, "OUT").replace(png, "PNG")
+        outs[jobs] = (tree_digest(out), tree_digest(png), json_out)
+    n = len(inputs_of(export))
+    c.check(len(outs["1"][0]) == n and len(outs["1"][1]) == n, "a DICOM and a PNG output each")
+    for jobs in ("2", "3"):
+        c.check(outs[jobs] == outs["1"], f"--jobs {jobs}: outputs and stdout identical to --jobs 1")
+    for cmd in (["info", "--json"], ["histogram", "--json", "--bins", "64"], ["info"]):
+        one = t.run(binary, *cmd, "--jobs", "1", export)
+        two = t.run(binary, *cmd, "--jobs", "2", export)
+        c.check(one.rc == 0 and one.out == two.out and one.out,
+                f"{' '.join(cmd)}: --jobs 2 prints what --jobs 1 prints")
+
+
+def check_resume(c, binary, tmp, export, rounds=2):
+    """A run killed with SIGKILL at a random moment, then run again: everything done once."""
+    ref = os.path.join(tmp, "resume-ref")
+    start = time.monotonic()
+    r = t.run(binary, "equalize", "--jobs", "1", "-o", ref, export, env=EPOCH)
+    full = time.monotonic() - start
+    c.equal(r.rc, 0, "reference run for resume")
+    reference = tree_digest(ref)
+    rng = random.Random(int(os.environ.get("DH_TEST_SEED", "11")))
+    for k in range(rounds):
+        out = os.path.join(tmp, f"resume{k}")
+        env = dict(os.environ, **EPOCH)
+        # A moment inside the run: tried again sooner when the run finished before it.
+        for fraction in (rng.uniform(0.2, 0.8), 0.3, 0.15, 0.05):
+            shutil.rmtree(out, ignore_errors=True)
+            p = subprocess.Popen([binary, "equalize", "--jobs", "1", "-o", out, export],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+            time.sleep(fraction * full)
+            p.send_signal(signal.SIGKILL)
+            p.wait()
+            first = tree_digest(out)
+            if len(first) < len(reference):
+                break
+        print(f"round {k}: killed with {len(first)} of {len(reference)} outputs written")
+        c.check(all(reference.get(name) == digest for name, digest in first.items()),
+                f"round {k}: every file under a final name is complete ({len(first)} of "
+                f"{len(reference)})")
+        inodes = {}
+        for name in first:
+            st = os.stat(os.path.join(out, name))
+            inodes[name] = (st.st_ino, st.st_mtime_ns)
+        r = t.run(binary, "equalize", "--jobs", "2", "-o", out, export, env=EPOCH)
+        c.equal(r.rc, 0, f"round {k}: the resumed run succeeds ({r.err.strip()[-200:]!r})")
+        c.equal(tree_digest(out), reference, f"round {k}: resumed outputs equal an uninterrupted run")
+        unchanged = all((os.stat(os.path.join(out, n)).st_ino,
+                         os.stat(os.path.join(out, n)).st_mtime_ns) == v for n, v in inodes.items())
+        c.check(unchanged, f"round {k}: outputs finished before the kill were not rewritten")
+        last = last_status(manifest(out))
+        c.check(len(last) == len(reference) and
+                all(rec["status"] == "done" for rec in last.values()),
+                f"round {k}: every input done in the manifest")
+        r = t.run(binary, "equalize", "--json", "-o", out, export, env=EPOCH)
+        c.check(r.rc == 0 and r.out == "" and f"{len(reference)} done before" in r.err,
+                f"round {k}: a third run does nothing ({r.err.strip()!r})")
+
+
+def check_shards(c, binary, tmp, export):
+    whole = os.path.join(tmp, "unsharded")
+    c.equal(t.run(binary, "equalize", "-o", whole, export, env=EPOCH).rc, 0, "unsharded run")
+    shared = os.path.join(tmp, "sharded")
+    n = 3
+    per_shard = []
+    for i in range(n):
+        r = t.run(binary, "equalize", "--shard", f"{i}/{n}", "-o", shared, export, env=EPOCH)
+        c.equal(r.rc, 0, f"shard {i}/{n}: exit 0")
+        lines = manifest(shared, f"dicomhist-manifest-{i}-of-{n}.jsonl")
+        per_shard.append({rec["path"] for rec in lines})
+    c.equal(tree_digest(shared), tree_digest(whole), "shards 0..2 together: the unsharded outputs")
+    c.check(all(not (per_shard[i] & per_shard[j]) for i in range(n) for j in range(i + 1, n)),
+            "shards are disjoint")
+    c.equal(set().union(*per_shard), {rec["path"] for rec in manifest(whole)},
+            "the shards' manifests cover every input once")
+    c.check(all(per_shard), "every shard got some work")
+    # --shard auto: Slurm array variables, and Kubernetes' index with --shard-count.
+    slurm = os.path.join(tmp, "slurm")
+    for task in range(n):
+        env = dict(EPOCH, SLURM_ARRAY_TASK_ID=str(task + 5), SLURM_ARRAY_TASK_MIN="5",
+                   SLURM_ARRAY_TASK_MAX=str(5 + n - 1), SLURM_ARRAY_TASK_COUNT=str(n))
+        c.equal(t.run(binary, "equalize", "--shard", "auto", "-o", slurm, export, env=env).rc, 0,
+                f"Slurm task {task + 5}: exit 0")
+    c.equal(tree_digest(slurm), tree_digest(whole), "Slurm array: the unsharded outputs")
+    c.check(os.path.isfile(os.path.join(slurm, f"dicomhist-manifest-2-of-{n}.jsonl")),
+            "Slurm task 7 of 5..7 is shard 2")
+    k8s = os.path.join(tmp, "k8s")
+    for index in range(n):
+        env = dict(EPOCH, JOB_COMPLETION_INDEX=str(index))
+        c.equal(t.run(binary, "equalize", "--shard", "auto", "--shard-count", str(n), "-o", k8s,
+                      export, env=env).rc, 0, f"Kubernetes index {index}: exit 0")
+    c.equal(tree_digest(k8s), tree_digest(whole), "Kubernetes Indexed Job: the unsharded outputs")
+    clean = {k: v for k, v in os.environ.items()
+             if not k.startswith("SLURM_") and k != "JOB_COMPLETION_INDEX"}
+    p = subprocess.run([binary, "equalize", "--shard", "auto", "-o", os.path.join(tmp, "x"),
+                        export], env=dict(clean, JOB_COMPLETION_INDEX="1"), capture_output=True)
+    c.check(p.returncode == 2 and b"--shard-count" in p.stderr,
+            "Kubernetes index without --shard-count: usage error")
+    for bad in ("3/3", "1", "a/2", "-1/2"):
+        r = t.run(binary, "equalize", "--shard", bad, "-o", os.path.join(tmp, "x"), export)
+        c.equal(r.rc, 2, f"--shard {bad}: usage error")
+
+
+def check_dry_run_and_modality(c, binary, tmp):
+    mixed = os.path.join(tmp, "mixed")
+    import archive_maker
+    export = archive_maker.make_archive(mixed, 6, 3, 32, ("CT", "CR", "DX"))
+    out = os.path.join(tmp, "dry")
+    r = t.run(binary, "equalize", "--dry-run", "-o", out, export)
+    c.equal((r.rc, r.out), (0, ""), "--dry-run: exit 0, nothing on stdout")
+    c.equal(sorted(os.listdir(out)), [MANIFEST], "--dry-run writes only the manifest")
+    lines = manifest(out)
+    c.check(len(lines) == 10 and all(rec["status"] == "planned" and rec["outputs"] for rec in lines),
+            "--dry-run: a planned line with its output for every file")
+    out = os.path.join(tmp, "modality")
+    r = t.run(binary, "equalize", "--modality", "CR,dx", "-o", out, export)
+    c.equal(r.rc, 0, "--modality CR,dx: exit 0")
+    last = last_status(manifest(out))
+    chosen = {p for p, rec in last.items() if rec["status"] == "done"}
+    skipped = {p: rec["reason"] for p, rec in last.items() if rec["status"] == "skipped"}
+    c.equal(len(chosen), 4, "--modality CR,dx: the CR and DX series done")
+    c.check(len(skipped) == 6 and all("CT" in why for why in skipped.values()),
+            "--modality: CT files skipped with the reason")
+    c.equal(sum(1 for _ in tree_digest(out)), 4, "--modality: only CR and DX written")
+    r = t.run(binary, "info", "--json", "--modality", "CT", export)
+    c.check(r.rc == 0 and {rec["modality"] for rec in r.json_lines()} == {"CT"},
+            "info --modality CT: CT volumes only")
+    r = t.run(binary, "equalize", "--modality", "CR,,DX", "-o", out, export)
+    c.equal(r.rc, 2, "--modality with an empty code: usage error")
+
+
+def check_outdir_inside_input(c, binary, tmp, export):
+    for option, args in (("-o", ["-o", os.path.join(export, "PATIENT001", "out")]),
+                         ("-o", ["-o", export]),
+                         ("--png", ["-o", os.path.join(tmp, "fine"), "--png",
+                                    os.path.join(export, "png")])):
+        before = inputs_of(export)
+        r = t.run(binary, "equalize", *args, export)
+        c.check(r.rc == 2 and "inside the input" in r.err,
+                f"{option} inside the input: refused ({r.err.strip()!r})")
+        c.equal(inputs_of(export), before, f"{option} inside the input: nothing written")
+    parent = os.path.dirname(export)
+    r = t.run(binary, "equalize", "-o", parent, export)
+    c.check(r.rc == 2 and "over the input itself" in r.err, "-o the input's parent: refused")
+    import archive_maker
+    a = archive_maker.make_archive(os.path.join(tmp, "dup", "a"), 2, 1, 16, tag="a")
+    b = archive_maker.make_archive(os.path.join(tmp, "dup", "b"), 2, 1, 16, tag="b")
+    r = t.run(binary, "equalize", "-o", os.path.join(tmp, "dup-out"), a, b)
+    c.check(r.rc == 2 and "would both be written" in r.err, "two inputs named EXPORT: refused")
+
+
+def peak_rss_kib(binary, *args):
+    """The command's peak resident memory, from a fresh process's view of its one child."""
+    code = ("import resource, subprocess, sys\n"
+            "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n")
+    # AddressSanitizer keeps freed memory in quarantine; without it the sanitizer build shows
+    # the program's own peak (still inflated by shadow memory, which grows with the peak too).
+    asan = os.environ.get("ASAN_OPTIONS", "")
+    asan = (asan + ":" if asan else "") + "quarantine_size_mb=0:thread_local_quarantine_size_kb=0"
+    p = subprocess.run([sys.executable, "-c", code, binary, *args], capture_output=True,
+                       text=True, env=dict(os.environ, ASAN_OPTIONS=asan, **EPOCH))
+    return int(p.stdout.strip())
+
+
+def check_memory(c, binary, tmp):
+    import archive_maker
+    small = archive_maker.make_archive(os.path.join(tmp, "mem3"), 3, 8, 256)
+    large = archive_maker.make_archive(os.path.join(tmp, "mem30"), 30, 8, 256)
+    # 30 series of 8 x 256 x 256 x 2 bytes: 31 MB of pixels; one series is 1 MB.
+    for cmd in (["equalize", "-o"], ["histogram", "--json"], ["info", "--json"]):
+        rss = []
+        for tree, name in ((small, "3"), (large, "30")):
+            args = cmd + ([os.path.join(tmp, f"mem-out-{name}")] if cmd[-1] == "-o" else [])
+            rss.append(peak_rss_kib(binary, cmd[0], "--jobs", "1", *args[1:], tree))
+        print(f"{cmd[0]}: peak RSS {rss[0]} KiB for 3 series, {rss[1]} KiB for 30")
+        c.check(rss[1] <= rss[0] * 1.3 + 2048,
+                f"{cmd[0]} --jobs 1: peak RSS of 30 series {rss[1]} KiB vs 3 series {rss[0]} KiB")
+
+
+def check_progress(c, binary, tmp, export):
+    r = t.run(binary, "histogram", "--json", "--progress", "--bins", "16", export)
+    c.check(r.rc == 0 and "files" in r.err and "series" in r.err and "MB/s" in r.err,
+            f"--progress: the progress on stderr ({r.err.strip()[-120:]!r})")
+    c.equal(len(r.json_lines()), 30, "--progress: stdout stays JSON lines")
+
+
+def main():
+    binary, _ = t.parse_argv()
+    try:
+        import numpy  # noqa: F401
+        import pydicom  # noqa: F401
+    except ImportError as e:
+        t.skip(f"Python module missing: {e.name}")
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import archive_maker
+    c = t.Checks()
+    tmp = tempfile.mkdtemp(prefix="dicomhist-batch-")
+    try:
+        export = archive_maker.make_archive(os.path.join(tmp, "archive"), 30, 2, 32, ("CT", "CR"))
+        check_collisions(c, binary, tmp, export)
+        check_bad_files(c, binary, tmp, export)
+        check_jobs_identical(c, binary, tmp, export)
+        check_resume(c, binary, tmp, export)
+        check_shards(c, binary, tmp, export)
+        check_dry_run_and_modality(c, binary, tmp)
+        check_outdir_inside_input(c, binary, tmp, export)
+        check_memory(c, binary, tmp)
+        check_progress(c, binary, tmp, export)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    c.finish()
+
+
+if __name__ == "__main__":
+    main()
