@@ -1,8 +1,8 @@
 /*
  * png_preview.c: dh_equalized_write_png, 8-bit grayscale PNG previews of a result through
  * libpng, one per slice, named after the derived DICOM files so the two sit side by side. Each
- * file is written under a temporary name and linked into place, which fails rather than replace
- * an existing file.
+ * file is written under a hidden temporary name in its folder and linked into place, which fails
+ * rather than replace an existing file (or renamed over it, when asked to replace).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -65,11 +65,14 @@ static int same_bytes(const char *a, const char *b)
 static dh_status write_one(dh_ctx *ctx, const char *path, const uint8_t *pixels, uint32_t rows,
                            uint32_t columns, dh_existing existing)
 {
-    size_t n = strlen(path) + 16;
+    /* A hidden name in the same folder: what a killed run leaves is never taken for a preview. */
+    const char *slash = strrchr(path, '/');
+    size_t dir = slash ? (size_t)(slash - path) + 1 : 0;
+    size_t n = dir + 32;
     char *tmp = malloc(n);
     if (!tmp)
         return dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "out of memory");
-    snprintf(tmp, n, "%s.XXXXXX", path);
+    snprintf(tmp, n, "%.*s.dicomhist-png-XXXXXX", (int)dir, path);
     int fd = mkstemp(tmp);
     if (fd < 0) {
         dh_status st = dh_ctx_fail(ctx, DH_ERR_IO, "%s: cannot create: %s", path, strerror(errno));

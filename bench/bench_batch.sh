@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# bench_batch.sh: dicomhist equalize over a generated archive of CT series, end to end, against
+# the floors (cp -r of the tree; DCMTK's dcmdjpeg decoding the JPEG lossless copy with two
+# processes) and a pydicom + scikit-image script on two processes; --jobs 2 against --jobs 1;
+# and peak memory for an archive ten times larger. Prints a Markdown table (for
+# docs/performance.md) and keeps the raw timings in WORKDIR/results.tsv.
+#
+# Usage: bench/bench_batch.sh DICOMHIST WORKDIR
+# Environment (defaults in brackets):
+#   SERIES [12] SLICES [40] SIZE [512]   the archive: 12 x 40 x 512^2 x 2 bytes = 252 MB
+#   JOBS ["1 2"]                         the --jobs values to time (the first is the baseline)
+#   DEVICES ["cpu"]                      --device values to time ("cpu cuda" on a GPU machine)
+#   SCALE [10]                           the larger archive, SCALE x SERIES series, for memory
+#   MEM_SLICES [16]                      slices per series in the memory archives
+#   REPEAT [3]                           runs per figure; the median is reported
+# DCMTK's tools and the Python reference run only where present (dcmcjpeg makes the JPEG
+# lossless copy; without it that half is skipped), so the dicomhist figures need nothing but
+# Python with numpy and pydicom for the generator. On the GPU machine:
+#   JOBS="1 16" DEVICES="cpu cuda" bench/bench_batch.sh build/dicomhist /tmp/bench-batch
+set -euo pipefail
+
+DICOMHIST=$(readlink -f "${1:?usage: bench_batch.sh DICOMHIST WORKDIR}")
+WORK=${2:?usage: bench_batch.sh DICOMHIST WORKDIR}
+HERE=$(cd "$(dirname "$0")" && pwd)
+SERIES=${SERIES:-12} SLICES=${SLICES:-40} SIZE=${SIZE:-512}
+JOBS=${JOBS:-"1 2"} DEVICES=${DEVICES:-cpu} SCALE=${SCALE:-10} MEM_SLICES=${MEM_SLICES:-16}
+REPEAT=${REPEAT:-3}
+export SOURCE_DATE_EPOCH=1700000000
+mkdir -p "$WORK"
+RESULTS="$WORK/results.tsv"
+: > "$RESULTS"
+
+make_archive() { # DIR STUDIES SLICES
+    [ -d "$1/EXPORT" ] || python3 "$HERE/../tests/cli/archive_maker.py" "$1" "$2" "$3" "$SIZE" CT >/dev/null
+}
+
+# Runs a command REPEAT times with OUT removed before each; records the median wall time and
+# the largest peak RSS. Usage: measure NAME BYTES OUT COMMAND...
+measure() {
+    local name=$1 bytes=$2 out=$3
+    shift 3
+    local times=() rss=0
+    for _ in $(seq "$REPEAT"); do
+        rm -rf "$out"
+        sync
+        local log
+        log=$(mktemp)
+        /usr/bin/time -f "%e %M" -o "$log" "$@" >/dev/null 2>"$WORK/last.err" ||
+            { echo "bench_batch: $name failed:" >&2; tail -5 "$WORK/last.err" >&2; rm -f "$log"; return 1; }
+        read -r t m < <(tail -1 "$log")
+        rm -f "$log"
+        times+=("$t")
+        [ "$m" -gt "$rss" ] && rss=$m
+    done
+    local median
+    median=$(printf '%s\n' "${times[@]}" | sort -g | sed -n "$(( (REPEAT + 1) / 2 ))p")
+    printf '%s\t%s\t%s\t%s\n' "$name" "$median" "$rss" "$bytes" >> "$RESULTS"
+    printf '%-44s %8.2f s %9.1f MB/s %8.1f MB peak\n' "$name" "$median" \
+        "$(calc "$bytes / $median / 1000000")" "$(calc "$rss / 1024")" >&2
+}
+
+tree_bytes() { du -sb "$1" | cut -f1; }
+calc() { awk "BEGIN { print $1 }"; } # no bc on every machine
+
+echo "bench_batch: machine: $(nproc) cores, $(uptime | sed 's/.*load/load/')" >&2
+U="$WORK/uncompressed"
+make_archive "$U" "$SERIES" "$SLICES"
+UB=$(tree_bytes "$U/EXPORT")
+PIXELS=$(( SERIES * SLICES * SIZE * SIZE * 2 ))
+
+J="$WORK/jpeg-lossless"
+if command -v dcmcjpeg >/dev/null && [ ! -d "$J/EXPORT" ]; then
+    (cd "$U" && find EXPORT -type d) | while read -r d; do mkdir -p "$J/$d"; done
+    (cd "$U" && find EXPORT -type f) |
+        xargs -P "$(nproc)" -I{} dcmcjpeg --encode-lossless-sv1 "$U/{}" "$J/{}"
+fi
+
+measure "cp -r, uncompressed" "$UB" "$WORK/out-cp" cp -r "$U/EXPORT" "$WORK/out-cp"
+for device in $DEVICES; do
+    for jobs in $JOBS; do
+        measure "dicomhist equalize --jobs $jobs --device $device, uncompressed" "$PIXELS" \
+            "$WORK/out-u" "$DICOMHIST" equalize --jobs "$jobs" --device "$device" \
+            -o "$WORK/out-u" "$U/EXPORT"
+    done
+done
+if [ -d "$J/EXPORT" ]; then
+    if command -v dcmdjpeg >/dev/null; then
+        decode_all() { # the floor: DCMTK's decoder alone, two processes, one file each call
+            (cd "$J" && find EXPORT -type d) | while read -r d; do mkdir -p "$WORK/out-dj/$d"; done
+            (cd "$J" && find EXPORT -type f) | xargs -P 2 -I{} dcmdjpeg "$J/{}" "$WORK/out-dj/{}"
+        }
+        export -f decode_all
+        export J WORK
+        measure "dcmdjpeg, 2 processes, JPEG lossless" "$PIXELS" "$WORK/out-dj" bash -c decode_all
+    fi
+    for device in $DEVICES; do
+        for jobs in $JOBS; do
+            measure "dicomhist equalize --jobs $jobs --device $device, JPEG lossless" "$PIXELS" \
+                "$WORK/out-j" "$DICOMHIST" equalize --jobs "$jobs" --device "$device" \
+                -o "$WORK/out-j" "$J/EXPORT"
+        done
+    done
+fi
+if python3 -c 'import skimage, pydicom' 2>/dev/null; then
+    measure "pydicom + scikit-image, 2 processes, uncompressed" "$PIXELS" "$WORK/out-py" \
+        python3 "$HERE/batch_reference.py" "$U/EXPORT" "$WORK/out-py" 2
+    if [ -d "$J/EXPORT" ] && python3 -c 'import pylibjpeg, libjpeg' 2>/dev/null; then
+        measure "pydicom + scikit-image, 2 processes, JPEG lossless" "$PIXELS" "$WORK/out-pyj" \
+            python3 "$HERE/batch_reference.py" "$J/EXPORT" "$WORK/out-pyj" 2
+    fi
+fi
+
+# Memory: the same series, SCALE times as many of them.
+M1="$WORK/mem-1x" M10="$WORK/mem-${SCALE}x"
+make_archive "$M1" "$SERIES" "$MEM_SLICES"
+make_archive "$M10" $(( SERIES * SCALE )) "$MEM_SLICES"
+last_jobs=${JOBS##* }
+for tree in "$M1" "$M10"; do
+    measure "dicomhist --jobs $last_jobs, $(basename "$tree") ($(du -sh "$tree/EXPORT" | cut -f1))" \
+        "$(tree_bytes "$tree/EXPORT")" "$WORK/out-mem" "$DICOMHIST" equalize --jobs "$last_jobs" \
+        --device "${DEVICES%% *}" -o "$WORK/out-mem" "$tree/EXPORT"
+done
+rm -rf "$WORK"/out-*
+
+echo
+echo "| run | seconds | MB/s | peak MB |"
+echo "| --- | ---: | ---: | ---: |"
+while IFS=$'\t' read -r name t m bytes; do
+    printf '| %s | %.2f | %.1f | %.0f |\n' "$name" "$t" "$(calc "$bytes / $t / 1000000")" \
+        "$(calc "$m / 1024")"
+done < "$RESULTS"
+echo
+echo "MB/s: decoded pixel bytes per second ($(( PIXELS / 1000000 )) MB of pixels; files"\
+     "$(( UB / 1000000 )) MB uncompressed$([ -d "$J/EXPORT" ] && echo ", $(( $(tree_bytes "$J/EXPORT") / 1000000 )) MB JPEG lossless")),"\
+     "except cp -r and the memory runs: file bytes."
