@@ -39,6 +39,7 @@ static struct {
     int threads;
     /* state, under lock */
     pthread_mutex_t lock;
+    pthread_mutex_t persist_lock; /* one writer of the property at a time, in order */
     pthread_cond_t wake;     /* workers: an item is queued; all: stop */
     pthread_cond_t room;     /* the dispatcher: the queue has room */
     pthread_cond_t changed;  /* the dispatcher: a change was notified */
@@ -46,12 +47,14 @@ static struct {
     item queue[QUEUE_CAP];
     int head, count;
     int64_t in_flight[MAX_THREADS]; /* the seq each worker works on, -1 when idle */
+    char working_on[MAX_THREADS][72]; /* and its series */
     int64_t read_seq;               /* the last change read from /changes */
     int64_t persisted;
     uint64_t processed, already, failed, skipped;
     char last_error[1024];
     pthread_t dispatcher, workers[MAX_THREADS];
 } A = {.lock = PTHREAD_MUTEX_INITIALIZER,
+       .persist_lock = PTHREAD_MUTEX_INITIALIZER,
        .wake = PTHREAD_COND_INITIALIZER,
        .room = PTHREAD_COND_INITIALIZER,
        .changed = PTHREAD_COND_INITIALIZER,
@@ -150,6 +153,7 @@ static int64_t done_seq(void)
 /* Persists done_seq when it moved. Called without the lock (Orthanc is called). */
 static void persist(void)
 {
+    pthread_mutex_lock(&A.persist_lock);
     pthread_mutex_lock(&A.lock);
     int64_t seq = done_seq();
     int moved = seq > A.persisted;
@@ -161,6 +165,7 @@ static void persist(void)
         snprintf(text, sizeof text, "%" PRId64, seq);
         OrthancPluginSetGlobalProperty(dho_context, DHO_PROPERTY_LAST_CHANGE, text);
     }
+    pthread_mutex_unlock(&A.persist_lock);
 }
 
 static int64_t load_persisted(void)
@@ -395,21 +400,42 @@ static outcome process(const char *series_id)
     return result;
 }
 
+/* The first queued item whose series no other worker has in hand, or -1: two workers on one
+ * series (its second burst arriving while the first is processed) could store a stale derived
+ * instance over the fresh one. Under lock. */
+static int next_item(void)
+{
+    for (int i = 0; i < A.count; i++) {
+        const char *series = A.queue[(A.head + i) % QUEUE_CAP].series;
+        int busy = 0;
+        for (int w = 0; w < A.threads; w++)
+            busy |= A.in_flight[w] >= 0 && strcmp(A.working_on[w], series) == 0;
+        if (!busy)
+            return i;
+    }
+    return -1;
+}
+
 static void *worker_main(void *arg)
 {
     int self = (int)(intptr_t)arg;
     while (1) {
         pthread_mutex_lock(&A.lock);
-        while (A.count == 0 && !A.stopping)
+        int k;
+        while ((k = next_item()) < 0 && !A.stopping)
             pthread_cond_wait(&A.wake, &A.lock);
         if (A.stopping) {
             pthread_mutex_unlock(&A.lock);
             break;
         }
-        item it = A.queue[A.head];
+        /* Take item k out of the ring, keeping the others in order. */
+        item it = A.queue[(A.head + k) % QUEUE_CAP];
+        for (int i = k; i > 0; i--)
+            A.queue[(A.head + i) % QUEUE_CAP] = A.queue[(A.head + i - 1) % QUEUE_CAP];
         A.head = (A.head + 1) % QUEUE_CAP;
         A.count--;
         A.in_flight[self] = it.seq;
+        snprintf(A.working_on[self], sizeof A.working_on[self], "%s", it.series);
         pthread_cond_signal(&A.room);
         pthread_mutex_unlock(&A.lock);
 
@@ -418,6 +444,7 @@ static void *worker_main(void *arg)
         pthread_mutex_lock(&A.lock);
         if (o != STOPPED)
             A.in_flight[self] = -1; /* a stopped one stays pending: redone after restart */
+        pthread_cond_broadcast(&A.wake); /* an item held back for this series may go now */
         A.processed += o == DONE;
         A.already += o == ALREADY;
         A.skipped += o == SKIPPED;
