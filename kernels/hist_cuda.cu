@@ -453,6 +453,22 @@ int dh_cuda_usable(void)
     return count > 0;
 }
 
+int dh_cuda_name(char *name, size_t size)
+{
+    int device = 0;
+    cudaDeviceProp props;
+    if (size > 0)
+        name[0] = '\0';
+    if (!dh_cuda_usable() || cudaGetDevice(&device) != cudaSuccess ||
+        cudaGetDeviceProperties(&props, device) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    if (size > 0)
+        snprintf(name, size, "%s", props.name);
+    return 1;
+}
+
 /* The entry points' shared argument check: slice_len * slices samples without overflow, and a
  * buffer to read them from where there are any. */
 static int count_samples(const void *data, size_t slice_len, size_t slices, size_t *n, char *msg,

@@ -18,6 +18,9 @@ extern "C" {
 
 /* 1 when a CUDA device can be used by this process, else 0. Never fails, never prints. */
 int dh_cuda_usable(void);
+/* The name of the current CUDA device ("NVIDIA H100 80GB HBM3") into name; returns 1, or 0 with
+ * name "" when no device can be used. Never fails, never prints. */
+int dh_cuda_name(char *name, size_t size);
 
 /* Host samples in, host counts out (same contract as dh_hist_cpu). Moves the data to the GPU
  * itself (pinned staging, transfer overlapped with compute, chunked when the volume exceeds free

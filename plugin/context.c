@@ -75,6 +75,18 @@ int dh_cuda_available(void)
 #endif
 }
 
+int dh_cuda_device_name(char *name, size_t size)
+{
+    if (!name || size == 0)
+        return 0;
+    name[0] = '\0';
+#ifdef DH_HAVE_CUDA
+    return dh_cuda_name(name, size);
+#else
+    return 0;
+#endif
+}
+
 dh_status dh_ctx_use_cuda(dh_ctx *ctx, dh_device requested, const char *who, int *use_cuda)
 {
     const int usable = dh_cuda_available();

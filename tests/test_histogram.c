@@ -356,6 +356,15 @@ START_TEST(test_devices)
     dh_histogram_free(cpu);
     dh_volume_free(v);
     dh_ctx_free(ctx);
+    /* The GPU's name exactly when there is a GPU, cut to the buffer, never overrun. */
+    char name[64], tiny[4] = "xyz";
+    memset(name, 'x', sizeof name);
+    int has = dh_cuda_device_name(name, sizeof name);
+    ck_assert_int_eq(has, dh_cuda_available());
+    ck_assert(has ? strlen(name) > 0 && strlen(name) < sizeof name : name[0] == '\0');
+    ck_assert_int_eq(dh_cuda_device_name(tiny, sizeof tiny), has);
+    ck_assert(strlen(tiny) < sizeof tiny);
+    ck_assert_int_eq(dh_cuda_device_name(NULL, 8), 0);
 }
 END_TEST
 

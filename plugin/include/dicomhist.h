@@ -87,6 +87,9 @@ DH_API const char *dh_ctx_error(const dh_ctx *ctx);
 DH_API dh_status dh_ctx_set_threads(dh_ctx *ctx, int threads);
 /* Returns 1 when this build has CUDA and a usable GPU is present, else 0 (never fails). */
 DH_API int dh_cuda_available(void);
+/* Writes the name of the GPU the library uses (the current CUDA device, as CUDA names it) into
+ * name, cut to size - 1 characters; returns 1, or 0 with name "" when dh_cuda_available is 0. */
+DH_API int dh_cuda_device_name(char *name, size_t size);
 
 /* ---------------------------------------------------------------------------------------------
  * 3. Volumes

@@ -32,11 +32,17 @@ void dho_gate_leave(int token)
     atomic_fetch_sub(&waiting, 1);
 }
 
+static char gpu_name[256];
+
+static void read_name(void) { dh_cuda_device_name(gpu_name, sizeof gpu_name); }
+
 const char *dho_gate_device_name(void)
 {
+    static pthread_once_t once = PTHREAD_ONCE_INIT; /* the GPU does not change while we run */
     if (default_device == DH_DEVICE_CPU || !dh_cuda_available())
         return "cpu";
-    return "cuda";
+    pthread_once(&once, read_name);
+    return gpu_name[0] ? gpu_name : "cuda";
 }
 
 unsigned dho_gate_waiting(void) { return atomic_load(&waiting); }

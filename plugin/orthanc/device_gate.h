@@ -19,7 +19,7 @@ dh_device dho_gate_default(void);
 int dho_gate_enter(dh_device device);
 void dho_gate_leave(int token);
 
-/* "cpu", or the GPU's name when one is usable ("cuda"). */
+/* "cpu", or the name of the GPU when work runs there by default ("cuda" when CUDA gives none). */
 const char *dho_gate_device_name(void);
 /* Requests waiting for or holding the gate. */
 unsigned dho_gate_waiting(void);
