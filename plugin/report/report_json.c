@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * report_json.c: the buffered sink and the JSON writer of report_json.h.
  */

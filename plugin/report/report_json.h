@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * report_json.h: how the hosts (the command, the Orthanc plugin) write their records. A
  * buffered sink over a FILE that streams large outputs (65536 bins times hundreds of slices

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * report_records.c: the info, histogram and mutual-information records of report_records.h.
  */

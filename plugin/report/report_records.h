@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * report_records.h: the JSON records every host answers with, written once so that the
  * command's --json lines and the Orthanc plugin's REST answers carry the same fields: what a

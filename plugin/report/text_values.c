@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * text_values.c: the strict parsers of text_values.h.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * text_values.h: values as the hosts read them from text (command-line options, REST query
  * arguments and JSON strings), parsed strictly and the same way everywhere: whole numbers,
