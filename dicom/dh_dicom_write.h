@@ -56,6 +56,7 @@ typedef enum dh_dicom_syntax {
     DH_DICOM_RLE = 4,            /* 1.2.840.10008.1.2.5 */
     DH_DICOM_JPEG_LOSSLESS = 5,  /* 1.2.840.10008.1.2.4.70, process 14, selection value 1 */
     DH_DICOM_JPEG_LS_LOSSLESS = 6, /* 1.2.840.10008.1.2.4.80 */
+    DH_DICOM_JPEG_2000_LOSSLESS = 7, /* 1.2.840.10008.1.2.4.90, reversible 5/3 (OpenJPEG) */
     DH_DICOM_SYNTAX_FORCE_INT32 = 0x7fffffff
 } dh_dicom_syntax;
 

@@ -1,9 +1,10 @@
 /*
- * dicom_fragments.cpp: which fragments of an encapsulated PixelData make which frame, for the
- * codecs decoded here rather than by DCMTK (JPEG-LS, JPEG 2000, HTJ2K). PS3.5 A.4 allows one
- * fragment per frame, a frame over several fragments located by the basic offset table, and
+ * dicom_fragments.cpp: encapsulated PixelData both ways for the codecs run here rather than by
+ * DCMTK (JPEG-LS, JPEG 2000, HTJ2K). Reading: which fragments make which frame; PS3.5 A.4 allows
+ * one fragment per frame, a frame over several fragments located by the basic offset table, and
  * (in practice) several fragments per frame without a table, where only the first fragment of a
- * frame starts with the codec's start marker.
+ * frame starts with the codec's start marker. Writing: each frame encoded into one fragment,
+ * with a basic offset table for multi-frame images.
  */
 #include "dicom_internal.h"
 
@@ -84,6 +85,58 @@ void join_fragments(const std::vector<fragment> &items, size_t first, size_t end
     for (size_t i = first; i < end; i++)
         if (items[i].bytes)
             joined.insert(joined.end(), items[i].bytes, items[i].bytes + items[i].length);
+}
+
+native_pixels native_pixels_of(DcmDataset &ds, const char *codec)
+{
+    native_pixels px;
+    Uint16 samples = 1, representation = 0;
+    Sint32 frames = 1;
+    ds.findAndGetUint16(DCM_Rows, px.rows);
+    ds.findAndGetUint16(DCM_Columns, px.columns);
+    ds.findAndGetUint16(DCM_BitsAllocated, px.allocated);
+    ds.findAndGetUint16(DCM_HighBit, px.high_bit);
+    ds.findAndGetUint16(DCM_SamplesPerPixel, samples);
+    ds.findAndGetUint16(DCM_PixelRepresentation, representation);
+    if (ds.findAndGetSint32(DCM_NumberOfFrames, frames).bad() || frames < 1)
+        frames = 1;
+    px.frames = (uint32_t)frames;
+    px.is_signed = representation == 1;
+    if (samples != 1 || (px.allocated != 8 && px.allocated != 16) ||
+        px.high_bit >= px.allocated || px.rows == 0 || px.columns == 0)
+        fail(DH_ERR_UNSUPPORTED, "%s is written for grayscale images of 8 or 16-bit cells only",
+             codec);
+    if (ds.findAndGetElement(DCM_PixelData, px.element).bad() || px.element == nullptr)
+        fail(DH_ERR_INTERNAL, "no PixelData to encode");
+    const size_t frame_bytes = (size_t)px.rows * px.columns * (px.allocated / 8);
+    Uint8 *data = nullptr;
+    if (px.element->getUint8Array(data).bad() || data == nullptr ||
+        px.element->getLength() < frame_bytes * px.frames)
+        fail(DH_ERR_INTERNAL, "PixelData holds fewer cells than %u frames of %ux%u", px.frames,
+             px.rows, px.columns);
+    px.data = data;
+    return px;
+}
+
+void encapsulate_frames(const native_pixels &px, E_TransferSyntax xfer, const char *codec,
+                        const std::function<std::vector<uint8_t>(const Uint8 *, uint32_t)> &encode)
+{
+    const size_t frame_bytes = (size_t)px.rows * px.columns * (px.allocated / 8);
+    std::unique_ptr<DcmPixelSequence> seq(new DcmPixelSequence(DCM_PixelSequenceTag));
+    DcmPixelItem *table = new DcmPixelItem(DCM_PixelItemTag);
+    seq->insert(table);
+    DcmOffsetList offsets;
+    for (uint32_t f = 0; f < px.frames; f++) {
+        std::vector<uint8_t> stream = encode(px.data + f * frame_bytes, f);
+        stream.resize(stream.size() + (stream.size() & 1), 0); /* even, padded with 00 */
+        OFCondition c = seq->storeCompressedFrame(offsets, stream.data(), (Uint32)stream.size(), 0);
+        if (c.bad())
+            fail(DH_ERR_INTERNAL, "cannot store %s frame %u: %s", codec, f + 1, c.text());
+    }
+    if (px.frames > 1 && table->createOffsetTable(offsets).bad())
+        fail(DH_ERR_INTERNAL, "cannot build the basic offset table");
+    OFstatic_cast(DcmPixelData *, px.element)->putOriginalRepresentation(xfer, nullptr,
+                                                                          seq.release());
 }
 
 } // namespace dh_dicom_impl

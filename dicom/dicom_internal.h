@@ -13,6 +13,7 @@
 #include "dcmtk/dcmdata/dcpxitem.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -105,6 +106,25 @@ std::vector<size_t> frame_starts(const std::vector<fragment> &items, uint32_t fr
 void join_fragments(const std::vector<fragment> &items, size_t first, size_t end,
                     std::vector<Uint8> &joined);
 
+/* The native pixels of a grayscale dataset about to be encoded: its geometry and cells (host
+ * order for 16-bit cells, as DCMTK keeps them). */
+struct native_pixels {
+    Uint16 rows = 0, columns = 0, allocated = 0, high_bit = 0;
+    bool is_signed = false;
+    uint32_t frames = 1;
+    DcmElement *element = nullptr;
+    const Uint8 *data = nullptr;
+};
+
+/* The native pixels of ds; fails DH_ERR_UNSUPPORTED, naming `codec`, for anything but one sample
+ * of 8 or 16-bit cells (dicom_fragments.cpp). */
+native_pixels native_pixels_of(DcmDataset &ds, const char *codec);
+
+/* Replaces the native PixelData by one fragment per frame, each what `encode` makes of the
+ * frame's cells (padded to even length), with a basic offset table for multi-frame images. */
+void encapsulate_frames(const native_pixels &px, E_TransferSyntax xfer, const char *codec,
+                        const std::function<std::vector<uint8_t>(const Uint8 *, uint32_t)> &encode);
+
 /* JPEG-LS, lossless or near-lossless: decoded here, not by a DCMTK codec. */
 inline bool is_jpegls(E_TransferSyntax xfer)
 {
@@ -130,6 +150,12 @@ inline bool is_jpeg2000(E_TransferSyntax xfer)
  * depth, or that does not decode, fails DH_ERR_MALFORMED naming the frame and OpenJPEG's reason
  * (dicom_jpeg2000.cpp). */
 void decode_jpeg2000(DcmPixelSequence &seq, const dh_dicom_image &img, uint16_t *cells);
+
+/* Replaces the native PixelData of a grayscale dataset by its lossless JPEG 2000 encoding
+ * (reversible 5/3 wavelet, one tile, one quality layer) through OpenJPEG, one fragment per frame
+ * and a basic offset table for multi-frame images; the same input always gives the same bytes
+ * (dicom_jpeg2000_encode.cpp). */
+void encode_jpeg2000_pixels(DcmDataset &ds);
 
 /* Replaces the native PixelData of a grayscale dataset by its lossless JPEG-LS encoding, one
  * fragment per frame and a basic offset table for multi-frame images; throws a failure when the

@@ -11,13 +11,13 @@
  * PixelRepresentation interpret them (a real CT has an unsigned 13-bit stream in a signed
  * dataset; others have a signed 14-bit stream with BitsStored 16).
  *
- * OpenJPEG runs in strict mode (a truncated stream is an error, not a partly grey image), on the
- * calling thread only (batch work parallelizes across files; OPJ_NUM_THREADS is ignored), and
+ * OpenJPEG runs in strict mode (a truncated stream is an error, not a partly grey image), with one
+ * codec thread per call (batch work parallelizes across files; OPJ_NUM_THREADS is ignored), and
  * its messages go into the failure's reason, never to a terminal.
  */
 #include "dicom_internal.h"
 
-#include <openjpeg.h>
+#include "dicom_openjpeg.h"
 
 #include <algorithm>
 #include <cstring>
@@ -43,16 +43,6 @@ const Uint8 jp2_signature[12] = {0, 0, 0, 12, 'j', 'P', ' ', ' ', 0x0d, 0x0a, 0x
  * frame's own size; real images use one tile or tiles of hundreds of pixels a side. */
 constexpr uint64_t free_tiles = 64;
 constexpr uint64_t min_pixels_per_tile = 1024;
-
-struct codec_free {
-    void operator()(opj_codec_t *c) const { opj_destroy_codec(c); }
-};
-struct stream_free {
-    void operator()(opj_stream_t *s) const { opj_stream_destroy(s); }
-};
-struct image_free {
-    void operator()(opj_image_t *i) const { opj_image_destroy(i); }
-};
 
 /* The bytes OpenJPEG reads through its stream callbacks. */
 struct memory_source {
@@ -105,8 +95,6 @@ void keep_error(const char *text, void *user)
         *errors += "; ";
     *errors += line;
 }
-
-void ignore_message(const char *, void *) {}
 
 uint32_t be16(const Uint8 *p) { return (uint32_t)p[0] << 8 | p[1]; }
 uint32_t be32(const Uint8 *p) { return be16(p) << 16 | be16(p + 2); }
@@ -187,6 +175,68 @@ void check_siz(const Uint8 *d, uint64_t n, const dh_dicom_image &img, const char
              (unsigned long long)free_tiles, (unsigned long long)min_pixels_per_tile);
 }
 
+/* Marker segments from `at` up to the marker `until` (SOT ending the main header, SOD ending a
+ * tile-part header): returns where `until` sits, or n when the segments run out of the stream;
+ * ORs the coding style flags (Scod) of any COD segment on the way into `scod`. */
+uint64_t skip_marker_segments(const Uint8 *d, uint64_t n, uint64_t at, uint32_t until,
+                              uint32_t &scod)
+{
+    while (at + 4 <= n) {
+        const uint32_t marker = be16(d + at), length = be16(d + at + 2);
+        if (marker == until)
+            return at;
+        if ((marker >> 8) != 0xff || length < 2)
+            return n;
+        if (marker == 0xff52 && length >= 3 && at + 5 <= n)
+            scod |= d[at + 4];
+        at += 2 + length;
+    }
+    return n;
+}
+
+/* Debian's OpenJPEG 2.5.0 asserts, aborting the whole process, on an HT code block whose MEL
+ * segment has a byte above 8F after an FF (uclouvain/openjpeg#1436; 2.5.1 returns an error). No
+ * valid code stream has such a pair in its packet data: the standard keeps the marker range
+ * FF90..FFFF out of it, so that markers stay unambiguous, except the SOP (FF91) and EPH (FF92)
+ * markers where the coding style asks for them. So every tile-part's data is scanned for such
+ * pairs before OpenJPEG sees the stream. What remains: a damaged stream that uses SOP or EPH and
+ * has FF91 or FF92 inside a MEL segment still reaches that assert (docs/architecture.md). */
+void check_packet_data(const Uint8 *d, uint64_t n, const char *codec, uint32_t frame)
+{
+    uint32_t main_scod = 0;
+    uint64_t at = skip_marker_segments(d, n, 2, 0xff90, main_scod);
+    uint32_t part = 0;
+    while (at + 12 <= n && be16(d + at) == 0xff90) {
+        part++;
+        const uint64_t psot = be32(d + at + 6);
+        const bool ends = n >= 2 && d[n - 2] == 0xff && d[n - 1] == 0xd9;
+        const uint64_t end = psot != 0 ? at + psot : (ends ? n - 2 : n);
+        if (psot != 0 && (psot < 14 || end > n))
+            fail(DH_ERR_MALFORMED, "%s frame %u: tile-part %u claims %llu bytes, more than the "
+                                   "code stream holds (truncated?)", codec, frame + 1, part,
+                 (unsigned long long)psot);
+        uint32_t scod = main_scod;
+        const uint64_t sod = skip_marker_segments(d, end, at + 2 + be16(d + at + 2), 0xff93, scod);
+        for (uint64_t i = sod + 2; i + 1 < end; i++) {
+            if (d[i] != 0xff || d[i + 1] <= 0x8f)
+                continue;
+            if (d[i + 1] == 0x91 && (scod & 2)) {
+                i += 5; /* SOP, its length and its packet number, which may hold any byte */
+                continue;
+            }
+            if (d[i + 1] == 0x92 && (scod & 4)) {
+                i += 1;
+                continue;
+            }
+            fail(DH_ERR_MALFORMED, "%s frame %u: corrupt code stream: marker code FF%02X inside "
+                                   "the data of tile-part %u", codec, frame + 1, d[i + 1], part);
+        }
+        if (end <= at)
+            break;
+        at = end;
+    }
+}
+
 /* Decodes one frame's code stream d[0..n) into cells[rows * columns]. */
 void decode_frame(const Uint8 *d, uint64_t n, const dh_dicom_image &img, const char *codec,
                   uint32_t frame, uint16_t *cells)
@@ -195,24 +245,27 @@ void decode_frame(const Uint8 *d, uint64_t n, const dh_dicom_image &img, const c
         d = jp2_code_stream(d, n, n);
     n = without_padding(d, n);
     check_siz(d, n, img, codec, frame);
+    check_packet_data(d, n, codec, frame);
 
     std::string errors;
-    std::unique_ptr<opj_codec_t, codec_free> c(opj_create_decompress(OPJ_CODEC_J2K));
+    std::unique_ptr<opj_codec_t, opj_codec_free> c(opj_create_decompress(OPJ_CODEC_J2K));
     if (!c)
         throw std::bad_alloc();
     opj_set_error_handler(c.get(), keep_error, &errors);
-    opj_set_warning_handler(c.get(), ignore_message, nullptr);
-    opj_set_info_handler(c.get(), ignore_message, nullptr);
+    opj_set_warning_handler(c.get(), opj_ignore_message, nullptr);
+    opj_set_info_handler(c.get(), opj_ignore_message, nullptr);
     opj_dparameters_t parameters;
     opj_set_default_decoder_parameters(&parameters);
-    /* 0 threads: the calling thread decodes, whatever OPJ_NUM_THREADS says. */
+    /* One worker thread decodes while the caller waits, whatever OPJ_NUM_THREADS says. Not
+     * zero threads: OpenJPEG 2.5.0 then sets up its code-block decoder afresh for every block,
+     * which made HTJ2K 3 to 4 times slower here (docs/performance.md). */
     if (!opj_setup_decoder(c.get(), &parameters) || !opj_decoder_set_strict_mode(c.get(), OPJ_TRUE) ||
-        (opj_has_thread_support() && !opj_codec_set_threads(c.get(), 0)))
+        (opj_has_thread_support() && !opj_codec_set_threads(c.get(), 1)))
         fail(DH_ERR_INTERNAL, "%s frame %u: OpenJPEG's decoder cannot be set up%s%s", codec,
              frame + 1, errors.empty() ? "" : ": ", errors.c_str());
 
     memory_source source{d, n, 0};
-    std::unique_ptr<opj_stream_t, stream_free> s(opj_stream_create(OPJ_J2K_STREAM_CHUNK_SIZE, 1));
+    std::unique_ptr<opj_stream_t, opj_stream_free> s(opj_stream_create(OPJ_J2K_STREAM_CHUNK_SIZE, 1));
     if (!s)
         throw std::bad_alloc();
     opj_stream_set_user_data(s.get(), &source, nullptr);
@@ -223,7 +276,7 @@ void decode_frame(const Uint8 *d, uint64_t n, const dh_dicom_image &img, const c
 
     opj_image_t *raw = nullptr;
     const bool header = opj_read_header(s.get(), c.get(), &raw);
-    std::unique_ptr<opj_image_t, image_free> image(raw);
+    std::unique_ptr<opj_image_t, opj_image_free> image(raw);
     if (!header || !image)
         fail(DH_ERR_MALFORMED, "%s frame %u: unreadable code stream header: %s", codec, frame + 1,
              errors.empty() ? "OpenJPEG gave no reason" : errors.c_str());

@@ -90,8 +90,7 @@ void decode_frame(const Uint8 *stream, uint64_t length, const dh_dicom_image &im
         fail_charls(frame, "corrupt code stream", e);
 }
 
-/* Encodes one frame of masked cells losslessly; the stream is padded to an even length with the
- * standard's 00. */
+/* Encodes one frame of masked cells losslessly. */
 std::vector<uint8_t> encode_frame(const void *cells, size_t cells_bytes, uint32_t rows,
                                   uint32_t columns, int precision, uint32_t frame)
 {
@@ -120,7 +119,7 @@ std::vector<uint8_t> encode_frame(const void *cells, size_t cells_bytes, uint32_
     if (err != charls::jpegls_errc::success)
         fail(DH_ERR_INTERNAL, "JPEG-LS encoding of frame %u failed: %s", frame + 1,
              charls_get_error_message(err));
-    out.resize(written + (written & 1), 0);
+    out.resize(written);
     return out;
 }
 
@@ -141,46 +140,20 @@ void decode_jpegls(DcmPixelSequence &seq, const dh_dicom_image &img, uint16_t *c
 
 void encode_jpegls_pixels(DcmDataset &ds)
 {
-    Uint16 rows = 0, columns = 0, allocated = 0, high_bit = 0, samples = 1;
-    Sint32 frames = 1;
-    ds.findAndGetUint16(DCM_Rows, rows);
-    ds.findAndGetUint16(DCM_Columns, columns);
-    ds.findAndGetUint16(DCM_BitsAllocated, allocated);
-    ds.findAndGetUint16(DCM_HighBit, high_bit);
-    ds.findAndGetUint16(DCM_SamplesPerPixel, samples);
-    if (ds.findAndGetSint32(DCM_NumberOfFrames, frames).bad() || frames < 1)
-        frames = 1;
+    const native_pixels px = native_pixels_of(ds, "JPEG-LS");
     /* The precision of the stream is the cell up to HighBit; CharLS takes 2 to 16 bits. */
-    const int precision = high_bit + 1;
-    if (samples != 1 || (allocated != 8 && allocated != 16) || precision > allocated ||
-        precision < 2 || rows == 0 || columns == 0)
-        fail(DH_ERR_UNSUPPORTED, "JPEG-LS is written for grayscale images of 8 or 16-bit cells "
-                                 "with HighBit 1 or above only");
-
-    DcmElement *el = nullptr;
-    if (ds.findAndGetElement(DCM_PixelData, el).bad() || el == nullptr)
-        fail(DH_ERR_INTERNAL, "no PixelData to encode");
-    const size_t frame_cells = (size_t)rows * columns;
-    const size_t cell_bytes = allocated / 8;
-    Uint8 *data = nullptr;
-    if (el->getUint8Array(data).bad() || data == nullptr ||
-        el->getLength() < frame_cells * cell_bytes * (size_t)frames)
-        fail(DH_ERR_INTERNAL, "PixelData holds fewer cells than %u frames of %ux%u", (unsigned)frames,
-             rows, columns);
-
+    const int precision = px.high_bit + 1;
+    if (precision < 2)
+        fail(DH_ERR_UNSUPPORTED, "JPEG-LS is written for HighBit 1 or above only");
     /* Two's complement samples repeat their sign above HighBit; JPEG-LS takes the bits up to
      * HighBit as an unsigned sample and the reader sign-extends them again. */
     const uint16_t mask = (uint16_t)((1u << precision) - 1u);
-    std::vector<uint16_t> words(allocated == 16 ? frame_cells : 0);
-    std::vector<uint8_t> bytes(allocated == 8 ? frame_cells : 0);
-    std::unique_ptr<DcmPixelSequence> seq(new DcmPixelSequence(DCM_PixelSequenceTag));
-    DcmPixelItem *table = new DcmPixelItem(DCM_PixelItemTag);
-    seq->insert(table);
-    DcmOffsetList offsets;
-    for (uint32_t f = 0; f < (uint32_t)frames; f++) {
-        const Uint8 *cells = data + f * frame_cells * cell_bytes;
+    const size_t frame_cells = (size_t)px.rows * px.columns;
+    std::vector<uint16_t> words(px.allocated == 16 ? frame_cells : 0);
+    std::vector<uint8_t> bytes(px.allocated == 8 ? frame_cells : 0);
+    encapsulate_frames(px, EXS_JPEGLSLossless, "JPEG-LS", [&](const Uint8 *cells, uint32_t f) {
         const void *masked;
-        if (allocated == 16) {
+        if (px.allocated == 16) {
             memcpy(words.data(), cells, frame_cells * 2); /* host order, as DCMTK keeps it */
             for (uint16_t &w : words)
                 w &= mask;
@@ -190,16 +163,9 @@ void encode_jpegls_pixels(DcmDataset &ds)
                 bytes[i] = (uint8_t)(cells[i] & mask);
             masked = bytes.data();
         }
-        std::vector<uint8_t> stream =
-            encode_frame(masked, frame_cells * cell_bytes, rows, columns, precision, f);
-        OFCondition c = seq->storeCompressedFrame(offsets, stream.data(), (Uint32)stream.size(), 0);
-        if (c.bad())
-            fail(DH_ERR_INTERNAL, "cannot store JPEG-LS frame %u: %s", f + 1, c.text());
-    }
-    if (frames > 1 && table->createOffsetTable(offsets).bad())
-        fail(DH_ERR_INTERNAL, "cannot build the basic offset table");
-    OFstatic_cast(DcmPixelData *, el)->putOriginalRepresentation(EXS_JPEGLSLossless, nullptr,
-                                                                  seq.release());
+        return encode_frame(masked, frame_cells * (px.allocated / 8), px.rows, px.columns,
+                            precision, f);
+    });
 }
 
 } // namespace dh_dicom_impl

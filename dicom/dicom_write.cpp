@@ -99,6 +99,7 @@ bool syntax_lookup(dh_dicom_syntax syntax, syntax_info *out)
         {EXS_RLELossless, UID_RLELosslessTransferSyntax},
         {EXS_JPEGProcess14SV1, UID_JPEGProcess14SV1TransferSyntax},
         {EXS_JPEGLSLossless, UID_JPEGLSLosslessTransferSyntax},
+        {EXS_JPEG2000LosslessOnly, UID_JPEG2000LosslessOnlyTransferSyntax},
     };
     if ((int)syntax < 0 || (size_t)syntax >= sizeof table / sizeof table[0])
         return false;
@@ -284,14 +285,17 @@ dh_status build(const dh_dicom_write_image *im, DcmDataset *ds, char *msg, size_
 }
 
 /* The pixels in the representation of the transfer syntax: DCMTK's encoders for RLE and JPEG
- * lossless, CharLS 2 for JPEG-LS, nothing to do for the native syntaxes. */
+ * lossless, CharLS 2 for JPEG-LS, OpenJPEG for JPEG 2000, nothing to do for the native syntaxes. */
 dh_status encode_pixels(DcmDataset *ds, E_TransferSyntax xfer, const char *path, char *msg,
                         size_t msg_len)
 {
     const char *uid = DcmXfer(xfer).getXferID();
-    if (xfer == EXS_JPEGLSLossless) {
+    if (xfer == EXS_JPEGLSLossless || xfer == EXS_JPEG2000LosslessOnly) {
         try {
-            dh_dicom_impl::encode_jpegls_pixels(*ds);
+            if (xfer == EXS_JPEGLSLossless)
+                dh_dicom_impl::encode_jpegls_pixels(*ds);
+            else
+                dh_dicom_impl::encode_jpeg2000_pixels(*ds);
         } catch (const dh_dicom_impl::failure &f) {
             return fail(msg, msg_len, f.status, "%s: cannot encode the pixels as %s: %s", path,
                         uid, f.reason.c_str());

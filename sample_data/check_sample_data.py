@@ -6,7 +6,8 @@ same stored values as the uncompressed original, and the files must say what sam
 promises: geometry, pixel format, rescale, photometric, series layout. dciodvfy (dicom3tools),
 when installed, must find no error against the CT and CR IODs.
 
-Usage: check_sample_data.py SAMPLE_DATA_DIR. Exits 77 (skipped) without pydicom or pylibjpeg.
+Usage: check_sample_data.py SAMPLE_DATA_DIR. Exits 77 (skipped) without pydicom, pylibjpeg or
+pylibjpeg-openjpeg.
 """
 import glob
 import os
@@ -20,6 +21,7 @@ try:
     import numpy as np
     import pydicom
     import pylibjpeg  # noqa: F401  (registers the JPEG and JPEG-LS decoders with pydicom)
+    import openjpeg  # noqa: F401  (pylibjpeg-openjpeg: the JPEG 2000 decoder)
 except ImportError as e:
     print(f"skipped: {e}")
     sys.exit(SKIP)
@@ -69,7 +71,8 @@ def main(root):
     uids = {by_name[0].SeriesInstanceUID}
     for folder, syntax in [("ct_phantom_jpeg_lossless", "1.2.840.10008.1.2.4.70"),
                            ("ct_phantom_rle", "1.2.840.10008.1.2.5"),
-                           ("ct_phantom_jpeg_ls", "1.2.840.10008.1.2.4.80")]:
+                           ("ct_phantom_jpeg_ls", "1.2.840.10008.1.2.4.80"),
+                           ("ct_phantom_jpeg2000", "1.2.840.10008.1.2.4.90")]:
         variant = series(f"{root}/{folder}")
         check(sorted(variant) == sorted(ct), f"{folder}: not the same file names as ct_phantom")
         for name, d in variant.items():
@@ -95,7 +98,7 @@ def main(root):
         check(d.file_meta.TransferSyntaxUID == syntax, f"xray_projection_{name}: syntax")
         check(np.array_equal(d.pixel_array, x), f"xray_projection_{name}: values differ")
         uids.add(d.SeriesInstanceUID)
-    check(len(uids) == 11, f"{len(uids)} series UIDs for 11 variants: a folder scan would mix them")
+    check(len(uids) == 12, f"{len(uids)} series UIDs for 12 variants: a folder scan would mix them")
 
     dciodvfy = shutil.which("dciodvfy")
     if dciodvfy:

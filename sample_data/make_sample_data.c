@@ -319,39 +319,43 @@ int main(int argc, char **argv)
     make_ct_volume(ct);
     make_projection(xr);
 
+    /* Each variant's number seeds its UIDs: a new variant takes the next free number, so the
+     * files already committed keep their bytes. */
     static const struct {
         const char *dir;
         dh_dicom_syntax syntax;
         const char *description;
+        uint32_t variant;
     } ct_variants[] = {
-        {"ct_phantom", DH_DICOM_EXPLICIT_LE, "CT phantom"},
-        {"ct_phantom_jpeg_lossless", DH_DICOM_JPEG_LOSSLESS, "CT phantom, JPEG lossless SV1"},
-        {"ct_phantom_rle", DH_DICOM_RLE, "CT phantom, RLE"},
-        {"ct_phantom_jpeg_ls", DH_DICOM_JPEG_LS_LOSSLESS, "CT phantom, JPEG-LS lossless"},
+        {"ct_phantom", DH_DICOM_EXPLICIT_LE, "CT phantom", 0},
+        {"ct_phantom_jpeg_lossless", DH_DICOM_JPEG_LOSSLESS, "CT phantom, JPEG lossless SV1", 1},
+        {"ct_phantom_rle", DH_DICOM_RLE, "CT phantom, RLE", 2},
+        {"ct_phantom_jpeg_ls", DH_DICOM_JPEG_LS_LOSSLESS, "CT phantom, JPEG-LS lossless", 3},
+        {"ct_phantom_jpeg2000", DH_DICOM_JPEG_2000_LOSSLESS, "CT phantom, JPEG 2000 lossless", 11},
     };
     static const struct {
         const char *name;
         dh_dicom_syntax syntax;
         const char *description;
+        uint32_t variant;
     } xr_variants[] = {
-        {"xray_projection.dcm", DH_DICOM_EXPLICIT_LE, "AP projection"},
+        {"xray_projection.dcm", DH_DICOM_EXPLICIT_LE, "AP projection", 4},
         {"xray_projection_jpeg_lossless.dcm", DH_DICOM_JPEG_LOSSLESS,
-         "AP projection, JPEG lossless SV1"},
-        {"xray_projection_rle.dcm", DH_DICOM_RLE, "AP projection, RLE"},
+         "AP projection, JPEG lossless SV1", 5},
+        {"xray_projection_rle.dcm", DH_DICOM_RLE, "AP projection, RLE", 6},
         {"xray_projection_jpeg_ls.dcm", DH_DICOM_JPEG_LS_LOSSLESS,
-         "AP projection, JPEG-LS lossless"},
-        {"xray_projection_implicit.dcm", DH_DICOM_IMPLICIT_LE, "AP projection, implicit LE"},
-        {"xray_projection_big_endian.dcm", DH_DICOM_EXPLICIT_BE, "AP projection, big endian"},
-        {"xray_projection_deflated.dcm", DH_DICOM_DEFLATED_LE, "AP projection, deflated"},
+         "AP projection, JPEG-LS lossless", 7},
+        {"xray_projection_implicit.dcm", DH_DICOM_IMPLICIT_LE, "AP projection, implicit LE", 8},
+        {"xray_projection_big_endian.dcm", DH_DICOM_EXPLICIT_BE, "AP projection, big endian", 9},
+        {"xray_projection_deflated.dcm", DH_DICOM_DEFLATED_LE, "AP projection, deflated", 10},
     };
-    const uint32_t n_ct = sizeof ct_variants / sizeof ct_variants[0];
-    for (uint32_t v = 0; v < n_ct; ++v)
-        if (write_ct_series(out, ct_variants[v].dir, ct_variants[v].syntax, v,
-                            ct_variants[v].description, ct) != 0)
+    for (uint32_t v = 0; v < sizeof ct_variants / sizeof ct_variants[0]; ++v)
+        if (write_ct_series(out, ct_variants[v].dir, ct_variants[v].syntax,
+                            ct_variants[v].variant, ct_variants[v].description, ct) != 0)
             return 1;
     for (uint32_t v = 0; v < sizeof xr_variants / sizeof xr_variants[0]; ++v)
-        if (write_projection(out, xr_variants[v].name, xr_variants[v].syntax, n_ct + v,
-                             xr_variants[v].description, xr) != 0)
+        if (write_projection(out, xr_variants[v].name, xr_variants[v].syntax,
+                             xr_variants[v].variant, xr_variants[v].description, xr) != 0)
             return 1;
     return 0;
 }

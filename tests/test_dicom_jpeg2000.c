@@ -140,40 +140,67 @@ static void fill_noise(int32_t *out, size_t n, int precision, int sgnd, uint64_t
 /* ---------------------------------------------------------------------------------------------
  * HTJ2K code streams made by OpenJPH's ojph_compress from a PGM file
  * ------------------------------------------------------------------------------------------- */
-/* Encodes unsigned samples of `precision` bits; returns an empty buffer where the tool is absent. */
-static buf encode_ojph(const int32_t *samples, uint32_t w, uint32_t h, int precision)
+/* The whole of a file the test made (asserted). */
+static buf file_bytes(const char *path)
 {
     buf out = {NULL, 0, 0};
-    if (!dh_test_have_tool("ojph_compress"))
-        return out;
-    char *dir = dh_test_temp_dir("/tmp/dh_htj2k");
-    char pgm[256], j2c[256], cmd[700];
-    snprintf(pgm, sizeof pgm, "%s/in.pgm", dir);
-    snprintf(j2c, sizeof j2c, "%s/out.j2c", dir);
-    FILE *f = fopen(pgm, "wb");
-    ck_assert_ptr_nonnull(f);
-    fprintf(f, "P5\n%u %u\n%u\n", w, h, (1u << precision) - 1u);
-    for (size_t i = 0; i < (size_t)w * h; i++) {
-        const uint8_t hi = (uint8_t)(samples[i] >> 8), lo = (uint8_t)samples[i];
-        if (precision > 8)
-            fputc(hi, f); /* PGM: big-endian words above 255 */
-        fputc(lo, f);
-    }
-    fclose(f);
-    snprintf(cmd, sizeof cmd, "ojph_compress -i %s -o %s -reversible true -num_decomps 3 "
-                              ">/dev/null 2>&1", pgm, j2c);
-    ck_assert_msg(system(cmd) == 0, "'%s' failed", cmd);
-    f = fopen(j2c, "rb");
+    FILE *f = fopen(path, "rb");
     ck_assert_ptr_nonnull(f);
     uint8_t chunk[4096];
     size_t k;
     while ((k = fread(chunk, 1, sizeof chunk, f)) > 0)
         put(&out, chunk, k);
     fclose(f);
+    return out;
+}
+
+/* A code stream of unsigned samples of `precision` bits made by a command-line encoder: OpenJPH's
+ * ojph_compress (HTJ2K, from a PGM file) or OpenJPEG's opj_compress (J2K, from raw little-endian
+ * words), with `options` added; an empty buffer where the tool is absent. */
+static buf encode_with_tool(const char *tool, const int32_t *samples, uint32_t w, uint32_t h,
+                            int precision, const char *options)
+{
+    if (!dh_test_have_tool(tool))
+        return (buf){NULL, 0, 0};
+    const int pgm = strcmp(tool, "ojph_compress") == 0;
+    char *dir = dh_test_temp_dir("/tmp/dh_j2k_tool");
+    char in[256], out[256], cmd[900];
+    snprintf(in, sizeof in, "%s/%s", dir, pgm ? "in.pgm" : "in.rawl");
+    snprintf(out, sizeof out, "%s/%s", dir, pgm ? "out.j2c" : "out.j2k");
+    FILE *f = fopen(in, "wb");
+    ck_assert_ptr_nonnull(f);
+    if (pgm)
+        fprintf(f, "P5\n%u %u\n%u\n", w, h, (1u << precision) - 1u);
+    for (size_t i = 0; i < (size_t)w * h; i++) {
+        const uint8_t hi = (uint8_t)(samples[i] >> 8), lo = (uint8_t)samples[i];
+        if (pgm) { /* PGM: big-endian words above 255 */
+            if (precision > 8)
+                fputc(hi, f);
+            fputc(lo, f);
+        } else {
+            fputc(lo, f);
+            fputc(hi, f);
+        }
+    }
+    fclose(f);
+    if (pgm)
+        snprintf(cmd, sizeof cmd, "%s -i %s -o %s %s >/dev/null 2>&1", tool, in, out, options);
+    else
+        snprintf(cmd, sizeof cmd, "%s -i %s -o %s -F %u,%u,1,%d,u %s >/dev/null 2>&1", tool, in,
+                 out, w, h, precision, options);
+    ck_assert_msg(system(cmd) == 0, "'%s' failed", cmd);
+    buf stream = file_bytes(out);
     dh_test_remove_tree(dir);
     free(dir);
-    ck_assert_uint_gt(out.n, 40);
-    return out;
+    ck_assert_uint_gt(stream.n, 40);
+    return stream;
+}
+
+/* HTJ2K, lossless, from OpenJPH. */
+static buf encode_ojph(const int32_t *samples, uint32_t w, uint32_t h, int precision)
+{
+    return encode_with_tool("ojph_compress", samples, w, h, precision,
+                            "-reversible true -num_decomps 3");
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -417,6 +444,48 @@ START_TEST(refuses_streams_that_do_not_fit_the_dataset)
 }
 END_TEST
 
+/* A marker code (FF90..FFFF) inside a tile-part's packet data can only be damage; in an HT code
+ * block's MEL segment it made Debian's OpenJPEG 2.5.0 abort the process (the fuzz corpus keeps the
+ * two inputs that did), so it is refused before OpenJPEG sees the stream. SOP and EPH markers,
+ * which do sit in packet data when the coding style asks for them, still read. */
+START_TEST(refuses_marker_codes_inside_packet_data)
+{
+    static int32_t values[FRAME];
+    fill_noise(values, FRAME, 12, 0, 600);
+    buf stream = encode_ojph(values, COLUMNS, ROWS, 12);
+    if (stream.n == 0)
+        return;
+    size_t sod = 0;
+    for (size_t i = 0; i + 1 < stream.n && !sod; i++)
+        if (stream.p[i] == 0xff && stream.p[i + 1] == 0x93)
+            sod = i;
+    ck_assert_uint_gt(sod, 0);
+    const size_t at = sod + 2 + (stream.n - sod) / 2;
+    stream.p[at] = 0xff;
+    stream.p[at + 1] = 0xf4;
+    placed p;
+    place(&p, &stream, 1, ONE_FRAGMENT_EACH);
+    synth s = j2k_synth(TS_HTJ2K_LOSSLESS, 16, 12, 0, NULL, &p.e);
+    expect_malformed(&s, "HTJ2K frame 1: corrupt code stream: marker code FFF4 inside the data "
+                         "of tile-part 1");
+    free(stream.p);
+
+    buf sop = encode_with_tool("opj_compress", values, COLUMNS, ROWS, 12, "-n 3 -SOP -EPH");
+    if (sop.n == 0)
+        return;
+    int markers = 0; /* SOP and EPH markers in the packet data */
+    for (size_t i = 0; i + 1 < sop.n; i++)
+        markers += sop.p[i] == 0xff && (sop.p[i + 1] == 0x91 || sop.p[i + 1] == 0x92);
+    ck_assert_int_gt(markers, 2);
+    place(&p, &sop, 1, ONE_FRAGMENT_EACH);
+    s = j2k_synth(TS_J2K, 16, 12, 0, NULL, &p.e);
+    dh_dicom_image *img = read_ok(&s);
+    assert_values(img, values, FRAME);
+    dh_dicom_image_free(img);
+    free(sop.p);
+}
+END_TEST
+
 /* A 12-bit CT-like frame of `side` pixels a side, as a J2K (OpenJPEG) or HTJ2K (OpenJPH) stream;
  * HTJ2K gives an empty buffer where ojph_compress is absent. */
 static buf ct_like_stream(int htj2k, uint32_t side, uint64_t seed)
@@ -535,6 +604,7 @@ static Suite *jpeg2000_suite(void)
     suite_add_tcase(s, valid);
     TCase *bad = tcase_create("bad");
     tcase_add_test(bad, refuses_streams_that_do_not_fit_the_dataset);
+    tcase_add_test(bad, refuses_marker_codes_inside_packet_data);
     tcase_add_loop_test(bad, corrupt_streams_are_errors_not_crashes, 0, 2);
     tcase_add_loop_test(bad, truncated_streams_fail_at_once, 0, 2);
     tcase_set_timeout(bad, 120);

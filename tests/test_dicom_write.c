@@ -114,6 +114,7 @@ static const struct layout {
 static const dh_dicom_syntax syntaxes[] = {
     DH_DICOM_EXPLICIT_LE, DH_DICOM_IMPLICIT_LE, DH_DICOM_EXPLICIT_BE, DH_DICOM_DEFLATED_LE,
     DH_DICOM_RLE,         DH_DICOM_JPEG_LOSSLESS, DH_DICOM_JPEG_LS_LOSSLESS,
+    DH_DICOM_JPEG_2000_LOSSLESS,
 };
 
 static void assert_same_pixels(const dh_dicom_image *back, const uint16_t *pixels, int n,

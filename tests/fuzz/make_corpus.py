@@ -3,8 +3,9 @@
 to the fuzz target in every build. All come from the project's own sample_data (cropped to 8x8
 so that each stays near 1 KB) or are built here byte by byte: one per transfer syntax, an
 enhanced multi-frame file, and the inputs that once cost a huge allocation (a PixelData length
-far beyond the data, plain and deflated). Needs pydicom, numpy and DCMTK's dcmcrle, dcmcjpeg,
-dcmcjpls. Usage: make_corpus.py SAMPLE_DATA_DIR OUT_DIR
+far beyond the data, plain and deflated). JPEG 2000 seeds come from OpenJPEG's opj_compress,
+HTJ2K ones from OpenJPH's ojph_compress. Needs pydicom, numpy, DCMTK's dcmcrle, dcmcjpeg,
+dcmcjpls, opj_compress and ojph_compress. Usage: make_corpus.py SAMPLE_DATA_DIR OUT_DIR
 """
 import os
 import struct
@@ -27,6 +28,41 @@ def crop(src, dst):
     big = ds.file_meta.TransferSyntaxUID == "1.2.840.10008.1.2.2"
     ds.PixelData = arr.astype(arr.dtype.newbyteorder(">" if big else "<")).tobytes()
     ds.save_as(dst)
+
+
+def code_stream(values, tool, tmp, signed=False):
+    """A lossless code stream of a 2-D array of stored values: J2K from opj_compress (a signed
+    stream when `signed`), HTJ2K from ojph_compress (unsigned: the values' 12-bit pattern)."""
+    h, w = values.shape
+    out = os.path.join(tmp, "cs.j2c" if tool == "ojph_compress" else "cs.j2k")
+    if tool == "ojph_compress":
+        src = os.path.join(tmp, "in.pgm")
+        with open(src, "wb") as f:
+            f.write(b"P5\n%d %d\n4095\n" % (w, h))
+            f.write((values.astype(np.int64) & 0xFFF).astype(">u2").tobytes())
+        args = ["-reversible", "true", "-num_decomps", "2"]
+    else:
+        src = os.path.join(tmp, "in.rawl")
+        values.astype("<i2" if signed else "<u2").tofile(src)
+        args = ["-F", "%d,%d,1,12,%s" % (w, h, "s" if signed else "u"), "-n", "3"]
+    subprocess.run([tool, "-i", src, "-o", out] + args, check=True, stdout=subprocess.DEVNULL)
+    return open(out, "rb").read()
+
+
+def encapsulated(src, streams, ts, dst, signed=False):
+    """The file src with its pixels replaced by one fragment per code stream (a basic offset
+    table when there are several frames)."""
+    from pydicom.encaps import encapsulate
+    ds = pydicom.dcmread(src)
+    if len(streams) > 1:
+        ds.NumberOfFrames = len(streams)
+    ds.PixelRepresentation = 1 if signed else 0
+    ds.PixelData = encapsulate(streams, has_bot=len(streams) > 1)
+    ds["PixelData"].VR = "OB"
+    ds["PixelData"].is_undefined_length = True
+    ds.file_meta.TransferSyntaxUID = ts
+    ds.save_as(dst)
+    return open(dst, "rb").read()
 
 
 def write(name, data):
@@ -111,6 +147,32 @@ with tempfile.TemporaryDirectory() as tmp:
     at = jpeg.find(b"\xff\xd8\xff") + 2
     jpeg[at:at + 2] = b"\xff\x01"
     write("ct_jpeg_tem_marker_after_soi.dcm", bytes(jpeg))
+
+    # JPEG 2000 (.90) and HTJ2K (.201): one frame, two frames with an offset table, signed, a
+    # whole JP2 file where the code stream belongs, and a code stream cut short.
+    values = pydicom.dcmread(ct).pixel_array
+    j2k = code_stream(values, "opj_compress", tmp)
+    dst = os.path.join(tmp, "j.dcm")
+    write("ct_8x8_j2k.dcm", encapsulated(ct, [j2k], "1.2.840.10008.1.2.4.90", dst))
+    write("ct_8x8_j2k_truncated.dcm",
+          encapsulated(ct, [j2k[:len(j2k) * 2 // 3]], "1.2.840.10008.1.2.4.90", dst))
+    signed = code_stream(values - 2048, "opj_compress", tmp, signed=True)
+    write("ct_8x8_j2k_signed_2_frames.dcm",
+          encapsulated(ct, [signed, signed], "1.2.840.10008.1.2.4.91", dst,
+                       signed=True))
+    ht = code_stream(values - 2048, "ojph_compress", tmp)
+    write("ct_8x8_htj2k_signed.dcm",
+          encapsulated(ct, [ht], "1.2.840.10008.1.2.4.201", dst, signed=True))
+    write("ct_8x8_htj2k_2_frames.dcm",
+          encapsulated(ct, [ht, code_stream(values, "ojph_compress", tmp)],
+                       "1.2.840.10008.1.2.4.202", dst))
+    jp2_src = os.path.join(tmp, "in.rawl")
+    values.astype("<u2").tofile(jp2_src)
+    subprocess.run(["opj_compress", "-i", jp2_src, "-o", os.path.join(tmp, "x.jp2"), "-F",
+                    "8,8,1,12,u", "-n", "3"], check=True, stdout=subprocess.DEVNULL)
+    write("ct_8x8_jp2_wrapped.dcm",
+          encapsulated(ct, [open(os.path.join(tmp, "x.jp2"), "rb").read()],
+                       "1.2.840.10008.1.2.4.90", dst))
 
 write("enhanced_16_frames_descending.dcm", enhanced(16))
 # A garbled per-frame position: the positions read so far once leaked.
