@@ -6,14 +6,16 @@
  * (the mix of ../shared/docs/gpu.md: 40% air near 24, 15% fat near 924, 30% soft tissue near
  * 1064, 15% bone around 1700), uniform 16-bit, and a constant volume. For each: the read-only
  * ceiling kernel (16-byte loads), CUB DeviceHistogram::HistogramEven, and dh_hist_cuda_device
- * (output zeroing included) at its default shape and a few others (among them packed 16-bit
- * counters in one block and thread-block clusters of 2 or 4 blocks at every bin count). Then
+ * (output zeroing included) at its default shape and a few others (wide counters in blocks of
+ * 512 or 1024 threads, guarded packed 16-bit counters with and without count pairs, and
+ * thread-block clusters of 2 blocks at every bin count; each shape's counts checked). Then
  * per-slice mode against the whole volume, and one 512x512 slice at 4096 bins (zeroing
  * included). Every figure is the median of event-timed repetitions after warm-up; GB/s counts
  * input bytes (2 per sample).
  * Our counts are checked against CUB's on every case.
  *
  * Usage: bench_hist [reps]   (default 60)
+ *        bench_hist --profile DATA BINS WIDE_THREADS PACKED   (one case, 3 calls: for ncu)
  */
 #include <cub/device/device_histogram.cuh>
 #include <cuda_runtime.h>
@@ -124,7 +126,10 @@ static const char *agree(ctx &c, uint32_t bins)
 
 int main(int argc, char **argv)
 {
-    if (argc > 1)
+    /* --profile DATA BINS WIDE_THREADS PACKED: three calls of one case and nothing else,
+     * for a profiler (ncu) to look at one launch. */
+    const bool profile = argc == 6 && !strcmp(argv[1], "--profile");
+    if (argc > 1 && !profile)
         g_reps = atoi(argv[1]) > 0 ? atoi(argv[1]) : g_reps;
     const cudaDeviceProp prop = bench_device();
     int rt = 0, drv = 0;
@@ -146,6 +151,21 @@ int main(int argc, char **argv)
     CK(cudaMalloc(&c.cub_hist, 65536 * sizeof(int)));
     CK(cudaMalloc(&c.ours, (size_t)SLICES * (65536 + 2) * sizeof(uint64_t)));
     CK(cudaDeviceSynchronize());
+    if (profile) {
+        const int data = atoi(argv[2]);
+        dh_bin_map map;
+        const uint32_t bins = (uint32_t)atoi(argv[3]);
+        dh_bin_map_init_affine(&map, bins, 0, data == 1 || bins > 4096 ? 65536 : 4096);
+        dh_cuda_tuning t;
+        memset(&t, 0, sizeof t);
+        t.wide_threads = (uint32_t)atoi(argv[4]);
+        t.force_packed = atoi(argv[5]);
+        for (int i = 0; i < 3; i++)
+            run_ours(vol[data], N, 1, 0, &map, c.ours, &t);
+        CK(cudaDeviceSynchronize());
+        printf("profile run done\n");
+        return 0;
+    }
 
     const size_t nv = N / 8;
     const int read_blocks = prop.multiProcessorCount * 8;
@@ -162,15 +182,30 @@ int main(int argc, char **argv)
         const char *name;
         dh_cuda_tuning t;
     };
-    const shape shapes[] = {{"default", {0, 0, 0, 0, 0, 0}},
-                            {"per-sample map", {0, 0, 0, 0, 1, 0}},
-                            {"in-kernel zeroing", {0, 0, 0, 0, 0, 2}},
-                            {"smem 24K", {24000, 0, 0, 0, 0, 0}},
-                            {"smem 40K", {40000, 0, 0, 0, 0, 0}},
-                            {"packed16", {0, 0, 1, 0, 0, 0, 1}},
-                            {"cluster 2", {0, 0, 0, 0, 0, 0, 2}},
-                            {"cluster 4", {0, 0, 0, 0, 0, 0, 4}},
-                            {"cluster 2 packed16", {0, 0, 1, 0, 0, 0, 2}}};
+    /* dh_cuda_tuning field by field (C++17 has no designated initializers). */
+    auto tune = [](uint32_t smem, int packed, int classic, int zero, uint32_t cluster,
+                   uint32_t threads = 0, int pairs = 0) {
+        dh_cuda_tuning t;
+        memset(&t, 0, sizeof t);
+        t.smem_target = smem;
+        t.force_packed = packed;
+        t.classic_map = classic;
+        t.zero_mode = zero;
+        t.cluster_size = cluster;
+        t.small_cluster = 1;
+        t.wide_threads = threads;
+        t.pair_flush = pairs;
+        return t;
+    };
+    const shape shapes[] = {{"default", tune(0, 0, 0, 0, 0)},
+                            {"per-sample map", tune(0, 0, 1, 0, 0)},
+                            {"in-kernel zeroing", tune(0, 0, 0, 2, 0)},
+                            {"wide 512t", tune(0, 0, 0, 0, 0, 512)},
+                            {"wide 1024t", tune(0, 0, 0, 0, 0, 1024)},
+                            {"packed", tune(0, 1, 0, 0, 1)},
+                            {"packed, no pairs", tune(0, 1, 0, 0, 1, 0, 1)},
+                            {"cluster 2", tune(0, 0, 0, 0, 2)},
+                            {"cluster 2 packed", tune(0, 1, 0, 0, 2)}};
     const size_t nshapes = sizeof shapes / sizeof shapes[0];
     std::string every; /* every shape's figure, printed after the table */
     struct bcase {
@@ -178,9 +213,11 @@ int main(int argc, char **argv)
         uint32_t bins;
         int lo, hi;
     };
-    const bcase cases[] = {{0, 256, 0, 4096},   {0, 4096, 0, 4096},  {0, 65536, 0, 65536},
-                           {1, 256, 0, 65536},  {1, 4096, 0, 65536}, {1, 65536, 0, 65536},
-                           {2, 256, 0, 4096},   {2, 4096, 0, 4096},  {2, 65536, 0, 65536}};
+    const bcase cases[] = {{0, 256, 0, 4096},     {0, 4096, 0, 4096},    {0, 16384, 0, 65536},
+                           {0, 32768, 0, 65536},  {0, 65536, 0, 65536},  {1, 256, 0, 65536},
+                           {1, 4096, 0, 65536},   {1, 16384, 0, 65536},  {1, 32768, 0, 65536},
+                           {1, 65536, 0, 65536},  {2, 256, 0, 4096},     {2, 4096, 0, 4096},
+                           {2, 16384, 0, 65536},  {2, 32768, 0, 65536},  {2, 65536, 0, 65536}};
 
     printf("| data | bins | ceiling GB/s | CUB GB/s | ours GB/s | ours/ceiling | ours/CUB | "
            "counts vs CUB | best other shape |\n");
@@ -199,8 +236,11 @@ int main(int argc, char **argv)
         for (const shape &s : shapes) {
             const double ms =
                 median_ms([&](int) { run_ours(d, N, 1, 0, &map, c.ours, &s.t); });
-            snprintf(line, sizeof line, " %s %.1f%%%s", s.name,
+            /* c.ours holds this shape's counts, c.cub_hist CUB's (from its timing above) */
+            const char *shape_same = agree(c, bc.bins);
+            snprintf(line, sizeof line, " %s %.1f%%%s%s", s.name,
                      100 * gbs(N, ms) / gbs(N, ceiling_ms[bc.data]),
+                     strcmp(shape_same, "same") ? " (counts DIFFER from CUB)" : "",
                      &s == &shapes[nshapes - 1] ? "\n" : ",");
             every += line;
             if (&s == &shapes[0])
@@ -232,14 +272,18 @@ int main(int argc, char **argv)
             median_ms([&](int) { run_ours(vol[0], SLICE, SLICES, 1, &map, c.ours, nullptr); });
         printf("| 512 slices of 512x512 | %u | %.0f | %.0f | %.1f%% | %.1f%% |\n", bins,
                gbs(N, whole), gbs(N, per), 100 * whole / per, 100 * gbs(N, per) / ceil_gbs);
-        const dh_cuda_tuning smem24 = {24000, 0, 0, 0, 0, 0};
-        const double whole_m =
-            median_ms([&](int) { run_ours(vol[0], N, 1, 0, &map, c.ours, &smem24); });
-        const double per_m = median_ms(
-            [&](int) { run_ours(vol[0], SLICE, SLICES, 1, &map, c.ours, &smem24); });
-        printf("|   (smem 24K) | %u | %.0f | %.0f | %.1f%% | %.1f%% |\n", bins,
-               gbs(N, whole_m), gbs(N, per_m), 100 * whole_m / per_m,
-               100 * gbs(N, per_m) / ceil_gbs);
+        for (uint32_t threads : {512u, 1024u}) {
+            dh_cuda_tuning t;
+            memset(&t, 0, sizeof t);
+            t.wide_threads = threads;
+            const double whole_t =
+                median_ms([&](int) { run_ours(vol[0], N, 1, 0, &map, c.ours, &t); });
+            const double per_t = median_ms(
+                [&](int) { run_ours(vol[0], SLICE, SLICES, 1, &map, c.ours, &t); });
+            printf("|   (wide %ut) | %u | %.0f | %.0f | %.1f%% | %.1f%% |\n", threads, bins,
+                   gbs(N, whole_t), gbs(N, per_t), 100 * whole_t / per_t,
+                   100 * gbs(N, per_t) / ceil_gbs);
+        }
         /* The ways of treating the output, each against the default whole volume: a memset
          * (the default before ZERO_STORE), zeroing in the kernel, stored by the blocks. */
         const char *way_names[] = {"", "memset first", "zeroed in the kernel",

@@ -12,6 +12,7 @@
 #include "cuda_check.h"
 #include "hist_cuda.h"
 #include "hist_cuda_cluster.cuh"
+#include "hist_cuda_big.cuh"
 #include "hist_cuda_small.cuh"
 
 #include <cuda_runtime.h>
@@ -33,17 +34,26 @@ const uint64_t DEFAULT_MIN_SAMPLES_PER_BLOCK = 4096;
  * the kernel's own zeroing cost more than a memset on large inputs and large outputs. */
 const uint64_t ZERO_IN_KERNEL_MAX_SAMPLES = (uint64_t)1 << 22;
 const uint64_t ZERO_IN_KERNEL_MAX_COUNTS = (uint64_t)1 << 17;
-/* Bins whose 32-bit counters do not fit one block get packed 16-bit counters in one block; a
- * cluster of 2 or 4 blocks sharing 32-bit counters is there only when dh_cuda_tuning asks for it.
- * Packed counters win: 31-36% of the read ceiling at 65536 bins against 7.5-9.2% for a cluster of
- * 2, whose distributed-shared-memory atomics cost about 12 times a local one (bench/NOTES.md,
- * run 9). */
+/* Bins whose 32-bit counters do not fit one block get packed 16-bit counters in one block of
+ * 1024 threads whose guard proves that no counter wraps (hist_cuda_big.cuh: 67% of the read
+ * ceiling at 65536 bins on an H100, against 44% for the earlier kernel that repaired wraps from
+ * returned words, bench/NOTES.md run 20); a cluster of 2 or 4 blocks sharing 32-bit counters is
+ * there only when dh_cuda_tuning asks for it: its distributed-shared-memory atomics cost about 12
+ * times a local one (run 9). */
 /* One cluster storing a small single histogram (hist_cuda_small.cuh) lost on one 512x512 slice
  * at 4096 bins: 10.0 us (8 blocks) and 10.4 us (16) against 8.5 us for the whole device zeroing
  * in the kernel (bench/NOTES.md, run 13), so it is off by default (0) and taken only when
  * dh_cuda_tuning.small_cluster asks; SMALL_MAX_SAMPLES is where a default would apply. */
 const uint64_t SMALL_MAX_SAMPLES = (uint64_t)1 << 19;
 const uint32_t DEFAULT_SMALL_CLUSTER = 0;
+/* Wide counters take one block of 1024 threads per SM (hist_cuda_big.cuh) from this many
+ * samples on, or wherever two blocks' counters do not fit an SM; two blocks of 512 threads
+ * otherwise (1024 threads: CT-like 4096 bins 90.3% of the read ceiling against 85.2%, per-slice
+ * 87.3% against 81.4%; bench/NOTES.md runs 19-20). */
+const uint64_t WIDE_1024_MIN_SAMPLES = (uint64_t)1 << 22;
+/* Guarded packed counters of one histogram: 2 = flush count pairs (hist_args.pairs: uniform
+ * 65536 bins 66.6% against 60.2%, run 20), 1 = one add per count. */
+const int DEFAULT_PAIR_FLUSH = 2;
 /* How a launch treats its output: add to it as it is; zero it inside the kernel (cooperative,
  * a grid-wide barrier before the first flush); no zeroing, each histogram stored by the piece
  * that ends it and added to by the others after a grid-wide barrier (cooperative); or a memset
@@ -62,16 +72,25 @@ int fail_text(char *msg, size_t msg_len, const char *text)
 
 typedef void (*kernel_fn)(const hist_args);
 
-/* [kind][signed][packed]: a constant table, not state. */
-const kernel_fn KERNELS[4][2][2] = {
-    {{hist_kernel<MAP_SHIFT, 0, 0>, hist_kernel<MAP_SHIFT, 0, 1>},
-     {hist_kernel<MAP_SHIFT, 1, 0>, hist_kernel<MAP_SHIFT, 1, 1>}},
-    {{hist_kernel<MAP_DIV, 0, 0>, hist_kernel<MAP_DIV, 0, 1>},
-     {hist_kernel<MAP_DIV, 1, 0>, hist_kernel<MAP_DIV, 1, 1>}},
-    {{hist_kernel<MAP_LUT, 0, 0>, hist_kernel<MAP_LUT, 0, 1>},
-     {hist_kernel<MAP_LUT, 1, 0>, hist_kernel<MAP_LUT, 1, 1>}},
-    {{hist_kernel<MAP_PAIR, 0, 0>, hist_kernel<MAP_PAIR, 0, 1>},
-     {hist_kernel<MAP_PAIR, 1, 0>, hist_kernel<MAP_PAIR, 1, 1>}},
+/* [kind][signed]: a constant table, not state. */
+const kernel_fn KERNELS[4][2] = {
+    {hist_kernel<MAP_SHIFT, 0>, hist_kernel<MAP_SHIFT, 1>},
+    {hist_kernel<MAP_DIV, 0>, hist_kernel<MAP_DIV, 1>},
+    {hist_kernel<MAP_LUT, 0>, hist_kernel<MAP_LUT, 1>},
+    {hist_kernel<MAP_PAIR, 0>, hist_kernel<MAP_PAIR, 1>},
+};
+
+/* One block of 1024 threads per SM (hist_cuda_big.cuh), [kind][signed][0: wide, 1: guarded
+ * packed counters]. */
+const kernel_fn BIG_KERNELS[4][2][2] = {
+    {{hist_big_kernel<MAP_SHIFT, 0, 0>, hist_big_kernel<MAP_SHIFT, 0, 1>},
+     {hist_big_kernel<MAP_SHIFT, 1, 0>, hist_big_kernel<MAP_SHIFT, 1, 1>}},
+    {{hist_big_kernel<MAP_DIV, 0, 0>, hist_big_kernel<MAP_DIV, 0, 1>},
+     {hist_big_kernel<MAP_DIV, 1, 0>, hist_big_kernel<MAP_DIV, 1, 1>}},
+    {{hist_big_kernel<MAP_LUT, 0, 0>, hist_big_kernel<MAP_LUT, 0, 1>},
+     {hist_big_kernel<MAP_LUT, 1, 0>, hist_big_kernel<MAP_LUT, 1, 1>}},
+    {{hist_big_kernel<MAP_PAIR, 0, 0>, hist_big_kernel<MAP_PAIR, 0, 1>},
+     {hist_big_kernel<MAP_PAIR, 1, 0>, hist_big_kernel<MAP_PAIR, 1, 1>}},
 };
 
 /* Cluster kernels, [kind][signed][variant]: 0 = 2 blocks of 32-bit counters, 1 = 4 blocks of
@@ -303,6 +322,9 @@ int launch(const void *d_data, int is_signed, uint64_t n, uint64_t first, uint64
             }
         }
     }
+    /* Whether this call overwrites its outputs (before the memset below turns that into
+     * ZERO_NONE): pairs (hist_args.pairs) need outputs that start at zero. */
+    const int overwrites = zero != ZERO_NONE;
     /* Storing needs pieces cut only at histogram and block ends, wide counters, no total. */
     if (zero == ZERO_STORE && (!wide || d_total || n == 0 || first != 0 ||
                                seg_len > DH_CUDA_PIECE_MAX))
@@ -352,12 +374,27 @@ int launch(const void *d_data, int is_signed, uint64_t n, uint64_t first, uint64
         return 0;
     }
 
-    const kernel_fn kernel = KERNELS[kind][is_signed ? 1 : 0][packed];
+    /* Packed counters: the guarded kernel (hist_cuda_big.cuh). Wide counters: one block of
+     * 1024 threads per SM for large inputs and where two blocks' counters would not fit an SM,
+     * else two blocks of 512 threads. */
+    int per_sm_smem = 0;
+    DH_CUDA_CK(cudaDeviceGetAttribute(&per_sm_smem, cudaDevAttrMaxSharedMemoryPerMultiprocessor,
+                                      dev),
+               "cudaDeviceGetAttribute(shared memory per multiprocessor)");
+    const uint32_t wide_threads =
+        tuning && tuning->wide_threads ? tuning->wide_threads
+        : n >= WIDE_1024_MIN_SAMPLES || 2 * (smem + 1024) > (size_t)per_sm_smem ? 1024u
+                                                                                : 512u;
+    if (!packed && wide_threads != 512 && wide_threads != 1024)
+        return fail_text(msg, msg_len, "wide counters take 512 or 1024 threads");
+    const int big = packed || wide_threads == 1024;
+    const kernel_fn kernel =
+        big ? BIG_KERNELS[kind][is_signed ? 1 : 0][packed] : KERNELS[kind][is_signed ? 1 : 0];
     if (smem > 48 * 1024)
         DH_CUDA_CK(cudaFuncSetAttribute((const void *)kernel,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
                    "cudaFuncSetAttribute(shared memory)");
-    const int threads = packed ? shape<1>::threads : shape<0>::threads;
+    const int threads = big ? DH_CUDA_BIG_THREADS : DH_CUDA_THREADS;
     /* A grid no larger than the multiprocessors needs no occupancy query (one block of any of
      * our shapes fits an SM: launch bounds cap the registers, smem was checked above); small
      * inputs, where the query's host time would show, take this way. */
@@ -372,9 +409,19 @@ int launch(const void *d_data, int is_signed, uint64_t n, uint64_t first, uint64
         if (blocks > (uint64_t)sms * per_sm)
             blocks = (uint64_t)sms * per_sm;
     }
+    /* Guarded packed counters of one overwritten histogram flush count pairs (hist_args.pairs):
+     * an even slot count, every block given two or more words to spread, a cooperative launch. */
+    const int pair_flush = tuning && tuning->pair_flush ? tuning->pair_flush : DEFAULT_PAIR_FLUSH;
+    if (pair_flush == 2 && packed && overwrites && n > 0 && n < ((uint64_t)1 << 32) &&
+        seg_len >= n && first == 0 && !d_total && a.slots % 2 == 0 && blocks * 2 <= a.words) {
+        int coop = 0;
+        DH_CUDA_CK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev),
+                   "cudaDeviceGetAttribute(cooperative launch)");
+        a.pairs = coop != 0;
+    }
     a.blocks = (uint32_t)blocks;
 
-    if (a.zero || a.store) {
+    if (a.zero || a.store || a.pairs) {
         /* Every block is resident at once (the grid fits the device), as the grid-wide barrier
          * requires; the cooperative launch checks that. */
         void *args[] = {&a};

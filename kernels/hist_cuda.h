@@ -55,7 +55,9 @@ int dh_hist_cuda_host_state(dh_cuda_state *state, const void *data, int is_signe
 typedef struct dh_cuda_tuning {
     uint32_t smem_target;          /* bytes of wide-counter copies a block aims for */
     uint32_t max_copies;           /* cap on wide-counter copies (power of two, <= 32) */
-    int force_packed;              /* 1: packed 16-bit counters at any bin count */
+    int force_packed;              /* 1: packed 16-bit counters at any bin count (the guarded
+                                    * kernel of hist_cuda_big.cuh; with cluster_size 2 the
+                                    * cluster's packed counters) */
     uint64_t min_samples_per_block; /* small inputs get fewer blocks */
     int classic_map;               /* 1: the shift map one sample at a time, not in pairs */
     int zero_mode;                 /* output zeroing: 0 default, 1 a memset before the kernel,
@@ -72,6 +74,10 @@ typedef struct dh_cuda_tuning {
                                     * 16: one cluster of that many blocks counts it and sums
                                     * the blocks' counters over distributed shared memory into
                                     * the output with plain stores (no zeroing, no atomics) */
+    uint32_t wide_threads;         /* wide counters: 0 default, 512 (two blocks per SM where
+                                    * they fit) or 1024 (one block per SM, hist_cuda_big.cuh) */
+    int pair_flush;                /* guarded packed counters of one histogram: 0 default, 1 one
+                                    * global add per count, 2 one per pair of counts */
 } dh_cuda_tuning;
 
 /* dh_hist_cuda_device with an explicit shape (NULL: defaults). zero_output 0 leaves d_out as

@@ -132,12 +132,9 @@ __device__ __forceinline__ void cluster_count_vector(const hist_args &a,
                                                      const cluster_counter<CS, PACKED> &c, uint4 x,
                                                      bool ok, uint32_t lane)
 {
-    uint32_t s[8];
-    const bool same = vector_slots<KIND, SIGNED>(a, x, s);
-    const unsigned live = __ballot_sync(0xffffffffu, ok);
-    const uint32_t leader = __ffs(live) - 1;
-    const uint32_t lead = __shfl_sync(0xffffffffu, s[0], leader);
-    if (__all_sync(0xffffffffu, !ok || (same && s[0] == lead))) {
+    uint32_t s[8], lead, leader;
+    unsigned live;
+    if (warp_slots<KIND, SIGNED>(a, x, ok, s, lead, leader, live)) {
         if (lane == leader)
             c.add(a, lead, 8u * __popc(live));
         return;

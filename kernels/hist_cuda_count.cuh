@@ -8,10 +8,8 @@
  *    odd number, so the copies of one bin also sit in different banks. Used whenever one copy
  *    fits the block's shared memory (up to about 58000 slots on Hopper).
  *  - Packed counters: two 16-bit counters per 32-bit word (slot w in the low half of word w,
- *    slot w + words in the high half), so 65536 bins + 2 need 128 KB. A low half that wraps
- *    carries 1 into the high half, and a word that wraps loses 2^32; both events are seen from
- *    the value the atomic returns and undone in the 64-bit global counts at once, so no count is
- *    ever lost (see packed_add).
+ *    slot w + words in the high half), so 65536 bins + 2 need 128 KB. No half may wrap: the
+ *    kernel that counts into them (hist_cuda_big.cuh) proves it with a guard.
  */
 #ifndef DH_KERNELS_HIST_CUDA_COUNT_CUH
 #define DH_KERNELS_HIST_CUDA_COUNT_CUH
@@ -56,6 +54,12 @@ struct hist_args {
      * last piece that ends inside a histogram adds to it after one grid-wide barrier, which every
      * such store precedes (cooperative launch). */
     uint32_t store;
+    /* 1 (guarded packed counters, one histogram of an even slot count, output overwritten,
+     * cooperative launch): flushes add each packed word as one 64-bit atomic, low count in the
+     * low 32 bits, high count in the high 32 bits, into out[words - 1 + w] (every 32-bit sum stays
+     * below 2^32 since n does); after a grid-wide barrier the blocks spread those pairs into the
+     * output's slots (hist_cuda_big.cuh). Half the atomics of one per count. */
+    uint32_t pairs;
 };
 
 /* Pieces never exceed this, so a 32-bit shared counter cannot wrap before its flush. */
@@ -120,41 +124,6 @@ template <int SIGNED>
 __device__ __forceinline__ int32_t hi16(uint32_t w)
 {
     return SIGNED ? ((int32_t)w >> 16) : (int32_t)(w >> 16);
-}
-
-/* Adds v (< 65536) to packed internal slot `slot` and repairs the 64-bit counts of the histogram `out`
- * when a half or the word wraps. With L and H the true counts of the low and high slot,
- * the word holds (L + 65536 H) mod 2^32, so L = low + 65536 * (low wraps) and
- * H = high - (low wraps) + 65536 * (word wraps): each event's share goes to `out` here, the
- * halves themselves at the flush. */
-__device__ __forceinline__ void packed_fix(unsigned long long *out, uint32_t w, uint32_t words,
-                                           uint32_t bins, bool low_wrap, bool word_wrap)
-{
-    unsigned long long *low = out + external_slot(w, bins);
-    unsigned long long *high = out + external_slot(w + words, bins);
-    if (low_wrap) {
-        atomicAdd(low, 65536ull);
-        atomicAdd(high, ~0ull); /* the carry it put in the high half: -1 */
-    }
-    if (word_wrap)
-        atomicAdd(high, 65536ull);
-}
-
-__device__ __forceinline__ void packed_add(uint32_t *smem, uint32_t words, uint32_t bins,
-                                           uint32_t slot, uint32_t v, unsigned long long *out,
-                                           unsigned long long *total)
-{
-    const bool high = slot >= words;
-    const uint32_t w = high ? slot - words : slot;
-    const uint32_t inc = high ? v << 16 : v;
-    const uint32_t old = atomicAdd(smem + w, inc);
-    const bool word_wrap = (uint64_t)old + inc > 0xffffffffull;
-    const bool low_wrap = !high && (old & 0xffffu) + v > 0xffffu;
-    if (__builtin_expect(word_wrap || low_wrap, 0)) {
-        packed_fix(out, w, words, bins, low_wrap, word_wrap);
-        if (total)
-            packed_fix(total, w, words, bins, low_wrap, word_wrap);
-    }
 }
 
 } // namespace dh_cuda

@@ -31,24 +31,15 @@ namespace dh_cuda {
 
 #define DH_CUDA_UNROLL 4
 
-/* Where a lane counts. Slots given to add() are internal slots less `post` (0 except for
- * MAP_PAIR): `hist` already points `post` words further, so the wide add is one address
+/* Where a lane counts (wide counters). Slots given to add() are internal slots less `post` (0
+ * except for MAP_PAIR): `hist` already points `post` words further, so the add is one address
  * computation and one atomic. */
-template <int PACKED>
 struct counter {
-    uint32_t *smem;
-    uint32_t *hist; /* wide: smem + this lane's copy offset + post */
-    int32_t post;
-    uint32_t words, bins;
-    unsigned long long *out; /* the current piece's histogram */
-    unsigned long long *total;
+    uint32_t *hist; /* smem + this lane's copy offset + post */
 
     __device__ __forceinline__ void add(uint32_t slot, uint32_t v) const
     {
-        if (PACKED)
-            packed_add(smem, words, bins, slot + post, v, out, total);
-        else
-            atomicAdd(hist + slot, v);
+        atomicAdd(hist + slot, v);
     }
 };
 
@@ -88,61 +79,44 @@ __device__ __forceinline__ bool vector_slots(const hist_args &a, uint4 x, uint32
     return same;
 }
 
+/* The eight slots of this lane's vector into s (all 32 lanes call; ok false past the end);
+ * returns whether every live lane's eight slots are one slot, `lead` (the first live lane,
+ * `leader`, holds it; `live` the live lanes). Shared by every kernel's vector count. */
+template <int KIND, int SIGNED>
+__device__ __forceinline__ bool warp_slots(const hist_args &a, uint4 x, bool ok, uint32_t s[8],
+                                           uint32_t &lead, uint32_t &leader, unsigned &live)
+{
+    const bool same = vector_slots<KIND, SIGNED>(a, x, s);
+    live = __ballot_sync(0xffffffffu, ok);
+    leader = __ffs(live) - 1;
+    lead = __shfl_sync(0xffffffffu, s[0], leader);
+    return __all_sync(0xffffffffu, !ok || (same && s[0] == lead));
+}
+
 /* Counts one vector per lane; called by all 32 lanes of the warp together (ok false for lanes
  * past the end). Every add is unconditional (a branch per sample costs more than the add), and
  * equal slots of different lanes land in different copies; only a warp whose 256 samples share
  * one slot takes the other way: one add of 256. */
-template <int KIND, int SIGNED, int PACKED>
-__device__ __forceinline__ void count_vector(const hist_args &a, const counter<PACKED> &c, uint4 x,
-                                             bool ok, uint32_t lane)
+template <int KIND, int SIGNED>
+__device__ __forceinline__ void count_vector(const hist_args &a, const counter &c, uint4 x, bool ok,
+                                             uint32_t lane)
 {
-    uint32_t s[8];
-    const bool same = vector_slots<KIND, SIGNED>(a, x, s);
-    const unsigned live = __ballot_sync(0xffffffffu, ok);
-    const uint32_t leader = __ffs(live) - 1;
-    const uint32_t lead = __shfl_sync(0xffffffffu, s[0], leader);
-    if (__all_sync(0xffffffffu, !ok || (same && s[0] == lead))) {
+    uint32_t s[8], lead, leader;
+    unsigned live;
+    if (warp_slots<KIND, SIGNED>(a, x, ok, s, lead, leader, live)) {
         if (lane == leader)
             c.add(lead, 8u * __popc(live));
         return;
     }
     if (!ok)
         return;
-    if (!PACKED) {
 #pragma unroll
-        for (int k = 0; k < 8; k++)
-            atomicAdd(c.hist + s[k], 1u);
-        return;
-    }
-    /* Packed: issue all eight adds, then look at what they returned; a wrap is rare. */
-    uint32_t old[8];
-    bool wrap = false;
-#pragma unroll
-    for (int k = 0; k < 8; k++) {
-        s[k] += c.post;
-        const bool high = s[k] >= c.words;
-        old[k] = atomicAdd(c.smem + (high ? s[k] - c.words : s[k]), high ? 0x10000u : 1u);
-        wrap |= high ? old[k] >= 0xffff0000u : (old[k] & 0xffffu) == 0xffffu;
-    }
-    if (__builtin_expect(wrap, 0)) {
-#pragma unroll
-        for (int k = 0; k < 8; k++) {
-            const bool high = s[k] >= c.words;
-            const uint32_t w = high ? s[k] - c.words : s[k];
-            const bool word_wrap = high ? old[k] >= 0xffff0000u : old[k] == 0xffffffffu;
-            const bool low_wrap = !high && (old[k] & 0xffffu) == 0xffffu;
-            if (word_wrap || low_wrap) {
-                packed_fix(c.out, w, c.words, c.bins, low_wrap, word_wrap);
-                if (c.total)
-                    packed_fix(c.total, w, c.words, c.bins, low_wrap, word_wrap);
-            }
-        }
-    }
+    for (int k = 0; k < 8; k++)
+        atomicAdd(c.hist + s[k], 1u);
 }
 
-template <int KIND, int SIGNED, int PACKED>
-__device__ __forceinline__ void count_scalar(const hist_args &a, const counter<PACKED> &c,
-                                             uint64_t i)
+template <int KIND, int SIGNED>
+__device__ __forceinline__ void count_scalar(const hist_args &a, const counter &c, uint64_t i)
 {
     if (KIND == MAP_PAIR) { /* the low half of a pair, the high half unused */
         c.add(pair_slots<SIGNED>(a, a.data[i]) & 0xffffu, 1);
@@ -209,19 +183,20 @@ __device__ void flush_store(const hist_args &a, uint32_t *smem, unsigned long lo
     __syncthreads();
 }
 
-/* One group of UNROLL vectors per lane starting at the warp's index `base`. */
+/* One group of U vectors per lane starting at the warp's index `base`. */
+template <int U = DH_CUDA_UNROLL>
 __device__ __forceinline__ void load_group(const uint4 *v, uint32_t nv, uint32_t base,
-                                           uint32_t lane, uint4 x[DH_CUDA_UNROLL])
+                                           uint32_t lane, uint4 *x)
 {
 #pragma unroll
-    for (int u = 0; u < DH_CUDA_UNROLL; u++) {
+    for (int u = 0; u < U; u++) {
         const uint32_t idx = base + u * blockDim.x + lane;
         x[u] = idx < nv ? __ldcs(v + idx) : make_uint4(0, 0, 0, 0);
     }
 }
 
-template <int KIND, int SIGNED, int PACKED>
-__device__ __forceinline__ void count_group(const hist_args &a, const counter<PACKED> &c,
+template <int KIND, int SIGNED>
+__device__ __forceinline__ void count_group(const hist_args &a, const counter &c,
                                             const uint4 x[DH_CUDA_UNROLL], uint32_t nv,
                                             uint32_t base, uint32_t lane)
 {
@@ -230,18 +205,12 @@ __device__ __forceinline__ void count_group(const hist_args &a, const counter<PA
         const uint32_t first = base + u * blockDim.x;
         if (first >= nv) /* the whole warp is past the end (uniform) */
             break;
-        count_vector<KIND, SIGNED, PACKED>(a, c, x[u], first + lane < nv, lane);
+        count_vector<KIND, SIGNED>(a, c, x[u], first + lane < nv, lane);
     }
 }
 
-/* Wide counters: 512 threads, two blocks per multiprocessor. Packed counters (128 KB of shared
- * memory, one block per multiprocessor): 768 threads, the most that keep their registers
- * (85 each) without spilling, so nearly as many loads stay in flight. */
-template <int PACKED>
-struct shape {
-    static const int threads = PACKED ? 768 : 512;
-    static const int min_blocks = PACKED ? 1 : 2;
-};
+/* 512 threads, two blocks per multiprocessor (hist_cuda_big.cuh has the one-block shape). */
+#define DH_CUDA_THREADS 512
 
 /* One piece of a block's range: the samples of one histogram (slice or volume), at most
  * DH_CUDA_PIECE_MAX of them, as a scalar head up to the 16-byte grid, a vector body and a
@@ -294,26 +263,26 @@ __device__ __forceinline__ void block_range(const hist_args &a, uint64_t &begin,
 /* Counts piece p into c: its scalar head and tail, then its vectors with the software pipeline
  * (x holds the first group, already loaded; the next group is issued before the current one is
  * counted, two register groups taking turns). */
-template <int KIND, int SIGNED, int PACKED>
-__device__ __forceinline__ void count_piece(const hist_args &a, const counter<PACKED> &c,
+template <int KIND, int SIGNED>
+__device__ __forceinline__ void count_piece(const hist_args &a, const counter &c,
                                             const piece &p, uint4 x[DH_CUDA_UNROLL],
                                             uint4 y[DH_CUDA_UNROLL], uint32_t warp, uint32_t lane)
 {
     for (uint64_t i = p.begin + threadIdx.x; i < p.vb; i += blockDim.x)
-        count_scalar<KIND, SIGNED, PACKED>(a, c, i);
+        count_scalar<KIND, SIGNED>(a, c, i);
     for (uint64_t i = p.ve + threadIdx.x; i < p.stop; i += blockDim.x)
-        count_scalar<KIND, SIGNED, PACKED>(a, c, i);
+        count_scalar<KIND, SIGNED>(a, c, i);
     const uint32_t step = blockDim.x * DH_CUDA_UNROLL;
     const uint32_t nv = p.nv;
     uint32_t base = warp * 32;
     while (base < nv) {
         load_group(p.v, nv, base + step, lane, y);
-        count_group<KIND, SIGNED, PACKED>(a, c, x, nv, base, lane);
+        count_group<KIND, SIGNED>(a, c, x, nv, base, lane);
         base += step;
         if (base >= nv)
             break;
         load_group(p.v, nv, base + step, lane, x);
-        count_group<KIND, SIGNED, PACKED>(a, c, y, nv, base, lane);
+        count_group<KIND, SIGNED>(a, c, y, nv, base, lane);
         base += step;
     }
 }
@@ -329,12 +298,12 @@ __device__ void zero_outputs(const hist_args &a)
             a.total[i] = 0;
 }
 
-template <int KIND, int SIGNED, int PACKED>
-__global__ void __launch_bounds__(shape<PACKED>::threads, shape<PACKED>::min_blocks)
+template <int KIND, int SIGNED>
+__global__ void __launch_bounds__(DH_CUDA_THREADS, 2)
     hist_kernel(const hist_args a)
 {
     extern __shared__ uint32_t smem[];
-    const uint32_t total_words = PACKED ? a.words : a.copies * a.stride;
+    const uint32_t total_words = a.copies * a.stride;
     for (uint32_t w = threadIdx.x; w < total_words; w += blockDim.x)
         smem[w] = 0;
     if (a.zero)
@@ -346,13 +315,8 @@ __global__ void __launch_bounds__(shape<PACKED>::threads, shape<PACKED>::min_blo
 
     const uint32_t lane = threadIdx.x & 31;
     const uint32_t warp = threadIdx.x >> 5;
-    counter<PACKED> c;
-    c.smem = smem;
-    c.post = KIND == MAP_PAIR ? a.pair_post : 0;
-    c.hist = smem + (PACKED ? 0 : (lane & (a.copies - 1)) * a.stride) + c.post;
-    c.words = a.words;
-    c.bins = a.bins;
-    c.total = a.total;
+    counter c;
+    c.hist = smem + (lane & (a.copies - 1)) * a.stride + (KIND == MAP_PAIR ? a.pair_post : 0);
 
     /* Software pipeline: the next group of loads is issued before the current group is counted,
      * so every lane keeps 16 * UNROLL bytes in flight while it counts; two register groups take
@@ -366,23 +330,23 @@ __global__ void __launch_bounds__(shape<PACKED>::threads, shape<PACKED>::min_blo
     }
     bool met = !a.zero && !a.store; /* passed the grid-wide barrier (or none is needed) */
     while (begin < end) {
-        c.out = p.out;
+        unsigned long long *out = p.out;
         const bool last = p.last;
-        count_piece<KIND, SIGNED, PACKED>(a, c, p, x, y, warp, lane);
+        count_piece<KIND, SIGNED>(a, c, p, x, y, warp, lane);
         begin = p.stop;
         if (begin < end) {
             p = make_piece(a, begin, end);
             load_group(p.v, p.nv, warp * 32, lane, x);
         }
-        if (!PACKED && a.store && last) { /* this block counted the histogram's end */
-            flush_store(a, smem, c.out);
+        if (a.store && last) { /* this block counted the histogram's end */
+            flush_store(a, smem, out);
             continue;
         }
         if (!met) { /* every output is zero (or stored) before any block adds to it */
             cooperative_groups::this_grid().sync();
             met = true;
         }
-        flush<PACKED>(a, smem, c.out);
+        flush<0>(a, smem, out);
     }
     if (!met)
         cooperative_groups::this_grid().sync();

@@ -43,19 +43,13 @@ __global__ void __launch_bounds__(small_shape<CLUSTER>::threads, 1)
     block_range(a, begin, end);
     const uint32_t lane = threadIdx.x & 31;
     const uint32_t warp = threadIdx.x >> 5;
-    counter<0> c;
-    c.smem = smem;
-    c.post = KIND == MAP_PAIR ? a.pair_post : 0;
-    c.hist = smem + (lane & (a.copies - 1)) * a.stride + c.post;
-    c.words = 0;
-    c.bins = a.bins;
-    c.out = a.out;
-    c.total = NULL;
+    counter c;
+    c.hist = smem + (lane & (a.copies - 1)) * a.stride + (KIND == MAP_PAIR ? a.pair_post : 0);
     if (begin < end) {
         uint4 x[DH_CUDA_UNROLL], y[DH_CUDA_UNROLL];
         const piece p = make_piece(a, begin, end);
         load_group(p.v, p.nv, warp * 32, lane, x);
-        count_piece<KIND, SIGNED, 0>(a, c, p, x, y, warp, lane);
+        count_piece<KIND, SIGNED>(a, c, p, x, y, warp, lane);
     }
     cluster.sync(); /* every block's counts are final and visible to the cluster */
 

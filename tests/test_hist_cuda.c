@@ -1,8 +1,9 @@
 /*
  * test_hist_cuda.c: the CUDA histogram (kernels/hist_cuda.h, plugin/histogram_device.c) against
  * its CPU twin dh_hist_cpu, which test_hist_cpu checks against the naive loop. Every kernel path
- * (shift, division and table maps; wide counters with many copies and with one; packed 16-bit
- * counters; clusters of 2 and 4 blocks sharing 32-bit or packed counters), both entry points
+ * (shift, division and table maps; wide counters with many copies and with one, in blocks of
+ * 512 and 1024 threads; guarded packed 16-bit counters, their count pairs flushed or not;
+ * clusters of 2 and 4 blocks sharing 32-bit or packed counters), both entry points
  * (host buffers, device pointers on a stream) and the public device-pointer API must give
  * identical counts on random, CT-like, constant, one-value-per-slice and extreme-value data,
  * at awkward sizes and alignments, per slice and beyond 2^31 samples.
@@ -132,7 +133,11 @@ static void check_case(const uint16_t *data, int is_signed, size_t slice_len, si
         {.zero_mode = 3, .small_cluster = 1},
         {.zero_mode = 3, .smem_target = 40000, .classic_map = 1, .small_cluster = 1},
         {.small_cluster = 8, .classic_map = 1},
-        {.small_cluster = 16, .smem_target = 40000}};
+        {.small_cluster = 16, .smem_target = 40000},
+        {.force_packed = 1, .classic_map = 1, .zero_mode = 2, .pair_flush = 1},
+        {.wide_threads = 1024, .zero_mode = 2},
+        {.wide_threads = 1024, .zero_mode = 3, .classic_map = 1},
+        {.wide_threads = 512, .zero_mode = 1}};
     const char *names[] = {"default", "one copy, per-sample map, memset", "packed",
                            "packed, per-sample map, memset", "cluster of 2",
                            "cluster of 4, per-sample map, memset", "cluster of 2, packed",
@@ -140,7 +145,11 @@ static void check_case(const uint16_t *data, int is_signed, size_t slice_len, si
                            "stored by the blocks that end each histogram",
                            "stored, several copies, per-sample map",
                            "small cluster of 8 (any size), per-sample map",
-                           "small cluster of 16 (any size), several copies"};
+                           "small cluster of 16 (any size), several copies",
+                           "packed, per-sample map, one add per count, zeroed in the kernel",
+                           "wide, 1024 threads, zeroed in the kernel",
+                           "wide, 1024 threads, stored, per-sample map",
+                           "wide, 512 threads, memset"};
     for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
         CUDA_OK(cudaMemsetAsync(d_out, 0xff, len * sizeof *d_out, stream)); /* poison */
         rc = dh_hist_cuda_device_tuned(d_buf + offset, is_signed, slice_len, slices, per_slice,
@@ -344,6 +353,91 @@ START_TEST(test_per_slice)
 }
 END_TEST
 
+/* The guarded packed counters (hist_cuda_big.cuh) where its guard has work to do: one block (or
+ * a few) counts millions of samples, so hot slots pass 16384 many times (drains), a constant
+ * volume keeps a run in registers, and uniform warps taking turns between two slots spill short
+ * runs into shared memory. Whole and per slice, pairs flushed and not, against the CPU twin. */
+START_TEST(test_packed_guard)
+{
+    const size_t n = ((size_t)3 << 20) + 11;
+    uint16_t *data = xmalloc(n * sizeof *data);
+    uint64_t *ref = xmalloc(3 * 65538 * sizeof *ref), *got = xmalloc(3 * 65538 * sizeof *got);
+    uint16_t *d_buf = NULL;
+    uint64_t *d_out = NULL;
+    CUDA_OK(cudaMalloc((void **)&d_buf, n * sizeof *d_buf));
+    CUDA_OK(cudaMalloc((void **)&d_out, 3 * 65538 * sizeof *d_out));
+    dh_test_rng rng;
+    dh_test_rng_seed(&rng, 5150);
+    const char *kinds[] = {"two values", "uniform warps of two slots", "constant",
+                           "runs of 1..600 of three values", "CT-like", "extremes"};
+    static const uint32_t bins[] = {65536, 32768, 4096};
+    for (int k = 0; k < 6; k++) {
+        const int is_signed = k % 2;
+        if (k == 4) {
+            fill(data, n, n, CT_LIKE, is_signed, 61);
+        } else if (k == 5) {
+            fill(data, n, n, EXTREMES, is_signed, 62);
+        } else {
+            const uint16_t v[3] = {(uint16_t)dh_test_rng_next(&rng),
+                                   (uint16_t)dh_test_rng_next(&rng),
+                                   (uint16_t)dh_test_rng_next(&rng)};
+            size_t i = 0;
+            while (i < n) {
+                /* k 0: each sample one of two values; 1: 256-sample runs (a warp's vector
+                 * group at 16-byte alignment) taking turns; 2: one value; 3: runs of any length */
+                const size_t len = k == 3 ? 1 + dh_test_rng_below(&rng, 600) : k == 1 ? 256 : 1;
+                const uint16_t val = k == 2   ? v[0]
+                                     : k == 1 ? v[(i / 256) % 2]
+                                     : k == 0 ? v[dh_test_rng_below(&rng, 2)]
+                                              : v[dh_test_rng_below(&rng, 3)];
+                for (size_t j = 0; j < len && i < n; j++)
+                    data[i++] = val;
+            }
+        }
+        CUDA_OK(cudaMemcpy(d_buf, data, n * sizeof *data, cudaMemcpyHostToDevice));
+        for (size_t b = 0; b < 3; b++) {
+            dh_bin_map map;
+            const int64_t lo = is_signed ? -32768 : 0;
+            map_or_die(&map, bins[b], lo, lo + 65536);
+            for (int per_slice = 0; per_slice <= 1; per_slice++) {
+                const size_t slices = per_slice ? 3 : 1, slice_len = n / slices;
+                const size_t len = slices * (bins[b] + 2);
+                ck_assert_int_eq(dh_hist_cpu(data, is_signed, slice_len, slices, per_slice, &map,
+                                             0, ref),
+                                 0);
+                /* one block, then four; both packed kernels; zeroed each way */
+                const dh_cuda_tuning shapes[] = {
+                    {.force_packed = 1, .min_samples_per_block = (uint64_t)1 << 30},
+                    {.force_packed = 1, .min_samples_per_block = (uint64_t)1 << 30,
+                     .zero_mode = 2, .classic_map = 1},
+                    {.force_packed = 1, .min_samples_per_block = (uint64_t)1 << 20,
+                     .pair_flush = 1},
+                    {.force_packed = 1, .min_samples_per_block = (uint64_t)1 << 21,
+                     .pair_flush = 1, .zero_mode = 2}};
+                for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; t++) {
+                    char msg[512] = "";
+                    CUDA_OK(cudaMemset(d_out, 0xff, len * sizeof *d_out)); /* poison */
+                    ck_assert_msg(dh_hist_cuda_device_tuned(d_buf, is_signed, slice_len, slices,
+                                                            per_slice, &map, d_out, NULL,
+                                                            &shapes[t], 1, msg, sizeof msg) == 0,
+                                  "%s: %s", kinds[k], msg);
+                    CUDA_OK(cudaMemcpy(got, d_out, len * sizeof *got, cudaMemcpyDeviceToHost));
+                    char what[160];
+                    snprintf(what, sizeof what, "%s, %s, %u bins, %zu slices, shape %zu",
+                             kinds[k], is_signed ? "int16" : "uint16", bins[b], slices, t);
+                    assert_same(ref, got, len, what);
+                }
+            }
+        }
+    }
+    free(data);
+    free(ref);
+    free(got);
+    cudaFree(d_buf);
+    cudaFree(d_out);
+}
+END_TEST
+
 /* Table maps (the lut on the device), unsigned and signed. */
 START_TEST(test_table_maps)
 {
@@ -477,6 +571,7 @@ static Suite *cuda_suite(void)
     tcase_add_test(tc, test_shift_maps);
     tcase_add_test(tc, test_per_slice);
     tcase_add_test(tc, test_table_maps);
+    tcase_add_test(tc, test_packed_guard);
     tcase_add_test(tc, test_public_device_api);
     tcase_add_test(tc, test_beyond_2g_samples);
     suite_add_tcase(s, tc);
