@@ -258,7 +258,7 @@ int launch(const void *d_data, int is_signed, uint64_t n, uint64_t first, uint64
     if (cluster == 4 && packed)
         return fail_text(msg, msg_len, "packed counters in a cluster take 2 blocks");
     const int variant = cluster == 4 ? 1 : packed ? 2 : 0;
-    size_t smem;
+    size_t smem = 0;
     if (cluster >= 2) {
         /* Keys (internal slot less post) run below slots - post; block rank k % cluster keeps
          * key k at index k / cluster (hist_cuda_cluster.cuh). */
@@ -278,7 +278,12 @@ int launch(const void *d_data, int is_signed, uint64_t n, uint64_t first, uint64
         smem = (size_t)copies * stride * 4;
     } else {
         packed = 1;
-        a.words = (a.slots + 1) / 2;
+    }
+    if (packed && cluster < 2) {
+        /* The pair map's keys are 16-bit: word and half straight from the key (hist_args). */
+        a.words = kind == MAP_PAIR ? 32768u : (a.slots + 1) / 2;
+        a.half_lo = kind == MAP_PAIR ? a.pair_post : 0;
+        a.half_hi = kind == MAP_PAIR ? 32768 + a.pair_post : (int32_t)a.words;
         smem = (size_t)a.words * 4;
     }
     if (smem > (size_t)optin)
@@ -412,8 +417,10 @@ int launch(const void *d_data, int is_signed, uint64_t n, uint64_t first, uint64
     /* Guarded packed counters of one overwritten histogram flush count pairs (hist_args.pairs):
      * an even slot count, every block given two or more words to spread, a cooperative launch. */
     const int pair_flush = tuning && tuning->pair_flush ? tuning->pair_flush : DEFAULT_PAIR_FLUSH;
+    const int pairs_fit = kind == MAP_PAIR ? a.bins == 65536 && a.pair_post == 1
+                                           : a.slots % 2 == 0; /* spread_pairs says why */
     if (pair_flush == 2 && packed && overwrites && n > 0 && n < ((uint64_t)1 << 32) &&
-        seg_len >= n && first == 0 && !d_total && a.slots % 2 == 0 && blocks * 2 <= a.words) {
+        seg_len >= n && first == 0 && !d_total && pairs_fit && blocks * 2 <= a.words) {
         int coop = 0;
         DH_CUDA_CK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev),
                    "cudaDeviceGetAttribute(cooperative launch)");

@@ -55,7 +55,10 @@ namespace dh_cuda {
 #define DH_CUDA_GUARD_MASK 0xc000c000u
 #define DH_CUDA_NO_RUN 0xffffffffu
 
-/* The guarded packed counters of one thread: every add returns the old word, ORed into acc. */
+/* The guarded packed counters of one thread: every add returns the old word, ORed into acc.
+ * KEYED (the pair map): word and half straight from the key (hist_args.half_lo); else from the
+ * internal slot, key + post, against `words`. */
+template <int KEYED>
 struct guard_counter {
     uint32_t *smem;
     int32_t post;
@@ -64,26 +67,36 @@ struct guard_counter {
     uint32_t run_slot; /* this warp's run: slot less post (DH_CUDA_NO_RUN: none), same in all */
     uint32_t run_n;    /* lanes; samples in the run */
 
-    /* Adds v (<= 256) to internal slot less post `s`. */
-    __device__ __forceinline__ void add(uint32_t s, uint32_t v)
+    /* Word and half of key k (internal slot less post). */
+    __device__ __forceinline__ uint32_t word_of(uint32_t k, bool &high) const
     {
-        s += post;
-        const bool high = s >= words;
-        acc |= atomicAdd(smem + (high ? s - words : s), high ? v << 16 : v);
+        if (KEYED) {
+            high = k & 0x8000u;
+            return k & 0x7fffu;
+        }
+        k += post;
+        high = k >= words;
+        return high ? k - words : k;
+    }
+
+    /* Adds v (<= 256) to key k. */
+    __device__ __forceinline__ void add(uint32_t k, uint32_t v)
+    {
+        bool high;
+        const uint32_t w = word_of(k, high);
+        acc |= atomicAdd(smem + w, high ? v << 16 : v);
     }
 };
 
-/* Adds n samples of internal slot s straight to the global counts (a long run, a drain). */
-__device__ __forceinline__ void add_slot_global(const hist_args &a, uint32_t s, uint32_t n,
-                                                unsigned long long *out)
+/* Adds n samples of one half of word w straight to the global counts (a long run). */
+__device__ __forceinline__ void add_half_global(const hist_args &a, uint32_t w, bool high,
+                                                uint32_t n, unsigned long long *out)
 {
     if (a.pairs) {
-        const bool high = s >= a.words;
-        atomicAdd(out + a.words - 1 + (high ? s - a.words : s),
-                  (unsigned long long)n << (high ? 32 : 0));
+        atomicAdd(out + a.half_hi - 1 + w, (unsigned long long)n << (high ? 32 : 0));
         return;
     }
-    const uint32_t e = external_slot(s, a.bins);
+    const uint32_t e = external_slot(w + (high ? a.half_hi : a.half_lo), a.bins);
     atomicAdd(out + e, (unsigned long long)n);
     if (a.total)
         atomicAdd(a.total + e, (unsigned long long)n);
@@ -92,46 +105,63 @@ __device__ __forceinline__ void add_slot_global(const hist_args &a, uint32_t s, 
 /* The warp's run goes where it belongs (all lanes call; lane 0 adds): at most 256 samples into
  * shared memory (a returning add, guarded like any other), a longer run straight into the global
  * counts. */
-__device__ __forceinline__ void spill_run(const hist_args &a, guard_counter &c,
+template <int KEYED>
+__device__ __forceinline__ void spill_run(const hist_args &a, guard_counter<KEYED> &c,
                                           unsigned long long *out, uint32_t lane)
 {
     if (c.run_n && lane == 0) {
-        if (c.run_n <= 256)
+        if (c.run_n <= 256) {
             c.add(c.run_slot, c.run_n);
-        else
-            add_slot_global(a, c.run_slot + c.post, c.run_n, out);
+        } else {
+            bool high;
+            const uint32_t w = c.word_of(c.run_slot, high);
+            add_half_global(a, w, high, c.run_n, out);
+        }
     }
     c.run_n = 0;
     c.run_slot = DH_CUDA_NO_RUN;
 }
 
-/* Adds the packed shared counters to the global counts and zeroes them (one 64-bit atomic per
- * non-zero word with a.pairs, else one add per non-zero count). */
+/* Adds the packed shared counters to the global counts and zeroes them: one 64-bit atomic per
+ * non-zero word with a.pairs, else one add per non-zero count. */
 __device__ void guard_flush(const hist_args &a, uint32_t *smem, unsigned long long *out)
 {
-    if (!a.pairs) {
-        flush<1>(a, smem, out);
-        return;
-    }
     __syncthreads();
     for (uint32_t w = threadIdx.x; w < a.words; w += blockDim.x) {
         const uint32_t v = smem[w];
-        if (v) {
-            smem[w] = 0;
-            atomicAdd(out + a.words - 1 + w,
-                      (unsigned long long)(v & 0xffffu) | ((unsigned long long)(v >> 16) << 32));
+        if (!v)
+            continue;
+        smem[w] = 0;
+        const uint32_t lo = v & 0xffffu, hi = v >> 16;
+        if (a.pairs) {
+            atomicAdd(out + a.half_hi - 1 + w,
+                      (unsigned long long)lo | ((unsigned long long)hi << 32));
+            continue;
         }
+        const uint32_t el = external_slot(w + a.half_lo, a.bins);
+        const uint32_t eh = external_slot(w + a.half_hi, a.bins);
+        if (lo)
+            atomicAdd(out + el, (unsigned long long)lo);
+        if (hi)
+            atomicAdd(out + eh, (unsigned long long)hi);
+        if (a.total && lo)
+            atomicAdd(a.total + el, (unsigned long long)lo);
+        if (a.total && hi)
+            atomicAdd(a.total + eh, (unsigned long long)hi);
     }
     __syncthreads();
 }
 
 /* a.pairs, after every block's last flush (grid-wide barrier): the pair of word w sits at
- * out[words - 1 + w]; its low count belongs in slot external_slot(w) and its high count in
- * external_slot(w + words). With slots = 2 words, every high count lands on its own pair's place
- * (or the overflow slot, outside the pairs) and every low count below the pairs, except word 0's
- * underflow count, which lands on the pair of word words - 1. So each block takes a run of
- * j = 1 .. words (word j mod words: words - 1 and 0 fall to the same block, the host gives every
- * block two or more), reads its pairs first and writes after a block barrier. */
+ * out[half_hi - 1 + w]; its low count belongs in slot external_slot(w + half_lo) and its high
+ * count in external_slot(w + half_hi). The host asks for pairs only where every high count
+ * lands on its own pair's place (or the overflow slot, outside the pairs) and every low count
+ * below the pairs, except, by internal slot with half_lo = 0, word 0's underflow count, which
+ * lands on the pair of word words - 1: by internal slot with an even slot count (half_hi =
+ * words = slots / 2), and by key for 65536 bins with post 1 (half_hi = 32769, no under- or
+ * overflow key). So each block takes a run of j = 1 .. words (word j mod words: words - 1 and
+ * 0 fall to the same block, the host gives every block two or more), reads its pairs first and
+ * writes after a block barrier. */
 __device__ void spread_pairs(const hist_args &a, unsigned long long *out)
 {
     const uint32_t words = a.words;
@@ -140,39 +170,83 @@ __device__ void spread_pairs(const hist_args &a, unsigned long long *out)
     for (uint32_t base = j0; base < j1; base += blockDim.x) {
         const uint32_t j = base + threadIdx.x;
         const uint32_t w = j % words;
-        const unsigned long long g = j < j1 ? out[words - 1 + w] : 0;
+        const unsigned long long g = j < j1 ? out[a.half_hi - 1 + w] : 0;
         __syncthreads(); /* this chunk's pairs are read before any of them is overwritten */
         if (j < j1) {
-            out[external_slot(w, a.bins)] = g & 0xffffffffull;
-            out[external_slot(w + words, a.bins)] = g >> 32;
+            out[external_slot(w + a.half_lo, a.bins)] = g & 0xffffffffull;
+            out[external_slot(w + a.half_hi, a.bins)] = g >> 32;
         }
         __syncthreads();
     }
 }
 
-template <int KIND, int SIGNED>
-__device__ __forceinline__ void guard_vector(const hist_args &a, guard_counter &c, uint4 x, bool ok,
-                                             uint32_t lane, unsigned long long *out)
+/* The run of a warp whose live lanes' samples all fall in slot `lead` (less post). */
+template <int KEYED>
+__device__ __forceinline__ void add_to_run(const hist_args &a, guard_counter<KEYED> &c,
+                                           uint32_t lead, unsigned live, uint32_t lane,
+                                           unsigned long long *out)
 {
-    uint32_t s[8], lead, leader;
-    unsigned live;
-    if (warp_slots<KIND, SIGNED>(a, x, ok, s, lead, leader, live)) {
-        if (lead != c.run_slot) {
-            spill_run(a, c, out, lane);
-            c.run_slot = lead;
-        }
-        c.run_n += 8u * __popc(live);
-        return;
+    if (lead != c.run_slot) {
+        spill_run(a, c, out, lane);
+        c.run_slot = lead;
     }
-    if (!ok)
-        return;
-#pragma unroll
-    for (int k = 0; k < 8; k++)
-        c.add(s[k], 1);
+    c.run_n += 8u * __popc(live);
 }
 
-template <int KIND, int SIGNED>
-__device__ __forceinline__ void guard_scalar(const hist_args &a, guard_counter &c, uint64_t i)
+/* Counts one vector per lane (all 32 lanes call; ok false past the end). The warp-wide test for
+ * a run is taken only when some lane's eight samples share a slot (a vote), so data without such
+ * lanes pays five instructions for it instead of about twenty. With the pair map (KEYED) the
+ * adds work on the pair words: byte offset and increment of each half straight from its bits. */
+template <int KIND, int SIGNED, int KEYED>
+__device__ __forceinline__ void guard_vector(const hist_args &a, guard_counter<KEYED> &c, uint4 x,
+                                             bool ok, uint32_t lane, unsigned long long *out)
+{
+    if constexpr (KEYED) {
+        const uint32_t p[4] = {pair_slots<SIGNED>(a, x.x), pair_slots<SIGNED>(a, x.y),
+                               pair_slots<SIGNED>(a, x.z), pair_slots<SIGNED>(a, x.w)};
+        const bool same = (p[0] == p[1]) & (p[2] == p[3]) & (p[0] == p[2]) &
+                          (__byte_perm(p[0], 0, 0x1032) == p[0]);
+        if (__any_sync(0xffffffffu, ok && same)) {
+            const unsigned live = __ballot_sync(0xffffffffu, ok);
+            const uint32_t lead = __shfl_sync(0xffffffffu, p[0] & 0xffffu, __ffs(live) - 1);
+            if (__all_sync(0xffffffffu, !ok || (same && (p[0] & 0xffffu) == lead))) {
+                add_to_run(a, c, lead, live, lane, out);
+                return;
+            }
+        }
+        if (!ok)
+            return;
+        char *base = reinterpret_cast<char *>(c.smem);
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const uint32_t lo_off = (p[j] & 0x7fffu) << 2, hi_off = (p[j] >> 14) & 0x1fffcu;
+            const uint32_t lo_inc = (p[j] & 0x8000u) ? 0x10000u : 1u;
+            const uint32_t hi_inc = (int32_t)p[j] < 0 ? 0x10000u : 1u;
+            c.acc |= atomicAdd(reinterpret_cast<uint32_t *>(base + lo_off), lo_inc) |
+                     atomicAdd(reinterpret_cast<uint32_t *>(base + hi_off), hi_inc);
+        }
+    } else {
+        uint32_t s[8];
+        const bool same = vector_slots<KIND, SIGNED>(a, x, s);
+        if (__any_sync(0xffffffffu, ok && same)) {
+            const unsigned live = __ballot_sync(0xffffffffu, ok);
+            const uint32_t lead = __shfl_sync(0xffffffffu, s[0], __ffs(live) - 1);
+            if (__all_sync(0xffffffffu, !ok || (same && s[0] == lead))) {
+                add_to_run(a, c, lead, live, lane, out);
+                return;
+            }
+        }
+        if (!ok)
+            return;
+#pragma unroll
+        for (int k = 0; k < 8; k++)
+            c.add(s[k], 1);
+    }
+}
+
+template <int KIND, int SIGNED, int KEYED>
+__device__ __forceinline__ void guard_scalar(const hist_args &a, guard_counter<KEYED> &c,
+                                             uint64_t i)
 {
     if (KIND == MAP_PAIR) {
         c.add(pair_slots<SIGNED>(a, a.data[i]) & 0xffffu, 1);
@@ -254,7 +328,7 @@ __global__ void __launch_bounds__(DH_CUDA_BIG_THREADS, 1) hist_big_kernel(const 
     const uint32_t lane = threadIdx.x & 31;
     const uint32_t warp = threadIdx.x >> 5;
     const int32_t post = KIND == MAP_PAIR ? a.pair_post : 0;
-    typename std::conditional<GUARD != 0, guard_counter, counter>::type c;
+    typename std::conditional<GUARD != 0, guard_counter<KIND == MAP_PAIR>, counter>::type c;
     if constexpr (GUARD) {
         c.smem = smem;
         c.post = post;
@@ -295,7 +369,7 @@ __global__ void __launch_bounds__(DH_CUDA_BIG_THREADS, 1) hist_big_kernel(const 
             guard_flush(a, smem, out);
             c.acc = 0;
         } else {
-            flush<0>(a, smem, out);
+            flush(a, smem, out);
         }
     }
     if (!met)

@@ -7,9 +7,9 @@
  *    lanes that hit the same bin hit different addresses. Each copy is `stride` words apart, an
  *    odd number, so the copies of one bin also sit in different banks. Used whenever one copy
  *    fits the block's shared memory (up to about 58000 slots on Hopper).
- *  - Packed counters: two 16-bit counters per 32-bit word (slot w in the low half of word w,
- *    slot w + words in the high half), so 65536 bins + 2 need 128 KB. No half may wrap: the
- *    kernel that counts into them (hist_cuda_big.cuh) proves it with a guard.
+ *  - Packed counters: two 16-bit counters per 32-bit word (hist_args.half_lo/half_hi say which
+ *    slots), so 65536 bins + 2 need 128 KB. No half may wrap: the kernel that counts into them
+ *    (hist_cuda_big.cuh) proves it with a guard.
  */
 #ifndef DH_KERNELS_HIST_CUDA_COUNT_CUH
 #define DH_KERNELS_HIST_CUDA_COUNT_CUH
@@ -38,7 +38,12 @@ struct hist_args {
     const uint32_t *lut;     /* MAP_LUT: slot by (s - lut_base), on the device */
     int32_t lut_base;
     uint32_t copies, stride; /* wide counters */
-    uint32_t words;          /* packed counters: ceil(slots / 2) */
+    uint32_t words;          /* packed counters: words of two 16-bit counters */
+    /* Packed counters: the low half of word w counts internal slot w + half_lo, the high half
+     * w + half_hi. By internal slot (half_lo = 0, half_hi = words = ceil(slots / 2)), or for
+     * the pair map by key, the pair form's 16-bit slot less post (words = 32768, half_lo = post,
+     * half_hi = 32768 + post): word = key & 0x7fff, half = key >> 15, no compare. */
+    int32_t half_lo, half_hi;
     uint32_t head;           /* samples before the first 16-byte boundary of data (0..7) */
     uint32_t blocks;
     /* MAP_PAIR (pair_slots): clamp bounds and added constant, both halves alike; the mask of a
@@ -56,9 +61,9 @@ struct hist_args {
     uint32_t store;
     /* 1 (guarded packed counters, one histogram of an even slot count, output overwritten,
      * cooperative launch): flushes add each packed word as one 64-bit atomic, low count in the
-     * low 32 bits, high count in the high 32 bits, into out[words - 1 + w] (every 32-bit sum stays
-     * below 2^32 since n does); after a grid-wide barrier the blocks spread those pairs into the
-     * output's slots (hist_cuda_big.cuh). Half the atomics of one per count. */
+     * low 32 bits, high count in the high 32 bits, into out[half_hi - 1 + w] (every 32-bit sum
+     * stays below 2^32 since n does); after a grid-wide barrier the blocks spread those pairs into
+     * the output's slots (hist_cuda_big.cuh). Half the atomics of one per count. */
     uint32_t pairs;
 };
 

@@ -126,42 +126,22 @@ __device__ __forceinline__ void count_scalar(const hist_args &a, const counter &
     c.add(internal_slot<KIND>(a, s), 1);
 }
 
-/* Adds the shared histogram to the global counts (internal order back to the output's) and
- * zeroes it. */
-template <int PACKED>
+/* Adds the (wide) shared histogram to the global counts (internal order back to the output's)
+ * and zeroes it. */
 __device__ void flush(const hist_args &a, uint32_t *smem, unsigned long long *out)
 {
     __syncthreads();
-    if (PACKED) {
-        for (uint32_t w = threadIdx.x; w < a.words; w += blockDim.x) {
-            const uint32_t v = smem[w];
-            if (v) {
-                smem[w] = 0;
-                const uint32_t lo = v & 0xffffu, hi = v >> 16;
-                const uint32_t el = external_slot(w, a.bins), eh = external_slot(w + a.words, a.bins);
-                if (lo)
-                    atomicAdd(out + el, (unsigned long long)lo);
-                if (hi)
-                    atomicAdd(out + eh, (unsigned long long)hi);
-                if (a.total && lo)
-                    atomicAdd(a.total + el, (unsigned long long)lo);
-                if (a.total && hi)
-                    atomicAdd(a.total + eh, (unsigned long long)hi);
-            }
+    for (uint32_t i = threadIdx.x; i < a.slots; i += blockDim.x) {
+        uint32_t sum = 0;
+        for (uint32_t k = 0; k < a.copies; k++) {
+            sum += smem[k * a.stride + i];
+            smem[k * a.stride + i] = 0;
         }
-    } else {
-        for (uint32_t i = threadIdx.x; i < a.slots; i += blockDim.x) {
-            uint32_t sum = 0;
-            for (uint32_t k = 0; k < a.copies; k++) {
-                sum += smem[k * a.stride + i];
-                smem[k * a.stride + i] = 0;
-            }
-            if (sum) {
-                const uint32_t e = external_slot(i, a.bins);
-                atomicAdd(out + e, (unsigned long long)sum);
-                if (a.total)
-                    atomicAdd(a.total + e, (unsigned long long)sum);
-            }
+        if (sum) {
+            const uint32_t e = external_slot(i, a.bins);
+            atomicAdd(out + e, (unsigned long long)sum);
+            if (a.total)
+                atomicAdd(a.total + e, (unsigned long long)sum);
         }
     }
     __syncthreads();
@@ -346,7 +326,7 @@ __global__ void __launch_bounds__(DH_CUDA_THREADS, 2)
             cooperative_groups::this_grid().sync();
             met = true;
         }
-        flush<0>(a, smem, out);
+        flush(a, smem, out);
     }
     if (!met)
         cooperative_groups::this_grid().sync();
