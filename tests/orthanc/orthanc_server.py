@@ -3,6 +3,7 @@
 temporary storage folder and the built plugin; always stopped (SIGTERM, then SIGKILL after a
 timeout), whatever the test does. Requests go through urllib, answers are JSON."""
 
+import ctypes
 import json
 import os
 import signal
@@ -21,6 +22,15 @@ def free_port():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _die_with_parent():
+    """In the child before exec: Orthanc gets SIGKILL if the test process dies first (killed by
+    ctest's timeout, say), so no Orthanc outlives its test."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 class HttpError(Exception):
@@ -73,7 +83,8 @@ class Orthanc:
                 json.dump(self.config(port), f)
             log = open(self.log_path, "a")
             self.proc = subprocess.Popen([self.binary, "--verbose", path], stdout=log,
-                                         stderr=subprocess.STDOUT, cwd=self.workdir)
+                                         stderr=subprocess.STDOUT, cwd=self.workdir,
+                                         preexec_fn=_die_with_parent)
             log.close()
             self.port = port
             if self._wait_ready(timeout):

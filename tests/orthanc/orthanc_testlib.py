@@ -5,6 +5,7 @@ the Orthanc IDs the plugin answers with, so both can be compared field for field
 
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import traceback
@@ -58,6 +59,9 @@ def renamed(record, names):
     return out
 
 
+TIME_LIMIT = 240  # seconds; ctest's TIMEOUT for these tests is 300
+
+
 def run_against_orthanc(checks, config, prefix):
     """The body of every test: reads argv, starts Orthanc with the plugin and `config`, calls
     checks(c, server, cli, shared, work), and whatever happens stops Orthanc, removes the
@@ -70,6 +74,11 @@ def run_against_orthanc(checks, config, prefix):
         skip(f"Python module missing: {e.name}")
     c = Checks()
     work = tempfile.mkdtemp(prefix=prefix)
+
+    def too_long(signum, frame):
+        raise TimeoutError(f"the test ran past {TIME_LIMIT} s")
+    signal.signal(signal.SIGALRM, too_long)  # under ctest's TIMEOUT, so `finally` still runs
+    signal.alarm(TIME_LIMIT)
     server = Orthanc(orthanc_bin, plugin, work, config)
     try:
         server.start()
