@@ -343,6 +343,63 @@ START_TEST(decodes_htj2k_from_openjph)
 }
 END_TEST
 
+/* The project's own stored values: the sample X-ray and three slices of the sample CT, coded
+ * by OpenJPEG's library (J2K) and by OpenJPH (HTJ2K), decode back to the values read from the
+ * uncompressed files. */
+START_TEST(round_trips_the_sample_data)
+{
+    static const char *const names[] = {"xray_projection.dcm", "ct_phantom/IM0001.dcm",
+                                        "ct_phantom/IM0002.dcm", "ct_phantom/IM0003.dcm"};
+    enum { FILES = 4 };
+    dh_dicom_image *images[FILES];
+    char msg[DH_DICOM_MSG_LEN], path[512];
+    for (int k = 0; k < FILES; k++) {
+        snprintf(path, sizeof path, "%s/%s", DH_SAMPLE_DATA, names[k]);
+        ck_assert_msg(dh_dicom_read_file(path, 1, &images[k], msg, sizeof msg) == DH_OK, "%s",
+                      msg);
+    }
+    for (int htj2k = 0; htj2k <= 1; htj2k++) {
+        for (int first = 0; first < 2; first++) { /* the X-ray, then the CT slices */
+            const int frames = first ? 3 : 1;
+            const dh_dicom_image *im = images[first];
+            const size_t cells = (size_t)im->rows * im->columns;
+            int32_t *values = malloc(cells * frames * sizeof *values);
+            ck_assert_ptr_nonnull(values);
+            buf streams[3];
+            for (int f = 0; f < frames; f++) {
+                const uint16_t *src = images[first + f]->pixels;
+                for (size_t i = 0; i < cells; i++)
+                    values[f * cells + i] = src[i];
+                streams[f] = htj2k ? encode_ojph(values + f * cells, im->columns, im->rows,
+                                                 (int)im->bits_stored)
+                                   : encode_opj(values + f * cells, im->columns, im->rows,
+                                                (int)im->bits_stored, 0, &plain);
+            }
+            if (streams[0].n == 0) { /* no ojph_compress */
+                free(values);
+                continue;
+            }
+            placed p;
+            place(&p, streams, (size_t)frames, frames > 1 ? SPLIT_WITH_TABLE : ONE_FRAGMENT_EACH);
+            synth s = j2k_synth(htj2k ? TS_HTJ2K_LOSSLESS : TS_J2K, 16, (uint16_t)im->bits_stored,
+                                0, frames > 1 ? "3" : NULL, &p.e);
+            s.rows = (uint16_t)im->rows;
+            s.columns = (uint16_t)im->columns;
+            dh_dicom_image *back = read_ok(&s);
+            ck_assert_uint_eq(back->frames, (uint32_t)frames);
+            for (size_t i = 0; i < cells * frames; i++)
+                ck_assert_int_eq(sample(back, i), values[i]);
+            dh_dicom_image_free(back);
+            for (int f = 0; f < frames; f++)
+                free(streams[f].p);
+            free(values);
+        }
+    }
+    for (int k = 0; k < FILES; k++)
+        dh_dicom_image_free(images[k]);
+}
+END_TEST
+
 /* Where stream and dataset disagree on depth or sign, the dataset's rule holds (GDCM, pydicom):
  * an unsigned 13-bit stream in a signed 13-bit dataset (as a real CT has), a signed 14-bit
  * stream in a signed 16-bit dataset, a signed stream in an unsigned dataset. */
@@ -598,6 +655,7 @@ static Suite *jpeg2000_suite(void)
     tcase_add_loop_test(valid, decodes_every_fragment_layout, 0, LAYOUTS);
     tcase_add_test(valid, round_trips_every_depth_and_sign);
     tcase_add_test(valid, decodes_htj2k_from_openjph);
+    tcase_add_test(valid, round_trips_the_sample_data);
     tcase_add_test(valid, the_dataset_rules_where_the_stream_disagrees);
     tcase_add_test(valid, tolerates_padding_and_a_jp2_wrapper);
     tcase_set_timeout(valid, 60);
