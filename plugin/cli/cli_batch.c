@@ -340,6 +340,7 @@ static void emit(batch *b, size_t k)
     struct cli_series_private *p = s->priv;
     report_sink *out = cli_stdout_sink();
     if (p->out_len > 0) {
+        cli_progress_clear(&b->progress); /* stdout and stderr may share one terminal */
         if (b->cfg->blank_between && !b->cl->json && b->text_emitted)
             report_sink_char(out, '\n');
         report_sink_write(out, p->out_buf, p->out_len);
