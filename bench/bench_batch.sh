@@ -30,8 +30,13 @@ mkdir -p "$WORK"
 RESULTS="$WORK/results.tsv"
 : > "$RESULTS"
 
-make_archive() { # DIR STUDIES SLICES
-    [ -d "$1/EXPORT" ] || python3 "$HERE/../tests/cli/archive_maker.py" "$1" "$2" "$3" "$SIZE" CT >/dev/null
+make_archive() { # DIR STUDIES SLICES; made beside and renamed, so a killed run leaves no half
+    [ -d "$1/EXPORT" ] && return
+    rm -rf "$1.partial"
+    python3 "$HERE/../tests/cli/archive_maker.py" "$1.partial" "$2" "$3" "$SIZE" CT >/dev/null
+    mkdir -p "$1"
+    mv "$1.partial/EXPORT" "$1/EXPORT"
+    rmdir "$1.partial"
 }
 
 # Runs a command REPEAT times with OUT removed before each; records the median wall time and
@@ -66,13 +71,15 @@ echo "bench_batch: machine: $(nproc) cores, $(uptime | sed 's/.*load/load/')" >&
 U="$WORK/uncompressed"
 make_archive "$U" "$SERIES" "$SLICES"
 UB=$(tree_bytes "$U/EXPORT")
-PIXELS=$(( SERIES * SLICES * SIZE * SIZE * 2 ))
+PIXELS=$(( $(find "$U/EXPORT" -type f | wc -l) * SIZE * SIZE * 2 ))
 
 J="$WORK/jpeg-lossless"
 if command -v dcmcjpeg >/dev/null && [ ! -d "$J/EXPORT" ]; then
-    (cd "$U" && find EXPORT -type d) | while read -r d; do mkdir -p "$J/$d"; done
+    rm -rf "$J.partial"
+    (cd "$U" && find EXPORT -type d) | while read -r d; do mkdir -p "$J.partial/$d"; done
     (cd "$U" && find EXPORT -type f) |
-        xargs -P "$(nproc)" -I{} dcmcjpeg --encode-lossless-sv1 "$U/{}" "$J/{}"
+        xargs -P "$(nproc)" -I{} dcmcjpeg --encode-lossless-sv1 "$U/{}" "$J.partial/{}"
+    mv "$J.partial" "$J"
 fi
 
 measure "cp -r, uncompressed" "$UB" "$WORK/out-cp" cp -r "$U/EXPORT" "$WORK/out-cp"
