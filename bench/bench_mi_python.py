@@ -2,8 +2,9 @@
 """bench_mi_python.py: batched mutual information from PyTorch CUDA tensors through the Python
 package, against the same library call without the binding and against plain PyTorch.
 
-For each image size and bin count: a CT-like uint16 fixed image, a batch of float32 DRR-like
-moving images in [0, 1] on the GPU (range given), scored
+For each image size, bin count and moving dtype: a CT-like uint16 fixed image, a batch of
+float32 DRR-like moving images in [0, 1] (or 12-bit stored values, the C benchmark's case) on
+the GPU, range given, scored
   - package:  MIFixed.scores(batch, out=out) (the whole binding: DLPack export, stream lookup,
               checks, the C call), on torch's current stream;
   - raw:      _core.mi_evaluate_device with the pointers computed once (the C call alone: the
@@ -51,12 +52,17 @@ def timed(fn, reps, trials):
 
 
 def torch_mi(fixed_bins, x, bins_f, bins_m, lo, hi):
-    """MI (nats, float64) of each image of x against the fixed bins, plain PyTorch."""
+    """MI (nats, float64) of each image of x against the fixed bins, plain PyTorch, with the
+    library's binning: the float32 formula for floats, the exact integer one for integers."""
     b = x.shape[0]
     cells = bins_f * bins_m
     xf = x.reshape(b, -1)
-    q = ((xf - lo) * float(bins_m)) / (hi - lo)  # float32 steps, each rounded (no fusion here)
-    mb = q.long().clamp_(0, bins_m - 1)
+    if xf.dtype == torch.float32:
+        q = ((xf - lo) * float(bins_m)) / (hi - lo)  # float32 steps, each rounded (no fusion)
+        mb = q.long().clamp_(0, bins_m - 1)
+    else:
+        xf = xf.int()
+        mb = ((xf - lo) * bins_m) // (hi - lo + 1)
     ok = (xf >= lo) & (xf <= hi) & (fixed_bins >= 0)
     idx = fixed_bins * bins_m + mb + torch.arange(b, device=x.device).unsqueeze(1) * cells
     idx = torch.where(ok, idx, torch.full_like(idx, b * cells))
@@ -71,23 +77,27 @@ def torch_mi(fixed_bins, x, bins_f, bins_m, lo, hi):
     return h(joint.sum(2)) + h(joint.sum(1)) - h(joint)
 
 
-def run(side, bins, batch, reps, trials):
+def run(side, bins, batch, dtype, reps, trials):
     rng = np.random.default_rng(side + bins)
     fixed = ct_like(rng, (side, side)).astype(np.uint16)
-    drr = (ct_like(rng, (batch, side, side)) / 4095.0).astype(np.float32)
+    if dtype == "float32":  # DRRs as rendered
+        drr, rng_m, code = (ct_like(rng, (batch, side, side)) / 4095.0).astype(np.float32), \
+            (0.0, 1.0), 2
+    else:  # 12-bit stored values, the C benchmark's case (int16: torch has no uint16 arithmetic)
+        drr, rng_m, code = ct_like(rng, (batch, side, side)).astype(np.int16), (0, 4095), 1
     x = torch.as_tensor(drr, device="cuda")
-    f = dicomhist.MIFixed(fixed, bins=bins, range_moving=(0.0, 1.0), device="cuda",
+    f = dicomhist.MIFixed(fixed, bins=bins, range_moving=rng_m, device="cuda",
                           max_batch=batch)
     out = f.scores(x)
     torch.cuda.synchronize()
     # checks: the CPU path's records, bit for bit; plain torch's MI to 1e-9
-    cpu = dicomhist.MIFixed(fixed, bins=bins, range_moving=(0.0, 1.0), device="cpu",
+    cpu = dicomhist.MIFixed(fixed, bins=bins, range_moving=rng_m, device="cpu",
                             max_batch=batch)
     same = out.to_host().tobytes() == cpu.scores(drr).tobytes()
     lo_f, hi_f = int(fixed.min()), int(fixed.max())
     fb = (fixed.astype(np.int64) - lo_f) * bins // (hi_f - lo_f + 1)
     fixed_bins = torch.as_tensor(fb.reshape(-1), device="cuda")
-    mi_torch = torch_mi(fixed_bins, x, bins, bins, 0.0, 1.0)
+    mi_torch = torch_mi(fixed_bins, x, bins, bins, *rng_m)
     diff = float((mi_torch - out.mi).abs().max())
 
     stream = torch.cuda.current_stream().cuda_stream
@@ -95,10 +105,9 @@ def run(side, bins, batch, reps, trials):
     handle = f._handle
     n = side * side
     pkg = timed(lambda: f.scores(x, out=out), reps, trials)
-    raw = timed(lambda: _core.mi_evaluate_device(handle, ptr, 2, n, batch, 0, 0, stream, optr),
-                reps, trials)
-    tor = timed(lambda: torch_mi(fixed_bins, x, bins, bins, 0.0, 1.0), max(1, reps // 10),
-                trials)
+    raw = timed(lambda: _core.mi_evaluate_device(handle, ptr, code, n, batch, 0, 0, stream,
+                                                 optr), reps, trials)
+    tor = timed(lambda: torch_mi(fixed_bins, x, bins, bins, *rng_m), max(1, reps // 10), trials)
     return {"side": side, "bins": bins, "batch": batch, "same_bits": same, "torch_diff": diff,
             "pkg": pkg, "raw": raw, "torch": tor}
 
@@ -108,21 +117,23 @@ def main():
     reps, trials = (20, 5) if quick else (50, 11)
     print(f"GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}, "
           f"dicomhist {dicomhist.__version__}")
-    print("| image | bins | batch | records == CPU | torch MI diff | package evals/s | "
+    print("| image | moving | bins | batch | records == CPU | torch MI diff | package evals/s | "
           "raw C call evals/s | binding cost | host us/call pkg / raw | plain torch evals/s | "
           "dicomhist / torch |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     ok = True
     for side, batch in ((256, 1024), (512, 256)):
         for bins in (64, 256):
-            r = run(side, bins, batch, reps, trials)
-            ok &= r["same_bits"] and r["torch_diff"] < 1e-9
-            eps = lambda us: batch / (us * 1e-6)
-            print(f"| {side}x{side} | {bins} | {batch} | {'yes' if r['same_bits'] else 'NO'} | "
-                  f"{r['torch_diff']:.1e} | {eps(r['pkg'][0]):.3g} | {eps(r['raw'][0]):.3g} | "
-                  f"{(r['pkg'][0] / r['raw'][0] - 1) * 100:+.1f}% | "
-                  f"{r['pkg'][1]:.1f} / {r['raw'][1]:.1f} | {eps(r['torch'][0]):.3g} | "
-                  f"{r['torch'][0] / r['pkg'][0]:.1f}x |", flush=True)
+            for dtype in ("float32", "int16"):
+                r = run(side, bins, batch, dtype, reps, trials)
+                ok &= r["same_bits"] and r["torch_diff"] < 1e-9
+                eps = lambda us: batch / (us * 1e-6)
+                print(f"| {side}x{side} | {dtype} | {bins} | {batch} | "
+                      f"{'yes' if r['same_bits'] else 'NO'} | {r['torch_diff']:.1e} | "
+                      f"{eps(r['pkg'][0]):.3g} | {eps(r['raw'][0]):.3g} | "
+                      f"{(r['pkg'][0] / r['raw'][0] - 1) * 100:+.1f}% | "
+                      f"{r['pkg'][1]:.1f} / {r['raw'][1]:.1f} | {eps(r['torch'][0]):.3g} | "
+                      f"{r['torch'][0] / r['pkg'][0]:.1f}x |", flush=True)
     return 0 if ok else 1
 
 

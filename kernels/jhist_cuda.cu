@@ -304,7 +304,8 @@ __device__ uint32_t count_share(cg::cluster_group &cluster, const eval_args &a, 
 }
 
 /* count_share for float32 moving images: 8 pixels per step (one 16-byte load of fixed bins, two
- * of floats), each binned by dh_faxis_bin exactly as the CPU twin does, runs merged as above. */
+ * of floats), each binned by dh_faxis_bin exactly as the CPU twin does, runs merged as above, and
+ * software-pipelined the same way (the next step's loads issued before this one is counted). */
 template <bool PACKED>
 __device__ uint32_t count_share_f32(cg::cluster_group &cluster, const eval_args &a,
                                     const float *img, const uint8_t *val, uint32_t *hist,
@@ -313,21 +314,36 @@ __device__ uint32_t count_share_f32(cg::cluster_group &cluster, const eval_args 
     const uint32_t bm = a.bins_moving;
     const size_t n = a.n, nv = a.vec ? n >> 3 : 0, step = parts * blockDim.x;
     uint32_t tiles = 0, counted = 0;
+    uint4 fq = make_uint4(0, 0, 0, 0);
+    float4 m0 = make_float4(0.f, 0.f, 0.f, 0.f), m1 = m0;
+    uint64_t ok = 0;
+    if (part * blockDim.x + threadIdx.x < nv) {
+        const size_t u = part * blockDim.x + threadIdx.x;
+        fq = __ldg((const uint4 *)a.fixed_bins + u);
+        m0 = __ldg((const float4 *)img + 2 * u);
+        m1 = __ldg((const float4 *)img + 2 * u + 1);
+        ok = val ? __ldg((const unsigned long long *)val + u) : ~0ull;
+    }
     for (size_t base = part * blockDim.x; base < nv; base += step) {
-        const size_t u = base + threadIdx.x;
+        const size_t u = base + threadIdx.x, un = u + step;
+        const uint4 cf = fq;
+        const float4 c0 = m0, c1 = m1;
+        const uint64_t cok = ok;
+        if (un < nv) {
+            fq = __ldg((const uint4 *)a.fixed_bins + un);
+            m0 = __ldg((const float4 *)img + 2 * un);
+            m1 = __ldg((const float4 *)img + 2 * un + 1);
+            ok = val ? __ldg((const unsigned long long *)val + un) : ~0ull;
+        }
         if (u < nv) {
-            const uint4 fq = __ldg((const uint4 *)a.fixed_bins + u);
-            const float4 m0 = __ldg((const float4 *)img + 2 * u);
-            const float4 m1 = __ldg((const float4 *)img + 2 * u + 1);
-            const uint64_t ok = val ? __ldg((const unsigned long long *)val + u) : ~0ull;
-            const uint32_t fw[4] = {fq.x, fq.y, fq.z, fq.w};
-            const float mv[8] = {m0.x, m0.y, m0.z, m0.w, m1.x, m1.y, m1.z, m1.w};
+            const uint32_t fw[4] = {cf.x, cf.y, cf.z, cf.w};
+            const float mv[8] = {c0.x, c0.y, c0.z, c0.w, c1.x, c1.y, c1.z, c1.w};
             uint32_t prev = NO_CELL, run = 0;
 #pragma unroll
             for (int j = 0; j < 8; j++) {
                 const uint32_t f = (fw[j >> 1] >> ((j & 1) * 16)) & 0xFFFFu;
                 const uint32_t m = dh_faxis_bin(a.fbins, a.flo, a.fhi, a.fwidth, mv[j]);
-                const uint32_t c = f == DH_JHIST_SKIP || !((ok >> (8 * j)) & 0xFFu) ||
+                const uint32_t c = f == DH_JHIST_SKIP || !((cok >> (8 * j)) & 0xFFu) ||
                                            m == DH_JHIST_SKIP
                                        ? NO_CELL
                                        : f * bm + m;
