@@ -2,8 +2,10 @@
 # bench_batch.sh: dicomhist equalize over a generated archive of CT series, end to end, against
 # the floors (cp -r of the tree; DCMTK's dcmdjpeg decoding the JPEG lossless copy with two
 # processes) and a pydicom + scikit-image script on two processes; --jobs 2 against --jobs 1;
-# and peak memory for an archive ten times larger. Prints a Markdown table (for
-# docs/performance.md) and keeps the raw timings in WORKDIR/results.tsv.
+# and peak memory for an archive ten times larger. Wall time and CPU time (user + system, of the
+# command and its children) both: on a shared machine the wall time follows the load, the CPU
+# time much less. Prints a Markdown table (for docs/performance.md) and keeps the raw timings in
+# WORKDIR/results.tsv.
 #
 # Usage: bench/bench_batch.sh DICOMHIST WORKDIR
 # Environment (defaults in brackets):
@@ -44,24 +46,26 @@ make_archive() { # DIR STUDIES SLICES; made beside and renamed, so a killed run 
 measure() {
     local name=$1 bytes=$2 out=$3
     shift 3
-    local times=() rss=0
+    local times=() cpus=() rss=0
     for _ in $(seq "$REPEAT"); do
         rm -rf "$out"
         sync
         local log
         log=$(mktemp)
-        /usr/bin/time -f "%e %M" -o "$log" "$@" >/dev/null 2>"$WORK/last.err" ||
+        /usr/bin/time -f "%e %M %U %S" -o "$log" "$@" >/dev/null 2>"$WORK/last.err" ||
             { echo "bench_batch: $name failed:" >&2; tail -5 "$WORK/last.err" >&2; rm -f "$log"; return 1; }
-        read -r t m < <(tail -1 "$log")
+        read -r t m u k < <(tail -1 "$log")
         rm -f "$log"
         times+=("$t")
+        cpus+=("$(calc "$u + $k")")
         [ "$m" -gt "$rss" ] && rss=$m
     done
-    local median
+    local median cpu
     median=$(printf '%s\n' "${times[@]}" | sort -g | sed -n "$(( (REPEAT + 1) / 2 ))p")
-    printf '%s\t%s\t%s\t%s\n' "$name" "$median" "$rss" "$bytes" >> "$RESULTS"
-    printf '%-44s %8.2f s %9.1f MB/s %8.1f MB peak\n' "$name" "$median" \
-        "$(calc "$bytes / $median / 1000000")" "$(calc "$rss / 1024")" >&2
+    cpu=$(printf '%s\n' "${cpus[@]}" | sort -g | sed -n "$(( (REPEAT + 1) / 2 ))p")
+    printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$median" "$rss" "$bytes" "$cpu" >> "$RESULTS"
+    printf '%-44s %8.2f s %9.1f MB/s %8.2f CPU s %8.1f MB peak\n' "$name" "$median" \
+        "$(calc "$bytes / $median / 1000000")" "$cpu" "$(calc "$rss / 1024")" >&2
 }
 
 tree_bytes() { du -sb "$1" | cut -f1; }
@@ -130,10 +134,11 @@ done
 rm -rf "$WORK"/out-*
 
 echo
-echo "| run | seconds | MB/s | peak MB |"
-echo "| --- | ---: | ---: | ---: |"
-while IFS=$'\t' read -r name t m bytes; do
-    printf '| %s | %.2f | %.1f | %.0f |\n' "$name" "$t" "$(calc "$bytes / $t / 1000000")" \
+echo "| run | seconds | MB/s | CPU seconds | MB per CPU second | peak MB |"
+echo "| --- | ---: | ---: | ---: | ---: | ---: |"
+while IFS=$'\t' read -r name t m bytes cpu; do
+    printf '| %s | %.2f | %.1f | %.2f | %.1f | %.0f |\n' "$name" "$t" \
+        "$(calc "$bytes / $t / 1000000")" "$cpu" "$(calc "$bytes / ($cpu + 0.001) / 1000000")" \
         "$(calc "$m / 1024")"
 done < "$RESULTS"
 echo

@@ -139,6 +139,14 @@ static dh_status write_one(dh_ctx *ctx, dh_dicom_derive *req, const char *path,
         }
         return dh_ctx_fail(ctx, DH_ERR_IO, "%s: already exists (not replaced)", path);
     }
+    if (wp->existing != DH_EXISTING_REPLACE) {
+        /* The DICOM writer itself writes beside and renames without replacing: one file made,
+         * where going through a temporary name of ours would make three (and ext4 pays for
+         * every inode created and deleted). */
+        req->output_path = path;
+        dh_status st = dh_dicom_derive_write(req, msg, sizeof msg);
+        return st == DH_OK ? DH_OK : dh_ctx_fail(ctx, st, "%s", msg);
+    }
     char *tmp = temporary_beside(path);
     if (!tmp)
         return dh_ctx_fail(ctx, DH_ERR_IO, "%s: cannot create a temporary file beside it: %s",
