@@ -119,12 +119,20 @@ class MIFixed:
         self.bins = (bf, bm)
         self.device = self.info["device"]
         self.max_batch = int(max_batch)
-        self.float_range_moving = range_moving is not None and not hm
+        self._moving_range_is_integer = bool(hm)
         self._lock = threading.Lock()
 
     @property
     def h_fixed(self):
         return self.info["h_fixed"]
+
+    def _check_moving_type(self, mtype):
+        """An integer moving image with a range that is not integers would silently fall back
+        to its own min..max: refuse it instead."""
+        if (mtype != _arrays.SAMPLE_FLOAT32 and self.range_moving is not None
+                and not self._moving_range_is_integer):
+            raise ValueError(f"range_moving {self.range_moving!r} is not an integer range, "
+                             "but the moving images hold integers (stored values)")
 
     def _check_pixels(self, pixels, name):
         if pixels != self.info["pixels"]:
@@ -147,6 +155,7 @@ class MIFixed:
     # -- host memory
     def _scores_host(self, moving, valid):
         a, mtype = _arrays.as_samples(moving, "moving")
+        self._check_moving_type(mtype)
         single = a.shape == self.shape
         batch = a.reshape((1,) + a.shape) if single else a
         if batch.ndim < 2:
@@ -185,6 +194,7 @@ class MIFixed:
         else:
             raise TypeError(f"moving: device arrays must be uint16, int16 or float32, not "
                             f"{view.dtype} (convert on the device first)")
+        self._check_moving_type(mtype)
         single = view.shape == tuple(self.shape)
         count, pixels, stride = view.image_layout("moving")
         self._check_pixels(pixels, "moving")

@@ -186,6 +186,8 @@ def test_errors(pair):
         f.scores(moving.astype(np.float32))
     with pytest.raises(ValueError, match="pixels"):
         f.scores(moving[:10])
+    with pytest.raises(ValueError, match="not an integer range"):
+        dicomhist.MIFixed(fixed, range_moving=(0.5, 99.5), device="cpu").scores(moving)
     with pytest.raises(ValueError, match="16 bits"):
         f.scores(moving.astype(np.int64) + 70000)
     with pytest.raises(ValueError, match="finite"):
