@@ -63,6 +63,16 @@ typedef struct dh_dicom_image {
     uint32_t window_count;  /* number of WindowCenter values (0 without a window) */
     int is_encapsulated;    /* 1 when the pixel data was compressed in the file */
     uint64_t pixel_data_bytes; /* PixelData as found: value length, or the sum of fragments */
+
+    /* The Modality LUT Sequence's first item, when has_modality_lut: it replaces the rescale
+     * (slope and intercept stay 1 and 0 unless the file also has them, and are then unused).
+     * Modality value of stored s = modality_lut[clamp(s - modality_lut_first, 0, entries - 1)].
+     * From LUTDescriptor: entries (0 there means 65536), first mapped value (read as signed
+     * when the pixels are signed), bits per entry (8..16; entries are masked to them). */
+    uint32_t modality_lut_entries;
+    int32_t modality_lut_first;
+    uint32_t modality_lut_bits;
+    uint16_t *modality_lut; /* entries values, owned by the image */
 } dh_dicom_image;
 
 /* Bounds on compressed pixel data, checked before anything is decompressed or allocated: every

@@ -69,6 +69,10 @@ void read_pixel_format(DcmDataset &ds, E_TransferSyntax xfer, dh_dicom_image &im
  * level or from enhanced multi-frame functional groups (dicom_metadata.cpp). */
 void read_metadata(DcmDataset &ds, dh_dicom_image &img);
 
+/* Reads the Modality LUT Sequence, when there is one, into img's modality_lut fields; a
+ * descriptor that disagrees with its data fails DH_ERR_MALFORMED (dicom_modality_lut.cpp). */
+void read_modality_lut(DcmDataset &ds, dh_dicom_image &img);
+
 /* Checks the length of PixelData against the geometry already in img, before anything is
  * loaded or decompressed, and records pixel_data_bytes (dicom_pixels.cpp). */
 void check_pixel_data(DcmDataset &ds, E_TransferSyntax xfer, dh_dicom_image &img);

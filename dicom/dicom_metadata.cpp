@@ -94,7 +94,6 @@ static bool read_rescale(DcmItem &item, double &slope, double &intercept)
 
 static void read_image_rescale(DcmDataset &ds, const functional_groups &g, dh_dicom_image &img)
 {
-    img.has_modality_lut = ds.tagExists(DCM_ModalityLUTSequence) ? 1 : 0;
     if (read_rescale(ds, img.rescale_slope, img.rescale_intercept)) {
         img.has_rescale = 1;
         get_string(ds, DCM_RescaleType, img.rescale_type, sizeof img.rescale_type);
@@ -200,6 +199,7 @@ void read_metadata(DcmDataset &ds, dh_dicom_image &img)
 {
     const functional_groups g = find_groups(ds);
     read_image_rescale(ds, g, img);
+    read_modality_lut(ds, img);
     read_window(ds, g, img);
     read_geometry(ds, g, img);
     read_identification(ds, img);

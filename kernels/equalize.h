@@ -155,6 +155,12 @@ int dh_window_percentile(const uint64_t *hist, uint32_t len, int32_t base, doubl
 int dh_window_to_stored(double lo, double hi, double slope, double intercept, int32_t base,
                         uint32_t len, dh_eq_window *w);
 
+/* The same for any modality function m(arg, s) that never decreases in s (a Modality LUT's, for
+ * one). Returns 0, or -1 when a bound is NaN. */
+typedef double (*dh_modality_fn)(const void *arg, int32_t stored);
+int dh_window_to_stored_by(double lo, double hi, dh_modality_fn m, const void *arg,
+                           int32_t base, uint32_t len, dh_eq_window *w);
+
 /* Applies tables to samples (uint16_t or int16_t by is_signed): `slices` slices of slice_len
  * samples; with per_slice, slice z uses luts + z * len, else every slice uses luts. out gets
  * slice_len * slices values. threads <= 0: one per online processor. Returns 0, or -1 when a

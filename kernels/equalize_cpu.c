@@ -172,30 +172,49 @@ int dh_window_percentile(const uint64_t *hist, uint32_t len, int32_t base, doubl
     return -1; /* unreachable: the cdf reaches n */
 }
 
+typedef struct linear {
+    double slope, intercept;
+} linear;
+
+static double linear_value(const void *arg, int32_t s)
+{
+    const linear *l = arg;
+    return l->slope * (double)s + l->intercept;
+}
+
 int dh_window_to_stored(double lo, double hi, double slope, double intercept, int32_t base,
                         uint32_t len, dh_eq_window *w)
 {
-    if (!(slope > 0) || isnan(lo) || isnan(hi) || !isfinite(intercept))
+    if (!(slope > 0) || !isfinite(intercept))
         return -1;
-    /* slope * s + intercept is non-decreasing in s even after rounding, so binary searches on
-     * the very expression the rest of the library evaluates find the exact ends. */
+    const linear l = {slope, intercept};
+    return dh_window_to_stored_by(lo, hi, linear_value, &l, base, len, w);
+}
+
+int dh_window_to_stored_by(double lo, double hi, dh_modality_fn m, const void *arg,
+                           int32_t base, uint32_t len, dh_eq_window *w)
+{
+    if (isnan(lo) || isnan(hi))
+        return -1;
+    /* m is non-decreasing in s (for a rescale even after rounding), so binary searches on the
+     * very expression the rest of the library evaluates find the exact ends. */
     int64_t a = 0, b = len; /* first index with value >= lo */
     while (a < b) {
-        int64_t m = (a + b) / 2;
-        if (slope * (double)(base + m) + intercept >= lo)
-            b = m;
+        int64_t mid = (a + b) / 2;
+        if (m(arg, base + (int32_t)mid) >= lo)
+            b = mid;
         else
-            a = m + 1;
+            a = mid + 1;
     }
     int64_t first = a;
     a = 0;
     b = len; /* first index with value > hi */
     while (a < b) {
-        int64_t m = (a + b) / 2;
-        if (slope * (double)(base + m) + intercept > hi)
-            b = m;
+        int64_t mid = (a + b) / 2;
+        if (m(arg, base + (int32_t)mid) > hi)
+            b = mid;
         else
-            a = m + 1;
+            a = mid + 1;
     }
     int64_t last = a - 1;
     if (first > last) { /* empty: keep lo > hi but inside int32 */

@@ -18,6 +18,7 @@
 #include "context.h"
 #include "equalize.h"
 #include "equalize_internal.h"
+#include "modality.h"
 #include "volume.h"
 #ifdef DH_HAVE_CUDA
 #include "equalize_cuda.h"
@@ -52,6 +53,12 @@ void dh_equalized_free(dh_equalized *r)
 static const char *voi_name(dh_voi_function f)
 {
     return f == DH_VOI_LINEAR ? "LINEAR" : f == DH_VOI_LINEAR_EXACT ? "LINEAR_EXACT" : "SIGMOID";
+}
+
+/* MINMAX and PERCENTILE windows come from the ranks of each table's histogram. */
+static int window_from_ranks(const dh_equalize_params *p)
+{
+    return p->window == DH_WINDOW_MINMAX || p->window == DH_WINDOW_PERCENTILE;
 }
 
 static dh_status check_params(dh_ctx *ctx, const dh_volume *v, const dh_equalize_params *p)
@@ -114,10 +121,20 @@ static dh_status check_params(dh_ctx *ctx, const dh_volume *v, const dh_equalize
     int needs_stored_window = p->operation == DH_EQ_EQUALIZE &&
                               (p->window == DH_WINDOW_CENTER_WIDTH ||
                                p->window == DH_WINDOW_RANGE || p->window == DH_WINDOW_FILE);
-    if (needs_stored_window && !(v->rescale_slope > 0))
+    if (needs_stored_window && v->has_modality_lut && dh_modality_order(v) != 1)
+        return dh_ctx_fail(ctx, DH_ERR_UNSUPPORTED,
+                           "%s: a modality window needs a non-decreasing Modality LUT", v->path);
+    if (needs_stored_window && !v->has_modality_lut && !(v->rescale_slope > 0))
         return dh_ctx_fail(ctx, DH_ERR_UNSUPPORTED,
                            "%s: a modality window needs a positive RescaleSlope, not %g", v->path,
                            v->rescale_slope);
+    /* Equalization works in stored order: a window from ranks is one there only when the
+     * modality values follow the stored values one way or the other. */
+    if (p->operation == DH_EQ_EQUALIZE && window_from_ranks(p) && dh_modality_order(v) == 0)
+        return dh_ctx_fail(ctx, DH_ERR_UNSUPPORTED,
+                           "%s: a min-max or percentile window for equalization needs a "
+                           "monotone Modality LUT",
+                           v->path);
     return DH_OK;
 }
 
@@ -140,9 +157,67 @@ static void range_to_center_width(double lo, double hi, dh_voi_function f, doubl
     }
 }
 
-static double modality(const dh_volume *v, int32_t s)
+static double volume_modality(const void *v, int32_t s)
 {
-    return v->rescale_slope * s + v->rescale_intercept;
+    return dh_modality_of(v, s);
+}
+
+/* The stored values whose modality value lies in [lo, hi], for a rescale of positive slope or
+ * a non-decreasing Modality LUT (check_params ensures one or the other). */
+static int window_to_stored(const dh_volume *v, double lo, double hi, int32_t base, uint32_t len,
+                            dh_eq_window *w)
+{
+    if (!v->has_modality_lut)
+        return dh_window_to_stored(lo, hi, v->rescale_slope, v->rescale_intercept, base, len, w);
+    return dh_window_to_stored_by(lo, hi, volume_modality, v, base, len, w);
+}
+
+/* Rank window of a Modality LUT that folds back: the pixels ordered by modality value rather
+ * than by stored value, k = floor(N * p / 100) cut at each end as dh_window_percentile does. */
+typedef struct ranked {
+    double m;
+    uint32_t i;
+} ranked;
+
+static int compare_ranked(const void *pa, const void *pb)
+{
+    const ranked *a = pa, *b = pb;
+    return (a->m > b->m) - (a->m < b->m);
+}
+
+static int window_by_modality_rank(const dh_volume *v, const uint64_t *h, uint32_t len,
+                                   int32_t base, double p, double *lo, double *hi)
+{
+    ranked *order = malloc(len * sizeof *order);
+    if (!order)
+        return -1;
+    uint64_t n = 0;
+    uint32_t used = 0;
+    for (uint32_t i = 0; i < len; i++) {
+        n += h[i];
+        if (h[i])
+            order[used++] = (ranked){dh_modality_of(v, base + (int32_t)i), i};
+    }
+    qsort(order, used, sizeof *order, compare_ranked);
+    uint64_t k = (uint64_t)floor((double)n * p / 100.0);
+    if (n > 0 && k > (n - 1) / 2)
+        k = (n - 1) / 2;
+    uint64_t cdf = 0;
+    int have_lo = 0, rc = -1;
+    for (uint32_t j = 0; j < used; j++) {
+        cdf += h[order[j].i];
+        if (!have_lo && cdf > k) {
+            *lo = order[j].m;
+            have_lo = 1;
+        }
+        if (cdf > n - 1 - k) {
+            *hi = order[j].m;
+            rc = 0;
+            break;
+        }
+    }
+    free(order);
+    return rc;
 }
 
 /* The work of one call, shared by the CPU and GPU paths. */
@@ -158,12 +233,6 @@ typedef struct eq_job {
 } eq_job;
 
 /* Resolves the window of table t into r's per-table fields and job->windows. */
-/* MINMAX and PERCENTILE windows come from the ranks of each table's histogram. */
-static int window_from_ranks(const dh_equalize_params *p)
-{
-    return p->window == DH_WINDOW_MINMAX || p->window == DH_WINDOW_PERCENTILE;
-}
-
 static dh_status resolve_window(dh_ctx *ctx, eq_job *j, uint32_t t)
 {
     const dh_volume *v = j->v;
@@ -176,9 +245,14 @@ static dh_status resolve_window(dh_ctx *ctx, eq_job *j, uint32_t t)
         double pct = p->window == DH_WINDOW_PERCENTILE ? p->percentile : 0;
         if (dh_window_percentile(h, j->len, j->base, pct, &w) != 0)
             return dh_ctx_fail(ctx, DH_ERR_INTERNAL, "%s: slice %u has no pixels", v->path, t);
-        lo = modality(v, w.lo);
-        hi = modality(v, w.hi);
-        if (lo > hi) { /* negative slope */
+        /* Monotone modality values keep the stored ranks (reversed ones mirror them, and the
+         * cut is symmetric); a folding LUT needs its own order (window/level only). */
+        lo = dh_modality_of(v, w.lo);
+        hi = dh_modality_of(v, w.hi);
+        if (dh_modality_order(v) == 0 &&
+            window_by_modality_rank(v, h, j->len, j->base, pct, &lo, &hi) != 0)
+            return dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "%s: out of memory", v->path);
+        if (lo > hi) { /* negative slope or decreasing LUT */
             double tmp = lo;
             lo = hi;
             hi = tmp;
@@ -207,8 +281,7 @@ static dh_status resolve_window(dh_ctx *ctx, eq_job *j, uint32_t t)
     }
     r->center[t] = r->width[t] = NAN;
     if (!window_from_ranks(p) && p->window != DH_WINDOW_NONE &&
-        dh_window_to_stored(lo, hi, v->rescale_slope, v->rescale_intercept, j->base, j->len,
-                            &w) != 0)
+        window_to_stored(v, lo, hi, j->base, j->len, &w) != 0)
         return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "%s: window [%g, %g] cannot be mapped",
                            v->path, lo, hi);
     j->windows[t] = w;
@@ -277,11 +350,19 @@ static dh_status build_voi_tables(dh_ctx *ctx, eq_job *j)
 {
     const dh_volume *v = j->v;
     dh_equalized *r = j->r;
-    for (uint32_t t = 0; t < j->tables; t++)
-        if (dh_voi_lut_build(j->base, j->len, v->rescale_slope, v->rescale_intercept,
-                             r->center[t], r->width[t], (dh_eq_voi)j->p->voi, j->levels,
-                             r->tables + (size_t)t * j->len) != 0)
+    for (uint32_t t = 0; t < j->tables; t++) {
+        uint16_t *table = r->tables + (size_t)t * j->len;
+        /* With a Modality LUT the first entry is built (which checks the window) and the
+         * others follow from each stored value's LUT output, on the host for both devices. */
+        if (dh_voi_lut_build(j->base, v->has_modality_lut ? 1 : j->len, v->rescale_slope,
+                             v->rescale_intercept, r->center[t], r->width[t],
+                             (dh_eq_voi)j->p->voi, j->levels, table) != 0)
             return table_failed(ctx, j, t);
+        if (v->has_modality_lut)
+            for (uint32_t i = 0; i < j->len; i++)
+                table[i] = dh_voi_value(dh_modality_of(v, j->base + (int32_t)i), r->center[t],
+                                        r->width[t], (dh_eq_voi)j->p->voi, j->levels);
+    }
     return DH_OK;
 }
 

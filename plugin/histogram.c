@@ -22,6 +22,7 @@
 
 #include "context.h"
 #include "hist.h"
+#include "modality.h"
 #include "volume.h"
 #ifdef DH_HAVE_CUDA
 #include "hist_cuda.h"
@@ -156,7 +157,8 @@ static void table_double(uint32_t *table, int32_t base, uint32_t bins, double sl
 
 /* The default range: the representable stored values in stored units; in modality units the
  * ideal image of that range, one |slope|-wide step per stored value:
- * [m(first), m(last) + |slope|) with first/last the representable values in modality order. */
+ * [m(first), m(last) + |slope|) with first/last the representable values in modality order;
+ * with a Modality LUT, [smallest, largest + 1) of the entries those stored values reach. */
 static void range_default(const dh_volume *v, dh_units units, double *lo, double *hi)
 {
     int64_t slo, shi;
@@ -165,11 +167,41 @@ static void range_default(const dh_volume *v, dh_units units, double *lo, double
         *lo = (double)slo, *hi = (double)shi;
         return;
     }
+    if (v->has_modality_lut) { /* one bin per integer the LUT can give */
+        int32_t a, b;
+        dh_modality_lut_span(v, &a, &b);
+        *lo = a, *hi = (double)b + 1;
+        return;
+    }
     double a = v->rescale_slope, b = v->rescale_intercept;
     if (a > 0)
         *lo = a * (double)slo + b, *hi = a * (double)shi + b;
     else
         *lo = a * (double)(shi - 1) + b, *hi = a * (double)(slo - 1) + b;
+}
+
+/* Modality units through a Modality LUT: its outputs are integers 0..65535, so each is binned
+ * once, exactly, by the same rational arithmetic as a rescale (slope 1, intercept 0), and every
+ * stored value takes the slot of its entry. A host-built table like the others: the GPU reads
+ * it as it is. */
+static dh_status build_lut_map(dh_ctx *ctx, const dh_volume *v, uint32_t bins, double lo,
+                               double hi, dh_bin_map *map, uint32_t **table)
+{
+    const int32_t base = v->is_signed ? -32768 : 0;
+    uint32_t *by_output = malloc(65536 * sizeof *by_output);
+    uint32_t *t = malloc(65536 * sizeof *t);
+    if (!by_output || !t) {
+        free(by_output), free(t);
+        return dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "out of memory for a bin table");
+    }
+    if (table_exact(by_output, 0, bins, 1, 0, lo, hi) != 0)
+        table_double(by_output, 0, bins, 1, 0, lo, hi);
+    for (uint32_t i = 0; i < 65536; i++)
+        t[i] = by_output[dh_modality_lut_entry(v, (int32_t)i + base)];
+    free(by_output);
+    *map = (dh_bin_map){.bins = bins, .lut = t, .lut_base = base, .lut_len = 65536, .shift = -1};
+    *table = t;
+    return DH_OK;
 }
 
 /* Builds the map; *table receives the lut to free (or NULL). */
@@ -183,6 +215,8 @@ static dh_status build_map(dh_ctx *ctx, const dh_volume *v, uint32_t bins, int h
     double slope = v->rescale_slope, intercept = v->rescale_intercept;
     int32_t base = v->is_signed ? -32768 : 0;
 
+    if (units == DH_UNITS_MODALITY && v->has_modality_lut)
+        return build_lut_map(ctx, v, bins, lo, hi, map, table);
     if (units == DH_UNITS_MODALITY && !has_range && slope < 0) {
         /* Reversed ideal range: stored s sits at step shi - 1 - s. */
         uint32_t *t = malloc(65536 * sizeof *t);
@@ -262,7 +296,7 @@ static dh_status check_params(dh_ctx *ctx, const dh_volume *v, const dh_hist_par
                                "below hi",
                                p->lo, p->hi);
     }
-    if (p->units == DH_UNITS_MODALITY &&
+    if (p->units == DH_UNITS_MODALITY && !v->has_modality_lut &&
         (!isfinite(v->rescale_slope) || v->rescale_slope == 0 || !isfinite(v->rescale_intercept)))
         return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
                            "%s: rescale slope %g and intercept %g give no modality units",
@@ -365,10 +399,12 @@ dh_status dh_hist_compute(dh_ctx *ctx, const dh_volume *v, const dh_hist_params 
     if (st != DH_OK)
         return st;
 
-    uint32_t bins = p->bins ? p->bins : (uint32_t)1 << v->bits_stored;
     double lo = p->lo, hi = p->hi;
     if (!p->has_range)
         range_default(v, p->units, &lo, &hi);
+    uint32_t bins = p->bins ? p->bins : (uint32_t)1 << v->bits_stored;
+    if (!p->bins && !p->has_range && p->units == DH_UNITS_MODALITY && v->has_modality_lut)
+        bins = (uint32_t)(hi - lo); /* one per possible output: at most 65536 */
 
     dh_bin_map map;
     uint32_t *table = NULL;

@@ -19,6 +19,7 @@
 
 #include "context.h"
 #include "parallel.h"
+#include "modality.h"
 #include "plan.h"
 #include "volume.h"
 
@@ -263,6 +264,8 @@ void dh_plan_slice_from_image(dh_plan_slice *s, const dh_dicom_image *m)
     s->photometric = m->photometric;
     s->rescale_slope = m->rescale_slope;
     s->rescale_intercept = m->rescale_intercept;
+    s->has_modality_lut = m->has_modality_lut;
+    s->modality_lut_hash = dh_modality_lut_hash(m);
     s->has_position = m->has_position;
     s->has_orientation = m->has_orientation;
     s->has_instance_number = m->has_instance_number;
@@ -277,17 +280,19 @@ int dh_plan_same_format(const dh_plan_slice *a, const dh_plan_slice *b)
            a->bits_allocated == b->bits_allocated && a->bits_stored == b->bits_stored &&
            a->high_bit == b->high_bit && a->is_signed == b->is_signed &&
            a->photometric == b->photometric && a->rescale_slope == b->rescale_slope &&
-           a->rescale_intercept == b->rescale_intercept;
+           a->rescale_intercept == b->rescale_intercept &&
+           a->has_modality_lut == b->has_modality_lut &&
+           a->modality_lut_hash == b->modality_lut_hash;
 }
 
 void dh_plan_describe_format(char *buf, size_t len, const dh_plan_slice *m)
 {
     snprintf(buf, len,
-             "%ux%u, %u bits allocated, %u stored, high bit %u, %s, %s, rescale %g/%g",
+             "%ux%u, %u bits allocated, %u stored, high bit %u, %s, %s, rescale %g/%g%s",
              m->columns, m->rows, m->bits_allocated, m->bits_stored, m->high_bit,
              m->is_signed ? "signed" : "unsigned",
              m->photometric == DH_MONOCHROME1 ? "MONOCHROME1" : "MONOCHROME2", m->rescale_slope,
-             m->rescale_intercept);
+             m->rescale_intercept, m->has_modality_lut ? ", a Modality LUT" : "");
 }
 
 /* One file's header into its record (run on the scan threads: touches only that record). */

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "context.h"
+#include "modality.h"
 
 /* Gaps that differ from the mean by more than this (relative, with an absolute floor in mm) make
  * the spacing uneven: scanners write positions with a few decimals, so tiny jitter is normal. */
@@ -91,11 +92,7 @@ static dh_volume *volume_alloc(const dh_dicom_image *first, uint32_t slices, con
     memcpy(v->study_uid, first->study_uid, sizeof v->study_uid);
     memcpy(v->modality, first->modality, sizeof v->modality);
     memcpy(v->transfer_syntax, first->transfer_syntax_uid, sizeof v->transfer_syntax);
-    /* A Modality LUT would replace the linear rescale; it is not applied yet, so say so rather
-     * than let modality values that may be wrong pass silently. */
-    if (first->has_modality_lut &&
-        dh_volume_warn(v, "Modality LUT Sequence not applied: modality values use slope %g and "
-                          "intercept %g", v->rescale_slope, v->rescale_intercept) != 0) {
+    if (dh_modality_lut_copy(v, first) != 0) {
         dh_volume_free(v);
         return NULL;
     }
@@ -120,6 +117,7 @@ void dh_volume_free(dh_volume *v)
     free(v->slice);
     free(v->data);
     free(v->path);
+    free(v->modality_lut);
     free(v);
 }
 
@@ -170,6 +168,7 @@ void dh_volume_update_range(dh_volume *v)
     }
     v->stored_min = n ? lo : 0;
     v->stored_max = n ? hi : 0;
+    dh_modality_update_range(v);
 }
 
 /* Appends "a, b, c" of up to SPACINGS_LISTED gaps to buf. */

@@ -41,6 +41,13 @@ struct dh_volume {
     size_t warning_count;
     void *data; /* rows * columns * slices samples */
     int32_t stored_min, stored_max;
+    /* The Modality LUT that replaces slope and intercept when has_modality_lut (modality.h):
+     * modality value of s = modality_lut[clamp(s - modality_lut_first, 0, entries - 1)]. */
+    int has_modality_lut;
+    int32_t modality_lut_first;
+    uint32_t modality_lut_entries, modality_lut_bits;
+    uint16_t *modality_lut; /* owned */
+    double modality_min, modality_max; /* over the stored values present */
 };
 
 /* A volume with the header fields of `first` and room for `slices` slices; NULL when out of
@@ -57,7 +64,7 @@ int dh_volume_warn(dh_volume *v, const char *fmt, ...)
 #endif
     ;
 
-/* Finds the smallest and largest stored value once the samples are in place. */
+/* Finds the smallest and largest stored (and modality) value once the samples are in place. */
 void dh_volume_update_range(dh_volume *v);
 
 /* Once the slices are in volume order: the mean spacing along the normal, and warnings for

@@ -84,10 +84,18 @@ static void info_text(report_sink *s, const dh_volume *v, int first) {
                     (unsigned)dh_volume_bits_stored(v), (unsigned)dh_volume_bits_allocated(v),
                     dh_volume_is_signed(v) ? "signed" : "unsigned",
                     report_photometric_name(dh_volume_photometric(v)));
-    report_sink_printf(s, "  %-16s %.10g x stored %c %.10g\n", "rescale", dh_volume_rescale_slope(v),
-                    dh_volume_rescale_intercept(v) < 0 ? '-' : '+',
-                    dh_volume_rescale_intercept(v) < 0 ? -dh_volume_rescale_intercept(v)
-                                                       : dh_volume_rescale_intercept(v));
+    int32_t lut_first = 0;
+    uint32_t lut_entries = 0, lut_bits = 0;
+    if (dh_volume_modality_lut(v, &lut_first, &lut_entries, &lut_bits, NULL))
+        report_sink_printf(s, "  %-16s %u entries of %u bits from stored %ld (replaces the "
+                              "rescale)\n",
+                           "modality LUT", (unsigned)lut_entries, (unsigned)lut_bits,
+                           (long)lut_first);
+    else
+        report_sink_printf(s, "  %-16s %.10g x stored %c %.10g\n", "rescale",
+                           dh_volume_rescale_slope(v), dh_volume_rescale_intercept(v) < 0 ? '-' : '+',
+                           dh_volume_rescale_intercept(v) < 0 ? -dh_volume_rescale_intercept(v)
+                                                              : dh_volume_rescale_intercept(v));
     if (syntax_name)
         report_sink_printf(s, "  %-16s %s (%s)\n", "transfer syntax", syntax_name, syntax);
     else

@@ -165,9 +165,20 @@ DH_API uint32_t dh_volume_bits_allocated(const dh_volume *v);
 DH_API uint32_t dh_volume_bits_stored(const dh_volume *v);
 DH_API int dh_volume_is_signed(const dh_volume *v);
 DH_API dh_photometric dh_volume_photometric(const dh_volume *v);
-/* Modality value = slope * stored + intercept (1 and 0 when the file has no rescale). */
+/* Modality value = slope * stored + intercept (1 and 0 when the file has no rescale), unless
+ * the file has a Modality LUT Sequence, which then replaces the rescale (see below). */
 DH_API double dh_volume_rescale_slope(const dh_volume *v);
 DH_API double dh_volume_rescale_intercept(const dh_volume *v);
+/* The Modality LUT Sequence's table when the file has one (returns 1; 0 without one): `entries`
+ * values (1..65536, from LUTDescriptor, 0 there meaning 65536), the first stored value mapped
+ * (signed when the pixels are), the bits per entry; any pointer may be NULL. The modality value
+ * of stored s is then data[clamp(s - first_mapped, 0, entries - 1)]: values below or above the
+ * mapped range take the first or last entry. A LUTDescriptor that disagrees with its LUTData is
+ * refused when the file is read (DH_ERR_MALFORMED). */
+DH_API int dh_volume_modality_lut(const dh_volume *v, int32_t *first_mapped, uint32_t *entries,
+                                  uint32_t *bits, const uint16_t **data);
+/* The modality value of a stored value: through the Modality LUT, else the rescale. */
+DH_API double dh_volume_modality_value(const dh_volume *v, int32_t stored);
 /* The file's first WindowCenter/Width; returns 0 when it has none. */
 DH_API int dh_volume_window(const dh_volume *v, double *center, double *width);
 /* Distance between consecutive slices along the normal (mean; 0 for one slice). */
@@ -197,6 +208,8 @@ DH_API const void *dh_volume_data(const dh_volume *v);
 DH_API size_t dh_volume_sample_count(const dh_volume *v);
 /* Smallest and largest stored value present. */
 DH_API void dh_volume_stored_range(const dh_volume *v, int32_t *min, int32_t *max);
+/* Smallest and largest modality value of the stored values present. */
+DH_API void dh_volume_modality_range(const dh_volume *v, double *min, double *max);
 
 /* ---------------------------------------------------------------------------------------------
  * 4. Histograms
@@ -207,14 +220,16 @@ DH_API void dh_volume_stored_range(const dh_volume *v, int32_t *min, int32_t *ma
  * possible stored value (2^BitsStored, at most 65536) over the full representable range:
  * [0, 2^b) unsigned, [-2^(b-1), 2^(b-1)) signed; in modality units that range mapped through
  * slope and intercept, one |slope|-wide step per stored value (reversed for a negative slope),
- * and each stored value binned by its step so no rounded edge moves it. Other modality ranges:
+ * and each stored value binned by its step so no rounded edge moves it; through a Modality LUT,
+ * [smallest, largest + 1) of the entries the representable stored values reach, one bin per
+ * integer output (those outputs are binned exactly like a range given with slope 1). Other modality ranges:
  * v = slope * stored + intercept and the formula above are evaluated in exact rational
  * arithmetic on the double values of slope, intercept, lo and hi, once per possible stored value
  * into a table that the CPU and the GPU both use, so both give identical counts.
  * ------------------------------------------------------------------------------------------- */
 typedef enum dh_units {
     DH_UNITS_STORED = 0,
-    DH_UNITS_MODALITY = 1, /* slope * stored + intercept: HU for CT */
+    DH_UNITS_MODALITY = 1, /* slope * stored + intercept (HU for CT), or the Modality LUT's */
     DH_UNITS_FORCE_INT32 = 0x7fffffff
 } dh_units;
 
@@ -412,7 +427,7 @@ DH_API dh_status dh_mi_joint_histogram(dh_ctx *ctx, const dh_mi_fixed *fixed, ui
  *              over that span before the cdf is taken.
  *   window/level: DICOM's LINEAR, LINEAR_EXACT or SIGMOID VOI function on modality values,
  *              ymin 0, ymax L - 1, truncated.
- * Windows are in modality units. A center/width window covers [c - 0.5 - (w-1)/2,
+ * Windows are in modality units (through the Modality LUT when the volume has one). A center/width window covers [c - 0.5 - (w-1)/2,
  * c - 0.5 + (w-1)/2] (LINEAR's edges); a range LO:HI is that interval itself, and for
  * window/level becomes c = (LO + HI + 1) / 2, w = HI - LO + 1 under LINEAR, c = (LO + HI) / 2,
  * w = max(HI - LO, 1) otherwise. Min-max and percentile windows are rank statistics of the
@@ -475,8 +490,9 @@ typedef struct dh_equalized {
 } dh_equalized;
 
 /* Equalizes or windows a volume. Fails with DH_ERR_INVALID_ARGUMENT for parameters out of
- * bounds (naming the field), DH_ERR_UNSUPPORTED for DH_WINDOW_FILE on a volume without a window
- * or a non-positive RescaleSlope, DH_ERR_NO_DEVICE for DH_DEVICE_CUDA without a GPU, DH_ERR_CUDA
+ * bounds (naming the field), DH_ERR_UNSUPPORTED for DH_WINDOW_FILE on a volume without a window,
+ * for equalization inside a modality window with a non-positive RescaleSlope or a Modality LUT
+ * that decreases somewhere, and for an equalization rank window with a LUT that folds back, DH_ERR_NO_DEVICE for DH_DEVICE_CUDA without a GPU, DH_ERR_CUDA
  * when the GPU fails. *out is freed with dh_equalized_free. */
 DH_API dh_status dh_equalize(dh_ctx *ctx, const dh_volume *volume,
                              const dh_equalize_params *params, dh_equalized **out);

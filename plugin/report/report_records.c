@@ -19,12 +19,7 @@ const char *report_mi_status_name(uint32_t status) {
 }
 
 void report_modality_range(const dh_volume *v, double *lo, double *hi) {
-    int32_t smin = 0, smax = 0;
-    dh_volume_stored_range(v, &smin, &smax);
-    double slope = dh_volume_rescale_slope(v), intercept = dh_volume_rescale_intercept(v);
-    double a = slope * smin + intercept, b = slope * smax + intercept;
-    *lo = a < b ? a : b;
-    *hi = a < b ? b : a;
+    dh_volume_modality_range(v, lo, hi);
 }
 
 static const char *volume_name(const report_names *names, const dh_volume *v) {
@@ -54,6 +49,18 @@ void report_info_record(report_json *j, const dh_volume *v, const report_names *
         report_json_string(j, report_photometric_name(dh_volume_photometric(v)));
     report_json_key(j, "rescale_slope"), report_json_double(j, dh_volume_rescale_slope(v));
     report_json_key(j, "rescale_intercept"), report_json_double(j, dh_volume_rescale_intercept(v));
+    int32_t lut_first = 0;
+    uint32_t lut_entries = 0, lut_bits = 0;
+    report_json_key(j, "modality_lut");
+    if (dh_volume_modality_lut(v, &lut_first, &lut_entries, &lut_bits, NULL)) {
+        report_json_begin_object(j);
+        report_json_key(j, "entries"), report_json_u64(j, lut_entries);
+        report_json_key(j, "first_mapped"), report_json_i64(j, lut_first);
+        report_json_key(j, "bits"), report_json_u64(j, lut_bits);
+        report_json_end_object(j);
+    } else {
+        report_json_null(j);
+    }
     report_json_key(j, "transfer_syntax"), report_json_string(j, dh_volume_transfer_syntax(v));
     report_json_key(j, "stored_min"), report_json_i64(j, smin);
     report_json_key(j, "stored_max"), report_json_i64(j, smax);

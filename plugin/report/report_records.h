@@ -25,7 +25,8 @@ typedef struct report_names {
 } report_names;
 
 /* `dicomhist info --json`: path, series_uid, modality, rows, columns, slices, bits_allocated,
- * bits_stored, signed, photometric, rescale_slope, rescale_intercept, transfer_syntax,
+ * bits_stored, signed, photometric, rescale_slope, rescale_intercept, modality_lut
+ * ({entries, first_mapped, bits} or null), transfer_syntax,
  * stored_min, stored_max, modality_min, modality_max, spacing, warnings. */
 void report_info_record(report_json *j, const dh_volume *v, const report_names *names);
 
@@ -40,8 +41,8 @@ void report_histogram_record(report_json *j, const dh_volume *v, const dh_histog
 void report_mi_record(report_json *j, const char *fixed, const char *moving,
                       const dh_mi_fixed_info *info, int log2, const dh_mi_scores *s);
 
-/* Modality value of the volume's stored minimum and maximum, in ascending order (a negative
- * slope swaps them). */
+/* Smallest and largest modality value of the stored values present (dh_volume_modality_range:
+ * through the Modality LUT when the volume has one). */
 void report_modality_range(const dh_volume *v, double *lo, double *hi);
 
 const char *report_photometric_name(dh_photometric p); /* "MONOCHROME1" / "MONOCHROME2" */

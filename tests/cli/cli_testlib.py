@@ -191,6 +191,19 @@ class RefVolume:
         a = self.slope * self.stored_min + self.intercept
         b = self.slope * self.stored_max + self.intercept
         self.modality_min, self.modality_max = min(a, b), max(a, b)
+        # A Modality LUT Sequence replaces the rescale: modality values are pydicom's
+        # apply_modality_lut of every representable stored value.
+        self.lut = None
+        if "ModalityLUTSequence" in ds:
+            from pydicom.pixels import apply_modality_lut
+            slo, shi = self.default_stored_range()
+            stored = np.arange(slo, shi, dtype=np.int64)
+            out = apply_modality_lut(stored, ds)
+            self.lut = {int(s): int(m) for s, m in zip(stored, out)}
+            item = ds.ModalityLUTSequence[0]
+            self.lut_descriptor = [int(x) for x in item.LUTDescriptor]
+            present = [self.lut[int(s)] for s in np.unique(self.data)]
+            self.modality_min, self.modality_max = min(present), max(present)
         if len(datasets) > 1 and all(loc is not None for loc in self.locations):
             self.spacing = (self.locations[-1] - self.locations[0]) / (len(self.locations) - 1)
         elif self.slices == 1:
@@ -211,6 +224,8 @@ class RefVolume:
     def value(self, stored, units):
         if units == "stored":
             return Fraction(stored)
+        if self.lut is not None:
+            return Fraction(self.lut[stored])
         # slope * stored + intercept exactly, on the double values of slope and intercept
         # (the header promises the binning "computed exactly", not a rounded modality value).
         return Fraction(self.slope) * stored + Fraction(self.intercept)
@@ -218,13 +233,25 @@ class RefVolume:
     def default_modality_range(self):
         """The default modality range: the image of the representable stored values, one
         |slope|-wide step per stored value, [m(first), m(last) + |slope|) in modality order."""
+        if self.lut is not None:  # the LUT's outputs, one bin per integer
+            return (min(self.lut.values()), max(self.lut.values()) + 1)
         slo, shi = self.default_stored_range()
         m = lambda s: self.slope * s + self.intercept
         return (m(slo), m(shi)) if self.slope > 0 else (m(shi - 1), m(slo - 1))
 
+    def default_modality_bins(self):
+        if self.lut is not None:
+            lo, hi = self.default_modality_range()
+            return hi - lo
+        return min(1 << self.bits_stored, 65536)
+
     def default_modality_histogram(self, bins, slice_index=None):
         """Default modality binning goes through the stored value itself (its step in modality
-        order), so no rounded edge can move a value: bin = step * bins // steps."""
+        order), so no rounded edge can move a value: bin = step * bins // steps. Through a
+        Modality LUT the outputs are integers, binned like any range."""
+        if self.lut is not None:
+            lo, hi = self.default_modality_range()
+            return self.histogram("modality", bins, lo, hi, slice_index)
         slo, shi = self.default_stored_range()
         span = shi - slo
         counts = [0] * bins

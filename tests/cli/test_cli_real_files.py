@@ -52,7 +52,8 @@ def check_info(c, binary, target, ref):
     got = records[0]
     expected_keys = ["path", "series_uid", "modality", "rows", "columns", "slices",
                      "bits_allocated", "bits_stored", "signed", "photometric", "rescale_slope",
-                     "rescale_intercept", "transfer_syntax", "stored_min", "stored_max",
+                     "rescale_intercept", "modality_lut", "transfer_syntax", "stored_min",
+                     "stored_max",
                      "modality_min", "modality_max", "spacing", "warnings"]
     c.equal(list(got.keys()), expected_keys, f"info {target}: fields")
     for key, want in [("series_uid", ref.series_uid), ("modality", ref.modality),
@@ -64,6 +65,12 @@ def check_info(c, binary, target, ref):
         c.equal(got.get(key), want, f"info {target}: {key}")
     c.close(got.get("rescale_slope"), ref.slope, f"info {target}: rescale_slope")
     c.close(got.get("rescale_intercept"), ref.intercept, f"info {target}: rescale_intercept")
+    if ref.lut is not None:
+        n, first, bits = ref.lut_descriptor
+        want = {"entries": n or 65536, "first_mapped": first, "bits": bits}
+        c.equal(got.get("modality_lut"), want, f"info {target}: modality_lut")
+    else:
+        c.equal(got.get("modality_lut"), None, f"info {target}: modality_lut")
     c.close(got.get("modality_min"), ref.modality_min, f"info {target}: modality_min")
     c.close(got.get("modality_max"), ref.modality_max, f"info {target}: modality_max")
     if ref.spacing is not None:
@@ -90,7 +97,7 @@ def histogram_cases(ref):
          (smin + 0.5, smax - 0.25)),
         (["--bins", "65536", "--range", f"{smin}:{smax + 1}"], "stored", 65536,
          (smin, smax + 1)),
-        (["--units", "modality"], "modality", min(1 << ref.bits_stored, 65536),
+        (["--units", "modality"], "modality", ref.default_modality_bins(),
          ref.default_modality_range()),
         (["--units", "modality", "--bins", "64", "--range", f"{mlo!r}:{mhi + 1!r}"], "modality",
          64, (mlo, mhi + 1)),
@@ -160,6 +167,47 @@ def check_slices(c, label, got, ref, units, bins, lo, hi, default_modality):
                     rel=1e-6, abs_tol=1e-6)
 
 
+def linear_voi(x, center, width, ymax):
+    """PS3.3 C.11.2.1.2.1 LINEAR with ymin 0, truncated, on a numpy array."""
+    import numpy as np
+    y = ((x - (center - 0.5)) / (width - 1) + 0.5) * ymax
+    y = np.where(x <= center - 0.5 - (width - 1) / 2, 0, y)
+    y = np.where(x > center - 0.5 + (width - 1) / 2, ymax, y)
+    return np.clip(np.floor(y), 0, ymax).astype(np.int64)
+
+
+def check_lut_windows(c, binary, target, ref):
+    """Windows in modality units through the Modality LUT: pixels of `window` against LINEAR on
+    pydicom's apply_modality_lut, and a percentile window against numpy's ranks of them."""
+    import numpy as np
+    import tempfile
+    modality = np.vectorize(lambda s: ref.lut[int(s)])(ref.data).astype(np.float64)
+    lo, hi = float(modality.min()), float(modality.max())
+    center, width = (lo + hi) / 2 + 1000, (hi - lo) / 3
+    flat = np.sort(modality.ravel())
+    k = int(np.floor(flat.size * 5 / 100))
+    for args, want in ((["--window", f"{center!r}:{width!r}"], (center, width)),
+                       (["--window", "percentile:5"], None)):
+        label = f"window {' '.join(args)} {target}"
+        with tempfile.TemporaryDirectory() as out:
+            r = t.run(binary, "window", *args, "--bits", "16", "--json", "-o", out, target)
+            if not c.equal(r.rc, 0, f"{label}: exit status (stderr: {r.err.strip()})"):
+                continue
+            got = r.json_lines()[0]
+            if want is None:
+                wlo, whi = flat[k], flat[flat.size - 1 - k]
+                c.equal(got["windows"][0]["lo"], wlo, f"{label}: window low end")
+                c.equal(got["windows"][0]["hi"], whi, f"{label}: window high end")
+                want = ((wlo + whi + 1) / 2, whi - wlo + 1)
+            derived = t.read_dataset(got["outputs"][0])
+            c.check("ModalityLUTSequence" not in derived, f"{label}: no Modality LUT left")
+            pixels = np.asarray(derived.pixel_array).reshape(ref.data.shape).astype(np.int64)
+            expected = linear_voi(modality, want[0], want[1], 65535)
+            c.check(np.array_equal(pixels, expected),
+                    f"{label}: pixels are LINEAR of the LUT output "
+                    f"({int(np.sum(pixels != expected))} differ)")
+
+
 def check_bad_files(c, binary, bad):
     for path in bad:
         for args in (["info", "--json"], ["histogram", "--json"]):
@@ -215,6 +263,8 @@ def main():
         ref = t.RefVolume(files)
         check_info(c, binary, target, ref)
         check_histograms(c, binary, target, ref)
+        if ref.lut is not None:
+            check_lut_windows(c, binary, target, ref)
         if os.path.basename(target) in WHOLE_FOLDER_TARGETS:
             expected[target] = (ref.series_uid, ref.slices, ref.stored_min, ref.stored_max)
     print("-- bad files", flush=True)
