@@ -33,6 +33,7 @@ void codecs_init()
     std::call_once(once, [] {
         quieten_logger("dcmtk.dcmdata");
         quieten_logger("dcmtk.dcmjpeg");
+        dictionary_init();
         DcmRLEDecoderRegistration::registerCodecs();
         DJDecoderRegistration::registerCodecs();
     });

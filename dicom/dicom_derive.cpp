@@ -214,6 +214,7 @@ extern "C" dh_status dh_dicom_derive_write(const dh_dicom_derive *r, char *msg, 
         return report(msg, msg_len, DH_ERR_INVALID_ARGUMENT, "incomplete derive request");
     dh_dicom_dataset *d = nullptr;
     try {
+        dh_dicom_impl::dictionary_init();
         d = new dh_dicom_dataset;
         derive(r, d);
         dh_status st = dh_dicom_dataset_save(d, r->output_path, DH_DICOM_EXPLICIT_LE, 0, msg,

@@ -53,6 +53,10 @@ template <class Item, class Sequence> std::vector<Item *> items_in(Sequence &seq
     return items;
 }
 
+/* Adds to DCMTK's data dictionary, once per process, the entries of the attributes this library
+ * uses that it lacks, so reading never depends on the dictionary file (dicom_dictionary.cpp). */
+void dictionary_init();
+
 /* Registers DCMTK's RLE and JPEG decoders once per process (dicom_codecs.cpp); JPEG-LS is
  * decoded by decode_jpegls instead. */
 void codecs_init();

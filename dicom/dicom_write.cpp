@@ -478,6 +478,7 @@ dh_status dh_dicom_dataset_build(const dh_dicom_write_image *image, dh_dicom_dat
         return fail(msg, msg_len, DH_ERR_INVALID_ARGUMENT, "no image given");
     dh_dicom_dataset *d = nullptr;
     try {
+        dh_dicom_impl::dictionary_init();
         d = new dh_dicom_dataset;
         dh_status st = build(image, d->file.getDataset(), msg, msg_len);
         if (st != DH_OK) {
@@ -508,6 +509,7 @@ dh_status dh_dicom_dataset_copy_patient_study(dh_dicom_dataset *dataset, const c
     if (!dataset || !source_path)
         return fail(msg, msg_len, DH_ERR_INVALID_ARGUMENT, "no dataset or no source");
     try {
+        dh_dicom_impl::dictionary_init();
         DcmFileFormat source;
         /* Large elements (the pixels) stay on disk: only the header is wanted. */
         OFCondition c = source.loadFile(source_path, EXS_Unknown, EGL_noChange, DCM_MaxReadLength);
@@ -544,6 +546,7 @@ dh_status dh_dicom_dataset_put_string(dh_dicom_dataset *dataset, uint16_t group,
     if (!dataset)
         return fail(msg, msg_len, DH_ERR_INVALID_ARGUMENT, "no dataset");
     try {
+        dh_dicom_impl::dictionary_init();
         DcmTagKey key(group, element);
         DcmDataset *ds = dataset->file.getDataset();
         if (!value) {
@@ -568,6 +571,7 @@ dh_status dh_dicom_dataset_save(dh_dicom_dataset *dataset, const char *path,
                                 dh_dicom_syntax syntax, int replace, char *msg, size_t msg_len)
 {
     try {
+        dh_dicom_impl::dictionary_init();
         dh_status st = save(dataset, path, syntax, replace, msg, msg_len);
         if (st == DH_OK)
             clear(msg, msg_len);
