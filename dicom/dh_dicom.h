@@ -73,6 +73,12 @@ typedef struct dh_dicom_image {
     int32_t modality_lut_first;
     uint32_t modality_lut_bits;
     uint16_t *modality_lut; /* entries values, owned by the image */
+
+    /* Lossy compression: a lossy transfer syntax, or LossyImageCompression "01". The method is
+     * LossyImageCompressionMethod as written, else the syntax's defined term ("ISO_10918_1",
+     * "ISO_15444_1", ...), else "" . */
+    int is_lossy;
+    char lossy_method[DH_DICOM_UID_LEN];
 } dh_dicom_image;
 
 /* Bounds on compressed pixel data, checked before anything is decompressed or allocated: every

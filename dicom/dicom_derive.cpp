@@ -89,6 +89,24 @@ void fix_functional_groups(DcmDataset *ds, bool set_rescale)
     }
 }
 
+/* Once lossy, always lossy (PS3.3 C.7.6.1.1.5): the source's LossyImageCompression, ratio and
+ * method are kept as written, and a source stored in a lossy syntax without saying so makes
+ * the derived image say "01" with the syntax's method. */
+void keep_lossy(DcmFileFormat &file, DcmDataset *ds)
+{
+    OFString uid;
+    DcmMetaInfo *meta = file.getMetaInfo();
+    if (meta == nullptr || meta->findAndGetOFString(DCM_TransferSyntaxUID, uid).bad() ||
+        uid.empty())
+        uid = DcmXfer(ds->getOriginalXfer()).getXferID();
+    const char *method = dh_dicom_impl::lossy_method_of_syntax(uid.c_str());
+    if (method == nullptr)
+        return;
+    put(ds, DCM_LossyImageCompression, "01", "LossyImageCompression");
+    if (!ds->tagExistsWithValue(DCM_LossyImageCompressionMethod))
+        put(ds, DCM_LossyImageCompressionMethod, method, "LossyImageCompressionMethod");
+}
+
 void derive(const dh_dicom_derive *r, dh_dicom_dataset *d)
 {
     OFCondition c = d->file.loadFile(r->source_path);
@@ -141,6 +159,7 @@ void derive(const dh_dicom_derive *r, dh_dicom_dataset *d)
         put(ds, DCM_RescaleType, "US", "RescaleType");
     }
     fix_functional_groups(ds, needs_rescale);
+    keep_lossy(d->file, ds);
 
     /* Identity: a new instance in a new series of the same study. */
     put(ds, DCM_SOPInstanceUID, r->sop_instance_uid, "SOPInstanceUID");

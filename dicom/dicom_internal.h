@@ -77,6 +77,14 @@ void read_metadata(DcmDataset &ds, dh_dicom_image &img);
  * descriptor that disagrees with its data fails DH_ERR_MALFORMED (dicom_modality_lut.cpp). */
 void read_modality_lut(DcmDataset &ds, dh_dicom_image &img);
 
+/* The Lossy Image Compression Method of a lossy transfer syntax, or NULL for a lossless one
+ * (dicom_lossy.cpp). */
+const char *lossy_method_of_syntax(const char *uid);
+
+/* Sets img.is_lossy and img.lossy_method from the transfer syntax already in img and the
+ * dataset's LossyImageCompression (dicom_lossy.cpp). */
+void read_lossy(DcmDataset &ds, dh_dicom_image &img);
+
 /* Checks the length of PixelData against the geometry already in img, before anything is
  * loaded or decompressed, and records pixel_data_bytes (dicom_pixels.cpp). */
 void check_pixel_data(DcmDataset &ds, E_TransferSyntax xfer, dh_dicom_image &img);

@@ -200,6 +200,7 @@ void read_metadata(DcmDataset &ds, dh_dicom_image &img)
     const functional_groups g = find_groups(ds);
     read_image_rescale(ds, g, img);
     read_modality_lut(ds, img);
+    read_lossy(ds, img);
     read_window(ds, g, img);
     read_geometry(ds, g, img);
     read_identification(ds, img);

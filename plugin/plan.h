@@ -17,6 +17,8 @@ typedef struct dh_plan_slice {
     int is_signed;
     dh_photometric photometric;
     double rescale_slope, rescale_intercept;
+    int is_lossy;
+    char lossy_method[DH_DICOM_UID_LEN];
     int has_modality_lut;
     uint64_t modality_lut_hash; /* of the Modality LUT (dh_modality_lut_hash), to compare */
     int has_position, has_orientation, has_instance_number;

@@ -99,6 +99,7 @@ static int load_files(dh_ctx *ctx, const dh_plan *p, const dh_plan_series *g, dh
         if (kept != i)
             memmove((unsigned char *)v->data + kept * bytes, (unsigned char *)v->data + i * bytes,
                     bytes);
+        dh_volume_note_lossy(v, f->slice.is_lossy, f->slice.lossy_method);
         dh_slice_info *s = &v->slice[kept];
         if (!(s->source = strdup(f->path)))
             goto done;

@@ -264,6 +264,8 @@ void dh_plan_slice_from_image(dh_plan_slice *s, const dh_dicom_image *m)
     s->photometric = m->photometric;
     s->rescale_slope = m->rescale_slope;
     s->rescale_intercept = m->rescale_intercept;
+    s->is_lossy = m->is_lossy;
+    memcpy(s->lossy_method, m->lossy_method, sizeof s->lossy_method);
     s->has_modality_lut = m->has_modality_lut;
     s->modality_lut_hash = dh_modality_lut_hash(m);
     s->has_position = m->has_position;

@@ -92,11 +92,20 @@ static dh_volume *volume_alloc(const dh_dicom_image *first, uint32_t slices, con
     memcpy(v->study_uid, first->study_uid, sizeof v->study_uid);
     memcpy(v->modality, first->modality, sizeof v->modality);
     memcpy(v->transfer_syntax, first->transfer_syntax_uid, sizeof v->transfer_syntax);
+    dh_volume_note_lossy(v, first->is_lossy, first->lossy_method);
     if (dh_modality_lut_copy(v, first) != 0) {
         dh_volume_free(v);
         return NULL;
     }
     return v;
+}
+
+void dh_volume_note_lossy(dh_volume *v, int is_lossy, const char *method)
+{
+    if (!is_lossy || v->is_lossy)
+        return;
+    v->is_lossy = 1;
+    snprintf(v->lossy_method, sizeof v->lossy_method, "%s", method);
 }
 
 dh_volume *dh_volume_alloc(const dh_dicom_image *first, uint32_t slices, const char *path)
@@ -486,6 +495,13 @@ const char *dh_volume_modality(const dh_volume *v) { return v->modality; }
 const char *dh_volume_transfer_syntax(const dh_volume *v) { return v->transfer_syntax; }
 size_t dh_volume_warning_count(const dh_volume *v) { return v->warning_count; }
 const void *dh_volume_data(const dh_volume *v) { return v->data; }
+
+int dh_volume_lossy(const dh_volume *v, const char **method)
+{
+    if (method)
+        *method = v->lossy_method;
+    return v->is_lossy;
+}
 
 int dh_volume_window(const dh_volume *v, double *center, double *width)
 {

@@ -48,11 +48,16 @@ struct dh_volume {
     uint32_t modality_lut_entries, modality_lut_bits;
     uint16_t *modality_lut; /* owned */
     double modality_min, modality_max; /* over the stored values present */
+    int is_lossy;                      /* some slice was lossy compressed */
+    char lossy_method[DH_DICOM_UID_LEN]; /* the first lossy slice's method ("" unknown) */
 };
 
 /* A volume with the header fields of `first` and room for `slices` slices; NULL when out of
  * memory or when the size overflows. */
 dh_volume *dh_volume_alloc(const dh_dicom_image *first, uint32_t slices, const char *path);
+
+/* Marks the volume lossy when a slice is (keeping the first method seen). */
+void dh_volume_note_lossy(dh_volume *v, int is_lossy, const char *method);
 
 /* Bytes of one slice (rows * columns samples of 16 bits). */
 size_t dh_volume_slice_bytes(const dh_volume *v);

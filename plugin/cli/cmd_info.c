@@ -14,15 +14,19 @@ static void info_help(FILE *out) {
             "\n"
             "Describes each volume found in the PATHs (a file, a directory holding a series,\n"
             "or several files): geometry, bits, signedness, photometric interpretation,\n"
-            "rescale, transfer syntax, smallest and largest stored and modality value, slice\n"
-            "spacing and warnings (such as uneven spacing).\n"
+            "rescale or Modality LUT, transfer syntax, whether the pixels were lossy\n"
+            "compressed, smallest and largest stored and modality value (through the\n"
+            "Modality LUT when the file has one), slice spacing and warnings (such as\n"
+            "uneven spacing).\n"
             "\n"
             "Options:\n"
             "  --json      one JSON object per volume, one per line, with the fields path,\n"
             "              series_uid, modality, rows, columns, slices, bits_allocated,\n"
             "              bits_stored, signed, photometric, rescale_slope,\n"
-            "              rescale_intercept, transfer_syntax, stored_min, stored_max,\n"
-            "              modality_min, modality_max, spacing, warnings\n"
+            "              rescale_intercept, modality_lut (entries, first_mapped and\n"
+            "              bits, or null), transfer_syntax, lossy, lossy_method,\n"
+            "              stored_min, stored_max, modality_min, modality_max, spacing,\n"
+            "              warnings\n"
             "  -h, --help  this text\n");
     cli_batch_help(out, 0);
     fprintf(out,
@@ -100,6 +104,10 @@ static void info_text(report_sink *s, const dh_volume *v, int first) {
         report_sink_printf(s, "  %-16s %s (%s)\n", "transfer syntax", syntax_name, syntax);
     else
         report_sink_printf(s, "  %-16s %s\n", "transfer syntax", *syntax ? syntax : "-");
+    const char *lossy_method = "";
+    if (dh_volume_lossy(v, &lossy_method))
+        report_sink_printf(s, "  %-16s yes%s%s (the values may differ from those acquired)\n", "lossy",
+                           *lossy_method ? ", " : "", lossy_method);
     report_sink_printf(s, "  %-16s %ld .. %ld\n", "stored values", (long)smin, (long)smax);
     report_sink_printf(s, "  %-16s %.10g .. %.10g\n", "modality values", mmin, mmax);
     if (dh_volume_slices(v) > 1)

@@ -190,6 +190,12 @@ DH_API const char *dh_volume_series_uid(const dh_volume *v);
 DH_API const char *dh_volume_study_uid(const dh_volume *v);
 DH_API const char *dh_volume_modality(const dh_volume *v);
 DH_API const char *dh_volume_transfer_syntax(const dh_volume *v); /* UID of the first slice */
+/* Returns 1 when some slice went through lossy compression: a lossy transfer syntax (JPEG
+ * baseline/extended, JPEG-LS near-lossless, JPEG 2000 .91, HTJ2K .203, ...) or
+ * LossyImageCompression "01"; *method (may be NULL) gets LossyImageCompressionMethod as written,
+ * else the syntax's defined term ("ISO_10918_1", "ISO_15444_1", ...), else "". Derived files
+ * keep saying so (dh_equalized_write_dicom). */
+DH_API int dh_volume_lossy(const dh_volume *v, const char **method);
 
 /* Per slice, in volume order: the file it came from, its frame in that file (0-based), its
  * position along the slice normal, and its ImagePositionPatient (returns 0 when unknown). */
@@ -515,7 +521,8 @@ typedef struct dh_derived_series {
  * SourceImageSequence naming the source, SeriesDescription suffixed, a pixel module for the new
  * data (unsigned, BitsStored = output_bits, BitsAllocated 16), no window, VOI LUT or modality
  * LUT, and a rescale of slope 1, intercept 0, type US where the source had a rescale or the
- * modality needs one (CT, DX). Multi-frame sources give multi-frame files. Files are written
+ * modality needs one (CT, DX); a lossy source (dh_volume_lossy) keeps LossyImageCompression "01"
+ * with its ratio and method, the method of its lossy syntax where it names none. Multi-frame sources give multi-frame files. Files are written
  * atomically; an existing file is never replaced and a path that is one of the volume's inputs
  * is refused (DH_ERR_IO); a CT result of fewer than 12 bits is refused (DH_ERR_UNSUPPORTED: the
  * CT Image module allows 12 to 16); on failure, files already written by this call are removed. */

@@ -26,7 +26,7 @@ typedef struct report_names {
 
 /* `dicomhist info --json`: path, series_uid, modality, rows, columns, slices, bits_allocated,
  * bits_stored, signed, photometric, rescale_slope, rescale_intercept, modality_lut
- * ({entries, first_mapped, bits} or null), transfer_syntax,
+ * ({entries, first_mapped, bits} or null), transfer_syntax, lossy, lossy_method,
  * stored_min, stored_max, modality_min, modality_max, spacing, warnings. */
 void report_info_record(report_json *j, const dh_volume *v, const report_names *names);
 

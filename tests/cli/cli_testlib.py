@@ -185,6 +185,19 @@ class RefVolume:
         self.slope = float(slope) if slope not in (None, "") else 1.0
         self.intercept = float(intercept) if intercept not in (None, "") else 0.0
         self.transfer_syntax = str(ds.file_meta.TransferSyntaxUID)
+        # Lossy: a lossy syntax (PS3.5 A.4: JPEG processes other than the lossless ones,
+        # JPEG-LS near-lossless, JPEG 2000 and HTJ2K that allow irreversible coding, MPEG and
+        # its kin) or LossyImageCompression "01" in any of the volume's files.
+        lossless_jpeg = {"57", "58", "65", "66", "70"}
+        def lossy(d):
+            uid = str(d.file_meta.TransferSyntaxUID)
+            tail = uid.rsplit(".", 1)[-1]
+            jpeg = uid.startswith("1.2.840.10008.1.2.4.") and 50 <= int(tail) <= 70
+            return ((jpeg and tail not in lossless_jpeg)
+                    or tail in {"81", "91", "93", "203"} and uid.startswith("1.2.840.10008.1.2.4.")
+                    or uid.startswith("1.2.840.10008.1.2.4.10")
+                    or str(d.get("LossyImageCompression", "")).strip() == "01")
+        self.lossy = any(lossy(d) for _, d in datasets)
         self.series_uid = str(ds.get("SeriesInstanceUID", ""))
         self.modality = str(ds.get("Modality", ""))
         self.stored_min, self.stored_max = int(self.data.min()), int(self.data.max())

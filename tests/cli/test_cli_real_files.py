@@ -52,15 +52,15 @@ def check_info(c, binary, target, ref):
     got = records[0]
     expected_keys = ["path", "series_uid", "modality", "rows", "columns", "slices",
                      "bits_allocated", "bits_stored", "signed", "photometric", "rescale_slope",
-                     "rescale_intercept", "modality_lut", "transfer_syntax", "stored_min",
-                     "stored_max",
+                     "rescale_intercept", "modality_lut", "transfer_syntax", "lossy",
+                     "lossy_method", "stored_min", "stored_max",
                      "modality_min", "modality_max", "spacing", "warnings"]
     c.equal(list(got.keys()), expected_keys, f"info {target}: fields")
     for key, want in [("series_uid", ref.series_uid), ("modality", ref.modality),
                       ("rows", ref.rows), ("columns", ref.columns), ("slices", ref.slices),
                       ("bits_allocated", ref.bits_allocated), ("bits_stored", ref.bits_stored),
                       ("signed", ref.signed), ("photometric", ref.photometric),
-                      ("transfer_syntax", ref.transfer_syntax),
+                      ("transfer_syntax", ref.transfer_syntax), ("lossy", ref.lossy),
                       ("stored_min", ref.stored_min), ("stored_max", ref.stored_max)]:
         c.equal(got.get(key), want, f"info {target}: {key}")
     c.close(got.get("rescale_slope"), ref.slope, f"info {target}: rescale_slope")
