@@ -79,6 +79,18 @@ typedef struct dh_dicom_image {
      * "ISO_15444_1", ...), else "" . */
     int is_lossy;
     char lossy_method[DH_DICOM_UID_LEN];
+
+    /* The VOI LUT Sequence's first item (voi_lut_count items in all; 0 without the sequence):
+     * output of modality value x = voi_lut[clamp(floor(x) - voi_lut_first, 0, entries - 1)],
+     * in 0 .. 2^voi_lut_bits - 1. The first mapped value is signed when the element is SS or the
+     * modality values can be negative (PS3.3 C.11.2.1.1). */
+    uint32_t voi_lut_count;
+    uint32_t voi_lut_entries;
+    int32_t voi_lut_first;
+    uint32_t voi_lut_bits;
+    uint16_t *voi_lut; /* owned by the image */
+    char voi_lut_explanation[DH_DICOM_UID_LEN]; /* LUTExplanation, "" when absent */
+    char window_explanation[DH_DICOM_UID_LEN];  /* the first WindowCenterWidthExplanation */
 } dh_dicom_image;
 
 /* Bounds on compressed pixel data, checked before anything is decompressed or allocated: every

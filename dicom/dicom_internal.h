@@ -74,8 +74,13 @@ void read_pixel_format(DcmDataset &ds, E_TransferSyntax xfer, dh_dicom_image &im
 void read_metadata(DcmDataset &ds, dh_dicom_image &img);
 
 /* Reads the Modality LUT Sequence, when there is one, into img's modality_lut fields; a
- * descriptor that disagrees with its data fails DH_ERR_MALFORMED (dicom_modality_lut.cpp). */
+ * descriptor that disagrees with its data fails DH_ERR_MALFORMED (dicom_luts.cpp). */
 void read_modality_lut(DcmDataset &ds, dh_dicom_image &img);
+
+/* Reads the first item of the VOI LUT Sequence, when there is one, into img's voi_lut fields,
+ * after the rescale and Modality LUT (which decide whether its inputs are signed); the same
+ * checks (dicom_luts.cpp). */
+void read_voi_lut(DcmDataset &ds, dh_dicom_image &img);
 
 /* The Lossy Image Compression Method of a lossy transfer syntax, or NULL for a lossless one
  * (dicom_lossy.cpp). */

@@ -134,6 +134,9 @@ static void read_window(DcmDataset &ds, const functional_groups &g, dh_dicom_ima
                            ? (uint32_t)el->getVM()
                            : 1;
     img.has_window = 1;
+    OFString explanation;
+    if (source->findAndGetOFString(DCM_WindowCenterWidthExplanation, explanation, 0).good())
+        copy_field(img.window_explanation, sizeof img.window_explanation, explanation.c_str());
     img.window_center = center;
     img.window_width = width;
 }
@@ -200,6 +203,7 @@ void read_metadata(DcmDataset &ds, dh_dicom_image &img)
     const functional_groups g = find_groups(ds);
     read_image_rescale(ds, g, img);
     read_modality_lut(ds, img);
+    read_voi_lut(ds, img);
     read_lossy(ds, img);
     read_window(ds, g, img);
     read_geometry(ds, g, img);

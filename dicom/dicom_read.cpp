@@ -315,5 +315,6 @@ extern "C" void dh_dicom_image_free(dh_dicom_image *image)
     free(image->pixels);
     free(image->frame_positions);
     free(image->modality_lut);
+    free(image->voi_lut);
     free(image);
 }

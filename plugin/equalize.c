@@ -100,8 +100,11 @@ static dh_status check_params(dh_ctx *ctx, const dh_volume *v, const dh_equalize
                                "window range needs finite lo <= hi (%g, %g)", p->lo, p->hi);
         break;
     case DH_WINDOW_FILE:
+        if (v->voi_lut_count)
+            break; /* the VOI LUT is the file's window */
         if (!v->has_window)
-            return dh_ctx_fail(ctx, DH_ERR_UNSUPPORTED, "%s: the file has no WindowCenter/Width",
+            return dh_ctx_fail(ctx, DH_ERR_UNSUPPORTED,
+                               "%s: the file has no VOI LUT Sequence and no WindowCenter/Width",
                                v->path);
         if (!(v->window_width >= 1))
             return dh_ctx_fail(ctx, DH_ERR_UNSUPPORTED, "%s: the file's WindowWidth %g is below 1",
@@ -232,6 +235,12 @@ typedef struct eq_job {
     dh_eq_window *windows;   /* tables, stored values (equalization) */
 } eq_job;
 
+/* Window/level through the file's own VOI LUT rather than a VOI function. */
+static int uses_voi_lut(const eq_job *j)
+{
+    return j->p->window == DH_WINDOW_FILE && j->v->voi_lut_count > 0;
+}
+
 /* Resolves the window of table t into r's per-table fields and job->windows. */
 static dh_status resolve_window(dh_ctx *ctx, eq_job *j, uint32_t t)
 {
@@ -259,6 +268,10 @@ static dh_status resolve_window(dh_ctx *ctx, eq_job *j, uint32_t t)
         }
     } else if (p->window == DH_WINDOW_CENTER_WIDTH) {
         center_width_to_range(p->center, p->width, &lo, &hi);
+    } else if (p->window == DH_WINDOW_FILE && v->voi_lut_count) {
+        /* A VOI LUT's window is its input range: outside it the table is constant. */
+        lo = v->voi_lut_first;
+        hi = (double)v->voi_lut_first + v->voi_lut_entries - 1;
     } else if (p->window == DH_WINDOW_FILE) {
         center_width_to_range(v->window_center, v->window_width, &lo, &hi);
     } else if (p->window == DH_WINDOW_RANGE) {
@@ -271,6 +284,8 @@ static dh_status resolve_window(dh_ctx *ctx, eq_job *j, uint32_t t)
         if (p->window == DH_WINDOW_CENTER_WIDTH) {
             r->center[t] = p->center;
             r->width[t] = p->width;
+        } else if (p->window == DH_WINDOW_FILE && v->voi_lut_count) {
+            r->center[t] = r->width[t] = NAN; /* a table, not a center and width */
         } else if (p->window == DH_WINDOW_FILE) {
             r->center[t] = v->window_center;
             r->width[t] = v->window_width;
@@ -288,6 +303,27 @@ static dh_status resolve_window(dh_ctx *ctx, eq_job *j, uint32_t t)
     return DH_OK;
 }
 
+/* Which of the file's windows was used: the first VOI LUT, else the first center and width,
+ * with its number among several and its explanation. */
+static void describe_file_window(const dh_volume *v, char *out, size_t len)
+{
+    char which[128] = "", named[80] = "";
+    const uint32_t count = v->voi_lut_count ? v->voi_lut_count : v->window_count;
+    const char *explanation = v->voi_lut_count ? v->voi_lut_explanation : v->window_explanation;
+    if (*explanation)
+        snprintf(named, sizeof named, " '%.64s'", explanation);
+    if (count > 1)
+        snprintf(which, sizeof which, " 1 of %u%s", count, named);
+    else
+        snprintf(which, sizeof which, "%s", named);
+    if (v->voi_lut_count)
+        snprintf(out, len, "file VOI LUT%s, %u entries of %u bits from %d", which,
+                 v->voi_lut_entries, v->voi_lut_bits, v->voi_lut_first);
+    else
+        snprintf(out, len, "file window%s, center %g width %g", which, v->window_center,
+                 v->window_width);
+}
+
 static void describe(eq_job *j)
 {
     const dh_equalize_params *p = j->p;
@@ -300,8 +336,7 @@ static void describe(eq_job *j)
         break;
     case DH_WINDOW_RANGE: snprintf(window, sizeof window, "window %g to %g", p->lo, p->hi); break;
     case DH_WINDOW_FILE:
-        snprintf(window, sizeof window, "file window center %g width %g", j->v->window_center,
-                 j->v->window_width);
+        describe_file_window(j->v, window, sizeof window);
         break;
     case DH_WINDOW_MINMAX: snprintf(window, sizeof window, "min-max window"); break;
     default:
@@ -325,7 +360,8 @@ static void describe(eq_job *j)
     else
         snprintf(r->description, sizeof r->description,
                  "dicomhist %s window/level %s, per %s, %s, %u-bit output", DH_VERSION_STRING,
-                 voi_name(p->voi), p->per_slice ? "slice" : "volume", window, r->output_bits);
+                 uses_voi_lut(j) ? "by the VOI LUT" : voi_name(p->voi),
+                 p->per_slice ? "slice" : "volume", window, r->output_bits);
 }
 
 /* The tables, one per histogram: equalization on the CPU (the GPU builds its own from its
@@ -346,11 +382,30 @@ static dh_status build_eq_tables_cpu(dh_ctx *ctx, eq_job *j)
     return DH_OK;
 }
 
+/* The file's VOI LUT as the window/level table: modality value x takes entry
+ * clamp(floor(x) - first, 0, entries - 1), scaled from 0 .. 2^bits - 1 to 0 .. levels - 1 by
+ * floor(entry * (levels - 1) / (2^bits - 1)) (the entry itself when the bits agree). */
+static void build_voi_lut_table(const eq_job *j, uint16_t *table)
+{
+    const dh_volume *v = j->v;
+    const uint64_t top = ((uint64_t)1 << v->voi_lut_bits) - 1;
+    for (uint32_t i = 0; i < j->len; i++) {
+        double x = floor(dh_modality_of(v, j->base + (int32_t)i));
+        double k = x - v->voi_lut_first;
+        size_t at = k < 0 ? 0 : k > v->voi_lut_entries - 1 ? v->voi_lut_entries - 1 : (size_t)k;
+        table[i] = (uint16_t)((uint64_t)v->voi_lut[at] * (j->levels - 1) / top);
+    }
+}
+
 static dh_status build_voi_tables(dh_ctx *ctx, eq_job *j)
 {
     const dh_volume *v = j->v;
     dh_equalized *r = j->r;
     for (uint32_t t = 0; t < j->tables; t++) {
+        if (uses_voi_lut(j)) {
+            build_voi_lut_table(j, r->tables + (size_t)t * j->len);
+            continue;
+        }
         uint16_t *table = r->tables + (size_t)t * j->len;
         /* With a Modality LUT the first entry is built (which checks the window) and the
          * others follow from each stored value's LUT output, on the host for both devices. */

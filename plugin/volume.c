@@ -93,6 +93,21 @@ static dh_volume *volume_alloc(const dh_dicom_image *first, uint32_t slices, con
     memcpy(v->modality, first->modality, sizeof v->modality);
     memcpy(v->transfer_syntax, first->transfer_syntax_uid, sizeof v->transfer_syntax);
     dh_volume_note_lossy(v, first->is_lossy, first->lossy_method);
+    v->window_count = first->window_count;
+    memcpy(v->window_explanation, first->window_explanation, sizeof v->window_explanation);
+    if (first->voi_lut_count && first->voi_lut) {
+        size_t bytes = (size_t)first->voi_lut_entries * sizeof *v->voi_lut;
+        if (!(v->voi_lut = malloc(bytes))) {
+            dh_volume_free(v);
+            return NULL;
+        }
+        memcpy(v->voi_lut, first->voi_lut, bytes);
+        v->voi_lut_count = first->voi_lut_count;
+        v->voi_lut_entries = first->voi_lut_entries;
+        v->voi_lut_bits = first->voi_lut_bits;
+        v->voi_lut_first = first->voi_lut_first;
+        memcpy(v->voi_lut_explanation, first->voi_lut_explanation, sizeof v->voi_lut_explanation);
+    }
     if (dh_modality_lut_copy(v, first) != 0) {
         dh_volume_free(v);
         return NULL;
@@ -127,6 +142,7 @@ void dh_volume_free(dh_volume *v)
     free(v->data);
     free(v->path);
     free(v->modality_lut);
+    free(v->voi_lut);
     free(v);
 }
 
@@ -501,6 +517,24 @@ int dh_volume_lossy(const dh_volume *v, const char **method)
     if (method)
         *method = v->lossy_method;
     return v->is_lossy;
+}
+
+int dh_volume_voi_lut(const dh_volume *v, uint32_t *count, int32_t *first_mapped,
+                      uint32_t *entries, uint32_t *bits, const uint16_t **data)
+{
+    if (!v->voi_lut_count)
+        return 0;
+    if (count)
+        *count = v->voi_lut_count;
+    if (first_mapped)
+        *first_mapped = v->voi_lut_first;
+    if (entries)
+        *entries = v->voi_lut_entries;
+    if (bits)
+        *bits = v->voi_lut_bits;
+    if (data)
+        *data = v->voi_lut;
+    return 1;
 }
 
 int dh_volume_window(const dh_volume *v, double *center, double *width)

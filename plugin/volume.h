@@ -48,6 +48,13 @@ struct dh_volume {
     uint32_t modality_lut_entries, modality_lut_bits;
     uint16_t *modality_lut; /* owned */
     double modality_min, modality_max; /* over the stored values present */
+    uint32_t window_count;             /* WindowCenter values in the file (the first is used) */
+    char window_explanation[DH_DICOM_UID_LEN];
+    /* The first VOI LUT of the file (voi_lut_count in all; 0: none), as dh_dicom_image has it. */
+    uint32_t voi_lut_count, voi_lut_entries, voi_lut_bits;
+    int32_t voi_lut_first;
+    uint16_t *voi_lut; /* owned */
+    char voi_lut_explanation[DH_DICOM_UID_LEN];
     int is_lossy;                      /* some slice was lossy compressed */
     char lossy_method[DH_DICOM_UID_LEN]; /* the first lossy slice's method ("" unknown) */
 };

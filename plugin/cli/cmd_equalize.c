@@ -27,7 +27,8 @@ static void equalize_help(FILE *out) {
             "                         DIR/dicomhist-manifest.jsonl; never inside a PATH\n"
             "  --mode volume|slice    one table for the whole volume (default) or per slice\n"
             "  --window C:W           window center and width (modality units: HU for CT)\n"
-            "  --window file          the file's own WindowCenter/Width\n"
+            "  --window file          the file's own: the input range of its first VOI LUT,\n"
+            "                         else its first WindowCenter/Width\n"
             "  --window minmax        lowest to highest value present\n"
             "  --window percentile:P  cut P%% of the pixels at each end (0 <= P < 50)\n"
             "  --window-range LO:HI   the window as a closed range of modality values\n"
@@ -196,7 +197,10 @@ static void eq_record_json(report_json *j, const dh_volume *v, const eq_options 
     }
     if (p->operation == DH_EQ_WINDOW_LEVEL) {
         report_json_key(j, "function");
-        report_json_string(j, p->voi == DH_VOI_LINEAR         ? "LINEAR"
+        const int voi_lut = p->window == DH_WINDOW_FILE &&
+                            dh_volume_voi_lut(v, NULL, NULL, NULL, NULL, NULL);
+        report_json_string(j, voi_lut                          ? "VOI_LUT"
+                           : p->voi == DH_VOI_LINEAR         ? "LINEAR"
                            : p->voi == DH_VOI_LINEAR_EXACT ? "LINEAR_EXACT"
                                                            : "SIGMOID");
     } else {

@@ -179,8 +179,16 @@ DH_API int dh_volume_modality_lut(const dh_volume *v, int32_t *first_mapped, uin
                                   uint32_t *bits, const uint16_t **data);
 /* The modality value of a stored value: through the Modality LUT, else the rescale. */
 DH_API double dh_volume_modality_value(const dh_volume *v, int32_t stored);
-/* The file's first WindowCenter/Width; returns 0 when it has none. */
+/* The file's first WindowCenter/Width; returns 0 when it has none (a VOI LUT Sequence, below,
+ * takes precedence for DH_WINDOW_FILE). */
 DH_API int dh_volume_window(const dh_volume *v, double *center, double *width);
+/* The file's VOI LUT Sequence (of the first slice): returns 1 and its first item's table, 0
+ * without one. count is the number of items (alternative views; the first is used); entries
+ * 1..65536 map modality values from first_mapped (signed when the descriptor is SS or the
+ * modality values can be negative, PS3.3 C.11.2.1.1) to 0 .. 2^bits - 1: output of modality
+ * value x = data[clamp(floor(x) - first_mapped, 0, entries - 1)]. Any pointer may be NULL. */
+DH_API int dh_volume_voi_lut(const dh_volume *v, uint32_t *count, int32_t *first_mapped,
+                             uint32_t *entries, uint32_t *bits, const uint16_t **data);
 /* Distance between consecutive slices along the normal (mean; 0 for one slice). */
 DH_API double dh_volume_spacing(const dh_volume *v);
 
@@ -433,11 +441,14 @@ DH_API dh_status dh_mi_joint_histogram(dh_ctx *ctx, const dh_mi_fixed *fixed, ui
  *              over that span before the cdf is taken.
  *   window/level: DICOM's LINEAR, LINEAR_EXACT or SIGMOID VOI function on modality values,
  *              ymin 0, ymax L - 1, truncated.
- * Windows are in modality units (through the Modality LUT when the volume has one). A center/width window covers [c - 0.5 - (w-1)/2,
- * c - 0.5 + (w-1)/2] (LINEAR's edges); a range LO:HI is that interval itself, and for
+ * Windows are in modality units (through the Modality LUT when the volume has one). A
+ * center/width window covers [c - 0.5 - (w-1)/2, c - 0.5 + (w-1)/2] (LINEAR's edges); a range LO:HI is that interval itself, and for
  * window/level becomes c = (LO + HI + 1) / 2, w = HI - LO + 1 under LINEAR, c = (LO + HI) / 2,
  * w = max(HI - LO, 1) otherwise. Min-max and percentile windows are rank statistics of the
  * pixels (per slice in slice mode): percentile p cuts k = floor(N * p / 100) pixels at each end.
+ * DH_WINDOW_FILE with a VOI LUT Sequence (dh_volume_voi_lut) uses its first table: window/level
+ * gives each pixel its entry scaled to the output, floor(entry * (L - 1) / (2^bits - 1)), with
+ * center and width NaN; equalization's window is the table's input range.
  * The photometric interpretation is kept, so MONOCHROME1 stays MONOCHROME1 with its meaning.
  * ------------------------------------------------------------------------------------------- */
 typedef enum dh_eq_operation {
@@ -450,7 +461,7 @@ typedef enum dh_window_source {
     DH_WINDOW_NONE = 0,         /* equalize over every representable value (not for window/level) */
     DH_WINDOW_CENTER_WIDTH = 1, /* center and width given */
     DH_WINDOW_RANGE = 2,        /* lo and hi given */
-    DH_WINDOW_FILE = 3,         /* the file's first WindowCenter/Width */
+    DH_WINDOW_FILE = 3,         /* the file's first VOI LUT, else first WindowCenter/Width */
     DH_WINDOW_MINMAX = 4,       /* lowest to highest value present */
     DH_WINDOW_PERCENTILE = 5,   /* percentile p cut at each end, 0 <= p < 50 */
     DH_WINDOW_SOURCE_FORCE_INT32 = 0x7fffffff
@@ -496,7 +507,8 @@ typedef struct dh_equalized {
 } dh_equalized;
 
 /* Equalizes or windows a volume. Fails with DH_ERR_INVALID_ARGUMENT for parameters out of
- * bounds (naming the field), DH_ERR_UNSUPPORTED for DH_WINDOW_FILE on a volume without a window,
+ * bounds (naming the field), DH_ERR_UNSUPPORTED for DH_WINDOW_FILE on a volume with neither a
+ * VOI LUT nor a window,
  * for equalization inside a modality window with a non-positive RescaleSlope or a Modality LUT
  * that decreases somewhere, and for an equalization rank window with a LUT that folds back, DH_ERR_NO_DEVICE for DH_DEVICE_CUDA without a GPU, DH_ERR_CUDA
  * when the GPU fails. *out is freed with dh_equalized_free. */

@@ -1,12 +1,14 @@
 /*
- * test_modality_lut.c: the Modality LUT Sequence, from the file to every use of modality values,
+ * test_lut_sequences.c: the Modality LUT Sequence, from the file to every use of modality values,
  * against naive loops written here from PS3.3 C.11.1: LUTDescriptor rules (entries with 0
  * meaning 65536, first mapped value signed with signed pixels, 8 to 16 bits per entry, 8-bit
  * entries one or two per word), lying descriptors refused, then on random LUTs (monotone or
  * folding, clamping below and above the mapped range) the modality values and range, histograms
  * in modality units (default and explicit ranges, per slice, the GPU too where there is one),
  * window/level on LUT outputs, percentile windows ranked by modality value, and equalization
- * windows given in modality units.
+ * windows given in modality units. Then the VOI LUT Sequence as the file's window: its table as
+ * the window/level function (scaled to the output bits), its input range as the equalization
+ * window, which of several items was used, and its first mapped value's sign rule.
  */
 #include <math.h>
 #include <stdio.h>
@@ -107,16 +109,20 @@ typedef struct lut_seq {
     const uint16_t *words;  /* LUTData words (NULL: none) */
     size_t word_count;
     int items; /* 0: an empty sequence */
+    uint16_t element; /* 0x3000 Modality LUT (the default), 0x3010 VOI LUT */
+    const char *explanations[3]; /* LUTExplanation of each item (NULL: none) */
 } lut_seq;
 static lut_seq seq;
 
 static void lut_sequence(buf *b)
 {
-    sq_begin(b, 0x0028, 0x3000);
-    if (seq.items) {
+    sq_begin(b, 0x0028, seq.element ? seq.element : 0x3000);
+    for (int i = 0; i < seq.items; i++) { /* every item the same table but its explanation */
         item_begin(b);
         el_bytes(b, 0x0028, 0x3002, seq.descriptor_vr, seq.descriptor,
                  2 * (size_t)seq.descriptor_values);
+        if (seq.explanations[i])
+            el_str(b, 0x0028, 0x3003, "LO", seq.explanations[i]);
         if (seq.words)
             el_bytes(b, 0x0028, 0x3006, seq.word_count > 30000 ? "OW" : "US", seq.words,
                      2 * seq.word_count);
@@ -125,10 +131,12 @@ static void lut_sequence(buf *b)
     sq_end(b);
 }
 
-static buf lut_file(uint16_t bits_stored, int is_signed, const uint16_t *pixels, size_t n)
+static buf lut_file(uint16_t bits_stored, int is_signed, const uint16_t *pixels, size_t n,
+                    const char *intercept)
 {
     synth s = synth_default(1, (uint16_t)n, 16, bits_stored, bits_stored - 1,
                             (uint16_t)is_signed);
+    s.intercept = intercept;
     s.groups = lut_sequence;
     s.data = pixels;
     s.bytes = n * 2;
@@ -164,7 +172,7 @@ START_TEST(file_descriptor_rules)
         seq = (lut_seq){round % 3 == 1 ? "SS" : "US",
                             {(uint16_t)(l.entries == 65536 ? 0 : l.entries), (uint16_t)l.first,
                              (uint16_t)l.bits},
-                            3, w, words, 1};
+                            3, w, words, 1, 0x3000, {NULL, NULL, NULL}};
         /* every representable stored value once, spread over a few pixels */
         const size_t n = 4099;
         uint16_t *px = malloc(n * 2);
@@ -174,7 +182,7 @@ START_TEST(file_descriptor_rules)
                               : lo + (int32_t)dh_test_rng_below(&rng, 1u << bits_stored);
             px[i] = (uint16_t)s;
         }
-        buf b = lut_file(bits_stored, is_signed, px, n);
+        buf b = lut_file(bits_stored, is_signed, px, n, NULL);
         dh_volume *v = NULL;
         ck_assert_msg(dh_volume_read_memory(ctx, b.p, b.n, "lut.dcm", &v) == DH_OK, "%s",
                       dh_ctx_error(ctx));
@@ -232,8 +240,9 @@ START_TEST(file_lying_descriptors)
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         seq = (lut_seq){"US", {cases[k].d0, cases[k].d1, cases[k].d2}, cases[k].values,
-                            cases[k].have_data ? words : NULL, cases[k].words, cases[k].items};
-        buf b = lut_file(12, 0, px, 4);
+                            cases[k].have_data ? words : NULL, cases[k].words, cases[k].items,
+                            k % 2 ? 0x3010 : 0x3000, {NULL, NULL, NULL}};
+        buf b = lut_file(12, 0, px, 4, NULL);
         dh_volume *v = NULL;
         ck_assert_int_eq(dh_volume_read_memory(ctx, b.p, b.n, "lying.dcm", &v),
                          DH_ERR_MALFORMED);
@@ -461,15 +470,106 @@ START_TEST(windows_in_modality_units)
 }
 END_TEST
 
+/* ---- the VOI LUT Sequence as the file's window ---- */
+
+/* A file whose modality values (stored - 1024) go negative, with a VOI LUT Sequence of two items
+ * whose first maps from `first`: window/level through the table, scaled to the output bits, and
+ * equalization over its input range, each against the naive loop; the description says which
+ * item was used. */
+START_TEST(voi_lut_as_the_file_window)
+{
+    dh_test_rng rng;
+    dh_test_rng_seed(&rng, 4004);
+    dh_ctx *ctx = dh_ctx_create();
+    for (int round = 0; round < 12; round++) {
+        const int explicit_ss = round % 2;
+        test_lut l = random_lut(&rng, 12, 1, round % 3 == 0);
+        l.first -= 1024 - 2048; /* over the modality values -1024 .. 3071, shifted at random */
+        if (l.first < -32768)
+            l.first = -32768;
+        seq = (lut_seq){explicit_ss ? "SS" : "US",
+                        {(uint16_t)(l.entries == 65536 ? 0 : l.entries), (uint16_t)l.first,
+                         (uint16_t)l.bits},
+                        3, l.data, l.entries, 2, 0x3010, {"SOFT TISSUE", "BONE", NULL}};
+        const size_t n = 3001;
+        uint16_t *px = malloc(n * 2);
+        for (size_t i = 0; i < n; i++)
+            px[i] = (uint16_t)dh_test_rng_below(&rng, 4096);
+        buf b = lut_file(12, 0, px, n, "-1024");
+        dh_volume *v = NULL;
+        ck_assert_msg(dh_volume_read_memory(ctx, b.p, b.n, "voi.dcm", &v) == DH_OK, "%s",
+                      dh_ctx_error(ctx));
+        uint32_t count, entries, bits;
+        int32_t first;
+        const uint16_t *data;
+        ck_assert_int_eq(dh_volume_voi_lut(v, &count, &first, &entries, &bits, &data), 1);
+        /* modality values can be negative here, so the first mapped value is signed whatever
+         * its VR (PS3.3 C.11.2.1.1) */
+        ck_assert_int_eq(first, l.first);
+        ck_assert_uint_eq(count, 2);
+        ck_assert_uint_eq(entries, l.entries);
+        ck_assert(memcmp(data, l.data, l.entries * 2) == 0);
+
+        static const uint32_t out_bits[] = {8, 12, 16};
+        dh_equalize_params p;
+        dh_equalize_params_init(&p);
+        p.device = DH_DEVICE_CPU;
+        p.operation = DH_EQ_WINDOW_LEVEL;
+        p.window = DH_WINDOW_FILE;
+        p.output_bits = out_bits[round % 3];
+        dh_equalized *r = NULL;
+        ck_assert_msg(dh_equalize(ctx, v, &p, &r) == DH_OK, "%s", dh_ctx_error(ctx));
+        const uint64_t levels = (uint64_t)1 << p.output_bits, top = (1u << l.bits) - 1;
+        for (size_t i = 0; i < n; i++) {
+            int32_t x = (int32_t)px[i] - 1024;
+            uint64_t want = (uint64_t)naive_lut(&l, x) * (levels - 1) / top;
+            ck_assert_msg(r->data[i] == want, "round %d pixel %zu: %u, expected %llu", round, i,
+                          r->data[i], (unsigned long long)want);
+        }
+        ck_assert_ptr_nonnull(strstr(r->description, "VOI LUT 1 of 2 'SOFT TISSUE'"));
+        ck_assert(isnan(r->center[0]) && isnan(r->width[0]));
+        dh_equalized_free(r);
+
+        /* Equalization: the window is the table's input range. */
+        p.operation = DH_EQ_EQUALIZE;
+        ck_assert_int_eq(dh_equalize(ctx, v, &p, &r), DH_OK);
+        ck_assert(r->window_lo[0] == l.first);
+        ck_assert(r->window_hi[0] == (double)l.first + l.entries - 1);
+        dh_equalized_free(r);
+        dh_volume_free(v);
+        free(b.p), free(px), free(l.data);
+    }
+    /* Without the sequence and without a window, the file window is refused by name. */
+    uint16_t px[4] = {1, 2, 3, 4};
+    synth s = synth_default(1, 4, 16, 12, 11, 0);
+    s.data = px;
+    s.bytes = sizeof px;
+    buf b = synth_build(&s);
+    dh_volume *v = NULL;
+    ck_assert_int_eq(dh_volume_read_memory(ctx, b.p, b.n, "plain.dcm", &v), DH_OK);
+    ck_assert_int_eq(dh_volume_voi_lut(v, NULL, NULL, NULL, NULL, NULL), 0);
+    dh_equalize_params p;
+    dh_equalize_params_init(&p);
+    p.window = DH_WINDOW_FILE;
+    dh_equalized *r = NULL;
+    ck_assert_int_eq(dh_equalize(ctx, v, &p, &r), DH_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(dh_ctx_error(ctx), "no VOI LUT Sequence and no WindowCenter"));
+    dh_volume_free(v);
+    free(b.p);
+    dh_ctx_free(ctx);
+}
+END_TEST
+
 int main(void)
 {
-    Suite *s = suite_create("modality_lut");
+    Suite *s = suite_create("lut_sequences");
     TCase *tc = tcase_create("lut");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, file_descriptor_rules);
     tcase_add_test(tc, file_lying_descriptors);
     tcase_add_test(tc, histograms_in_modality_units);
     tcase_add_test(tc, windows_in_modality_units);
+    tcase_add_test(tc, voi_lut_as_the_file_window);
     suite_add_tcase(s, tc);
     return dh_test_run(s);
 }
