@@ -11,17 +11,20 @@ from .errors import error_for
 # info --json's fields, in its order
 _INFO_KEYS = ("path", "series_uid", "modality", "rows", "columns", "slices", "bits_allocated",
               "bits_stored", "signed", "photometric", "rescale_slope", "rescale_intercept",
-              "transfer_syntax", "stored_min", "stored_max", "modality_min", "modality_max",
-              "spacing", "warnings")
+              "modality_lut", "transfer_syntax", "lossy", "lossy_method", "stored_min",
+              "stored_max", "modality_min", "modality_max", "spacing", "warnings")
 
 
 class Volume:
     """One series or multi-frame file: `pixels` is the (slices, rows, columns) NumPy array of
     stored values (uint16, or int16 when signed), read-only and shared with the library (no
     copy). Metadata are attributes: rows, columns, slices, bits_allocated, bits_stored, signed,
-    photometric, rescale_slope, rescale_intercept, window ((center, width) or None), spacing,
-    path, series_uid, study_uid, modality, transfer_syntax, stored_min, stored_max, warnings,
-    slice_sources, slice_frames, slice_locations, slice_positions."""
+    photometric, rescale_slope, rescale_intercept, modality_lut (None, or entries, first_mapped
+    and bits of the Modality LUT Sequence that replaces the rescale; its table as
+    modality_lut_table bytes of uint16), window ((center, width) or None), spacing, path,
+    series_uid, study_uid, modality, transfer_syntax, lossy, lossy_method, stored_min,
+    stored_max, modality_min, modality_max, warnings, slice_sources, slice_frames,
+    slice_locations, slice_positions."""
 
     def __init__(self, handle):
         self._handle = handle
@@ -37,20 +40,24 @@ class Volume:
         return self.pixels.shape
 
     def modality_values(self, dtype=np.float64):
-        """slope * stored + intercept for every pixel (Hounsfield units for CT), a new array."""
+        """Modality values for every pixel, a new array: slope * stored + intercept (Hounsfield
+        units for CT), or the Modality LUT's entry, stored values below or above its mapped
+        range taking the first or last one."""
+        if self.modality_lut is not None:
+            table = np.frombuffer(self.modality_lut_table, dtype=np.uint16)
+            index = np.clip(self.pixels.astype(np.int64) - self.modality_lut["first_mapped"], 0,
+                            len(table) - 1)
+            return table[index].astype(dtype)
         return self.pixels.astype(dtype) * dtype(self.rescale_slope) + \
             dtype(self.rescale_intercept)
 
     def modality_range(self):
-        a = self.rescale_slope * self.stored_min + self.rescale_intercept
-        b = self.rescale_slope * self.stored_max + self.rescale_intercept
-        return (a, b) if a <= b else (b, a)
+        """Smallest and largest modality value of the stored values present."""
+        return self.modality_min, self.modality_max
 
     def info(self):
         """The dict `dicomhist info --json` prints for this volume."""
-        d = {k: self._meta[k] for k in _INFO_KEYS if k in self._meta}
-        d["modality_min"], d["modality_max"] = self.modality_range()
-        return {k: d[k] for k in _INFO_KEYS}
+        return {k: self._meta[k] for k in _INFO_KEYS}
 
     def __repr__(self):
         return (f"<dicomhist.Volume {self.path!r}: {self.slices}x{self.rows}x{self.columns} "

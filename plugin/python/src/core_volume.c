@@ -158,6 +158,14 @@ static PyObject *py_volume_info(PyObject *self, PyObject *capsule)
     dh_volume_stored_range(v, &smin, &smax);
     double center = 0, width = 0;
     int has_window = dh_volume_window(v, &center, &width);
+    double mmin = 0, mmax = 0;
+    dh_volume_modality_range(v, &mmin, &mmax);
+    int32_t lut_first = 0;
+    uint32_t lut_entries = 0, lut_bits = 0;
+    const uint16_t *lut = NULL;
+    const int has_lut = dh_volume_modality_lut(v, &lut_first, &lut_entries, &lut_bits, &lut);
+    const char *lossy_method = "";
+    const int lossy = dh_volume_lossy(v, &lossy_method);
     const uint32_t n = dh_volume_slices(v);
     PyObject *sources = PyList_New(n), *frames = PyList_New(n), *locations = PyList_New(n),
              *positions = PyList_New(n), *warnings = PyList_New(0);
@@ -198,7 +206,20 @@ static PyObject *py_volume_info(PyObject *self, PyObject *capsule)
                                                             : "MONOCHROME2")) ||
         set_item(d, "rescale_slope", PyFloat_FromDouble(dh_volume_rescale_slope(v))) ||
         set_item(d, "rescale_intercept", PyFloat_FromDouble(dh_volume_rescale_intercept(v))) ||
+        set_item(d, "modality_lut",
+                 has_lut ? Py_BuildValue("{s:I,s:i,s:I}", "entries", (unsigned)lut_entries,
+                                         "first_mapped", (int)lut_first, "bits",
+                                         (unsigned)lut_bits)
+                         : Py_NewRef(Py_None)) ||
+        set_item(d, "modality_lut_table",
+                 has_lut ? PyBytes_FromStringAndSize((const char *)lut,
+                                                     (Py_ssize_t)lut_entries * 2)
+                         : Py_NewRef(Py_None)) ||
         set_item(d, "transfer_syntax", PyUnicode_FromString(dh_volume_transfer_syntax(v))) ||
+        set_item(d, "lossy", PyBool_FromLong(lossy)) ||
+        set_item(d, "lossy_method", PyUnicode_FromString(lossy_method)) ||
+        set_item(d, "modality_min", PyFloat_FromDouble(mmin)) ||
+        set_item(d, "modality_max", PyFloat_FromDouble(mmax)) ||
         set_item(d, "stored_min", PyLong_FromLong(smin)) ||
         set_item(d, "stored_max", PyLong_FromLong(smax)) ||
         set_item(d, "spacing", PyFloat_FromDouble(dh_volume_spacing(v))) ||

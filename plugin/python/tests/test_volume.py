@@ -89,3 +89,16 @@ def test_from_array_checks_bits():
         dicomhist.from_array(img, bits_stored=3)
     with pytest.raises(TypeError):
         dicomhist.from_array(img.astype(np.float32))
+
+
+def test_modality_lut_against_pydicom(cli):
+    pydicom = pytest.importorskip("pydicom")
+    from pydicom.pixels import apply_modality_lut
+    path = shared("lut/pydicom-data_mlut_18.dcm")
+    vol = dicomhist.read(path)
+    assert vol.info() == cli("info", "--json", path)[0]
+    assert vol.modality_lut == {"entries": 4096, "first_mapped": -2048, "bits": 16}
+    ds = pydicom.dcmread(path)
+    want = apply_modality_lut(vol.pixels[0].astype(np.int64), ds)
+    np.testing.assert_array_equal(vol.modality_values()[0], want)
+    assert vol.modality_range() == (want.min(), want.max())
