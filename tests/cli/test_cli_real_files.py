@@ -216,6 +216,9 @@ def check_bad_files(c, binary, bad):
             c.check(f"dicomhist: {path}: " in r.err,
                     f"{' '.join(args)} {path}: stderr names the file: {r.err.strip()!r}")
             c.equal(r.out, "", f"{' '.join(args)} {path}: no output")
+            if os.path.basename(os.path.dirname(path)) == "unsupported":  # said as such
+                c.check("not supported" in r.err or "unsupported" in r.err,
+                        f"{' '.join(args)} {path}: says unsupported: {r.err.strip()!r}")
 
 
 # Inputs the whole-folder check looks for among the folder's volumes.
