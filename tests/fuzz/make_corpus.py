@@ -187,3 +187,39 @@ write("ct_8x8_deflated_by_hand.dcm", deflate_dataset(plain))
 write("truncated_in_meta_header.dcm", plain[:200])
 write("truncated_in_pixel_data.dcm", plain[:-40])
 write("not_dicom.txt", b"hello, world\n")
+
+
+def with_luts(src, dst, claimed_entries=None):
+    """src with a Modality LUT Sequence (16 entries, or claiming `claimed_entries` while holding
+    16) and a VOI LUT Sequence of two items, first mapped value SS."""
+    from pydicom.dataset import Dataset
+    from pydicom.sequence import Sequence
+    ds = pydicom.dcmread(src)
+    modality = Dataset()
+    modality.LUTDescriptor = [claimed_entries or 16, 0, 16]
+    modality.ModalityLUTType = "HU"
+    modality.LUTData = [i * 300 for i in range(16)]
+    modality["LUTData"].VR = "US"
+    ds.ModalityLUTSequence = Sequence([modality])
+    items = []
+    for k in range(2):
+        voi = Dataset()
+        voi.LUTDescriptor = [8, -2, 8]
+        voi["LUTDescriptor"].VR = "SS"
+        voi.LUTExplanation = "VIEW %d" % k
+        voi.LUTData = [(i * 37 + k) % 256 for i in range(8)]
+        voi["LUTData"].VR = "US"
+        items.append(voi)
+    ds.VOILUTSequence = Sequence(items)
+    ds.save_as(dst)
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    x = os.path.join(tmp, "x.dcm")
+    crop(os.path.join(sample, "xray_projection.dcm"), x)
+    for name, claimed in [("xray_8x8_modality_and_voi_lut.dcm", None),
+                          # LUTDescriptor claims 4096 entries over 16 values: refused unread
+                          ("modality_lut_entries_beyond_data.dcm", 4096)]:
+        dst = os.path.join(tmp, name)
+        with_luts(x, dst, claimed)
+        write(name, open(dst, "rb").read())
