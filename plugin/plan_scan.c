@@ -289,12 +289,15 @@ int dh_plan_same_format(const dh_plan_slice *a, const dh_plan_slice *b)
 
 void dh_plan_describe_format(char *buf, size_t len, const dh_plan_slice *m)
 {
+    char lut[48] = ""; /* tables that differ show different fingerprints */
+    if (m->has_modality_lut)
+        snprintf(lut, sizeof lut, ", Modality LUT %08x", (unsigned)(m->modality_lut_hash >> 32));
     snprintf(buf, len,
              "%ux%u, %u bits allocated, %u stored, high bit %u, %s, %s, rescale %g/%g%s",
              m->columns, m->rows, m->bits_allocated, m->bits_stored, m->high_bit,
              m->is_signed ? "signed" : "unsigned",
              m->photometric == DH_MONOCHROME1 ? "MONOCHROME1" : "MONOCHROME2", m->rescale_slope,
-             m->rescale_intercept, m->has_modality_lut ? ", a Modality LUT" : "");
+             m->rescale_intercept, lut);
 }
 
 /* One file's header into its record (run on the scan threads: touches only that record). */
