@@ -136,8 +136,8 @@ typedef struct dh_volume_set dh_volume_set;
  * ImagePositionPatient projected on the normal of ImageOrientationPatient, ascending; when a
  * slice lacks either, the whole series falls back to InstanceNumber; file name and frame break
  * ties. Slices of a series must agree on rows, columns, BitsAllocated, BitsStored, HighBit,
- * signedness, photometric and rescale, else the series fails with DH_ERR_MISMATCH naming two
- * files that differ. Uneven spacing and distinct slices sharing one position are warnings on
+ * signedness, photometric, rescale and Modality LUT, else the series fails with
+ * DH_ERR_MISMATCH naming two files that differ. Uneven spacing and distinct slices sharing one position are warnings on
  * the volume; the same SOPInstanceUID read twice is kept once, with a warning. A file that
  * cannot be read is a failure of its own and its series is built from the others (with a
  * warning naming it). Inside directories, hidden files, DICOMDIR and files that do not look like
