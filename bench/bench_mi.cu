@@ -423,6 +423,28 @@ int main(int argc, char **argv)
                 dh_jhist_gpu_free(g);
             }
         }
+        /* blocks per SM for one-block images (dh_jhist_gpu_tuning.blocks_per_sm) */
+        printf("\n## Blocks per SM, 256x256 batches, one block of 512 threads per image "
+               "(evaluations per second, median of 20 launches)\n");
+        printf("| bins | batch | blocks per SM | check | us per launch | evaluations/s |\n"
+               "|---|---|---|---|---|---|\n");
+        for (uint32_t bins : {32u, 64u})
+            for (uint32_t bp : {2u, 3u, 4u}) {
+                prepared p = prepare(ib.fixed.data(), n, bins);
+                dh_jhist_gpu_tuning want = {1, 0, 512, 0, bp};
+                dh_jhist_gpu *g = make_gpu(p, n, bins, max_batch, &want);
+                for (uint32_t batch : {256u, 1024u}) {
+                    evaluate(g, d_movs, n, batch, 1, d_out, s);
+                    bool ok = check(g, p, movs, n, bins, 1, d_out, 0) &&
+                              check(g, p, movs + (size_t)(batch - 1) * n, n, bins, 1, d_out,
+                                    batch - 1);
+                    double us = time_single(g, d_movs, n, batch, 1, d_out, s, 20);
+                    printf("| %u | %u | %u | %s | %.1f | %.3g |\n", bins, batch, bp,
+                           ok ? "ok" : "MISMATCH", us, batch / (us * 1e-6));
+                    fflush(stdout);
+                }
+                dh_jhist_gpu_free(g);
+            }
         CK(cudaFree(ib.d_movs));
     }
 

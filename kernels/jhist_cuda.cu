@@ -58,6 +58,10 @@ constexpr uint32_t PACKED_ABOVE_CELLS = 16384; /* 32-bit counters up to 64 KB */
 constexpr uint32_t NO_CELL = 0xFFFFFFFFu;
 constexpr int RANGE_THREADS = 512;
 constexpr uint32_t RANGE_BLOCKS = 128; /* per image, for multi-cluster images */
+/* Blocks per SM wished for one-block images of 512 threads (dh_jhist_gpu_tuning). */
+#ifndef DH_MI_AUTO_BLOCKS_PER_SM
+#define DH_MI_AUTO_BLOCKS_PER_SM 2u
+#endif
 
 
 struct eval_args {
@@ -419,7 +423,10 @@ template <typename Get> __device__ __forceinline__ double warp_tree256(Get get)
     return v[0];
 }
 
-template <bool PACKED> __global__ void __launch_bounds__(THREADS, 1) mi_kernel(eval_args a)
+/* PACKED: 16-bit counters; THR, MINB: the launch bounds (512 threads and 3 or 4 blocks per SM
+ * cap the registers so more one-block images run on an SM at once). */
+template <bool PACKED, int THR, int MINB>
+__global__ void __launch_bounds__(THR, MINB) mi_kernel(eval_args a)
 {
     if (a.skip & DH_JHIST_STAGE_ALL)
         return;
@@ -442,9 +449,12 @@ template <bool PACKED> __global__ void __launch_bounds__(THREADS, 1) mi_kernel(e
     const uint32_t cells = a.cells, lb_shift = a.lb_shift, LB = 1u << lb_shift;
     const uint32_t owned = ((cells + 255) >> 8) << lb_shift;
     const uint32_t skip = a.skip;
-    uint32_t *hist = (uint32_t *)smem;
-    double *terms = (double *)smem; /* reuses the private histogram once it is flushed */
     uint32_t *red = (uint32_t *)(smem + a.region_bytes);
+    /* A one-block cluster with 32-bit counters counts straight into its share of the cluster
+     * histogram (the same cells in the same order: owned_cell is the identity for C = 1), so it
+     * has no private histogram to zero or flush (smem_layout gives it no region). */
+    const bool direct = !PACKED && C == 1;
+    uint32_t *hist = direct ? red : (uint32_t *)smem;
     const uint16_t *img = a.moving + (size_t)k * a.stride;
     const uint8_t *val = a.valid ? a.valid + (size_t)k * a.valid_stride : nullptr;
 
@@ -453,8 +463,9 @@ template <bool PACKED> __global__ void __launch_bounds__(THREADS, 1) mi_kernel(e
     if (!(skip & DH_JHIST_STAGE_ZERO)) {
         const uint32_t hist_quads = ((PACKED ? (cells + 1) / 2 : cells) + 3) / 4;
         const uint4 zero = make_uint4(0, 0, 0, 0);
-        for (uint32_t w = tid; w < hist_quads; w += T)
-            ((uint4 *)hist)[w] = zero;
+        if (!direct)
+            for (uint32_t w = tid; w < hist_quads; w += T)
+                ((uint4 *)hist)[w] = zero;
         for (uint32_t w = tid; w < owned / 4; w += T)
             ((uint4 *)red)[w] = zero;
     }
@@ -512,7 +523,7 @@ template <bool PACKED> __global__ void __launch_bounds__(THREADS, 1) mi_kernel(e
     if (a.clusters == 1 && tid < C && s_count)
         atomicAdd(cluster.map_shared_rank(&s_n, tid), s_count);
     /* 4. flush into the owners' shares */
-    if (!(skip & DH_JHIST_STAGE_REDUCE))
+    if (!direct && !(skip & DH_JHIST_STAGE_REDUCE))
         flush<PACKED>(cluster, hist, red, cells, lb_shift, false);
     cluster.sync(); /* every share and s_n complete; private histograms dead */
 
@@ -586,13 +597,15 @@ template <bool PACKED> __global__ void __launch_bounds__(THREADS, 1) mi_kernel(e
                 atomicAdd(cluster.map_shared_rank(tot_m, 0) + t, colp[t]);
         }
     const uint32_t rows = (cells + 255) >> 8;
-    if (!(skip & DH_JHIST_STAGE_TERMS))
-        for (uint32_t l = tid; l < owned; l += T) {
-            uint32_t c = owned_cell(l, rank, lb_shift);
-            terms[(l >> lb_shift) * (LB + 1) + (l & (LB - 1))] =
-                c < cells ? dh_mi_term(red[l], n, ln_n) : 0.0;
-        }
     __syncthreads();
+    /* The entropy term of owned row j, lane L: computed where the tree needs it (no terms array
+     * in shared memory, no pass and barrier for it; the same values in the same order). */
+    const bool with_terms = !(skip & DH_JHIST_STAGE_TERMS);
+    auto term = [&](uint32_t j, uint32_t L) -> double {
+        const uint32_t l = (j << lb_shift) | L;
+        return with_terms && owned_cell(l, rank, lb_shift) < cells ? dh_mi_term(red[l], n, ln_n)
+                                                                   : 0.0;
+    };
 
     /* 5c. each owned lane's rows as mi_scores.h's tree, no barrier; the lane sum goes straight
      * into block 0's lane_j. Up to 32 rows (up to 128 x 64 bins): a segment of W threads per lane
@@ -607,7 +620,7 @@ template <bool PACKED> __global__ void __launch_bounds__(THREADS, 1) mi_kernel(e
             const uint32_t i = tid & (W - 1), per_warp = 32 / W;
             for (uint32_t L0 = (tid >> 5) * per_warp; L0 < LB; L0 += (T >> 5) * per_warp) {
                 const uint32_t L = L0 + ((tid & 31) / W);
-                double v = L < LB && i < rows ? terms[i * (LB + 1) + L] : 0.0;
+                double v = L < LB && i < rows ? term(i, L) : 0.0;
                 for (uint32_t s = W >> 1; s >= 1; s >>= 1)
                     v = __dadd_rn(v, __shfl_down_sync(0xFFFFFFFFu, v, s, W));
                 if (i == 0 && L < LB)
@@ -615,9 +628,8 @@ template <bool PACKED> __global__ void __launch_bounds__(THREADS, 1) mi_kernel(e
             }
         } else {
             for (uint32_t L = tid >> 5; L < LB; L += T >> 5) {
-                const double v = warp_tree256([&](uint32_t j) {
-                    return j < rows ? terms[j * (LB + 1) + L] : 0.0;
-                });
+                const double v =
+                    warp_tree256([&](uint32_t j) { return j < rows ? term(j, L) : 0.0; });
                 if ((tid & 31) == 0)
                     lanes0[L] = v;
             }
@@ -665,12 +677,11 @@ template <bool PACKED> __global__ void __launch_bounds__(THREADS, 1) mi_kernel(e
 void smem_layout(uint32_t cells, uint32_t cluster, uint32_t *region, uint32_t *total)
 {
     const uint32_t lanes = 256 / cluster, owned = (cells + 255) / 256 * lanes;
-    const uint32_t hist = cells > PACKED_ABOVE_CELLS ? (cells + 1) / 2 * 4 : cells * 4;
-    /* terms: one row of LB lanes per histogram row, padded by one double so the threads of a
-     * warp that walk one lane's rows hit different banks (unpadded, the rows of a lane share a
-     * bank: 16- to 32-way conflicts in the tree loads). */
-    const uint32_t terms = (owned + (cells + 255) / 256) * 8;
-    *region = ((hist > terms ? hist : terms) + 15) / 16 * 16;
+    /* The private histogram; none for one-block clusters with 32-bit counters (they count into
+     * their share directly). The entropy terms are computed in the trees: no region for them. */
+    const bool packed = cells > PACKED_ABOVE_CELLS;
+    const uint32_t hist = packed ? (cells + 1) / 2 * 4 : cluster == 1 ? 0 : cells * 4;
+    *region = (hist + 15) / 16 * 16;
     *total = *region + owned * 4;
 }
 
@@ -691,6 +702,7 @@ struct dh_jhist_gpu {
     double fixed_sum;
     uint32_t cluster, clusters; /* C, G */
     uint32_t threads;           /* per block */
+    uint32_t blocks_per_sm;     /* tuning's, resolved (kernel_for) */
     uint32_t skip;              /* tuning's stage_skip */
     uint32_t region_bytes, smem_bytes;
     bool packed;
@@ -715,9 +727,18 @@ cudaError_t configure(void (*kernel)(eval_args), uint32_t smem)
     return err;
 }
 
-void (*kernel_for(bool packed))(eval_args)
+/* The kernel for a layout: blocks_per_sm 3 or 4 only for one-block clusters of 512 threads
+ * with 32-bit counters (their launch bounds refuse more threads). */
+void (*kernel_for(bool packed, uint32_t cluster, uint32_t threads,
+                  uint32_t blocks_per_sm))(eval_args)
 {
-    return packed ? mi_kernel<true> : mi_kernel<false>;
+    if (packed)
+        return mi_kernel<true, THREADS, 1>;
+    if (cluster == 1 && threads == 512 && blocks_per_sm == 3)
+        return mi_kernel<false, 512, 3>;
+    if (cluster == 1 && threads == 512 && blocks_per_sm == 4)
+        return mi_kernel<false, 512, 4>;
+    return mi_kernel<false, THREADS, 1>;
 }
 
 /* The most dynamic shared memory one block may have on this device (0 if unknown). */
@@ -733,7 +754,8 @@ int smem_limit()
 }
 
 /* How many clusters of C blocks can be resident at once (0: this size cannot launch). */
-int active_clusters(bool packed, uint32_t cluster, uint32_t threads, uint32_t smem)
+int active_clusters(bool packed, uint32_t cluster, uint32_t threads, uint32_t blocks_per_sm,
+                    uint32_t smem)
 {
     cudaLaunchConfig_t cfg = {};
     cudaLaunchAttribute attr;
@@ -747,7 +769,8 @@ int active_clusters(bool packed, uint32_t cluster, uint32_t threads, uint32_t sm
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
     int num = 0;
-    if (cudaOccupancyMaxActiveClusters(&num, kernel_for(packed), &cfg) != cudaSuccess) {
+    if (cudaOccupancyMaxActiveClusters(&num, kernel_for(packed, cluster, threads, blocks_per_sm),
+                                       &cfg) != cudaSuccess) {
         cudaGetLastError(); /* clear it: a refused size is an answer here */
         return 0;
     }
@@ -801,6 +824,13 @@ extern "C" int dh_jhist_gpu_create(const uint16_t *fixed_bins, size_t n, uint32_
         delete g;
         return -1;
     }
+    g->blocks_per_sm = tuning && tuning->blocks_per_sm ? tuning->blocks_per_sm
+                                                       : DH_MI_AUTO_BLOCKS_PER_SM;
+    if (g->blocks_per_sm < 2 || g->blocks_per_sm > 4) {
+        snprintf(msg, msg_len, "%u blocks per SM is not 2, 3 or 4", g->blocks_per_sm);
+        delete g;
+        return -1;
+    }
     cudaError_t err = cudaSuccess;
     int resident = 0;
     /* The wish, then larger sizes (a large histogram needs more blocks to hold it), then
@@ -814,9 +844,11 @@ extern "C" int dh_jhist_gpu_create(const uint16_t *fixed_bins, size_t n, uint32_
         const int limit = smem_limit();
         if (limit > 0 && g->smem_bytes > (uint32_t)limit)
             continue;
-        if ((err = configure(kernel_for(g->packed), g->smem_bytes)) != cudaSuccess)
+        if ((err = configure(kernel_for(g->packed, c, g->threads, g->blocks_per_sm),
+                             g->smem_bytes)) != cudaSuccess)
             break;
-        if ((resident = active_clusters(g->packed, c, g->threads, g->smem_bytes)) > 0) {
+        if ((resident = active_clusters(g->packed, c, g->threads, g->blocks_per_sm,
+                                        g->smem_bytes)) > 0) {
             g->cluster = c;
             break;
         }
@@ -894,6 +926,7 @@ extern "C" void dh_jhist_gpu_get_tuning(const dh_jhist_gpu *g, dh_jhist_gpu_tuni
     t->clusters_per_image = g->clusters;
     t->threads = g->threads;
     t->stage_skip = g->skip;
+    t->blocks_per_sm = g->blocks_per_sm;
 }
 
 extern "C" int dh_jhist_gpu_evaluate(dh_jhist_gpu *g, const void *d_moving, int is_signed,
@@ -967,7 +1000,8 @@ extern "C" int dh_jhist_gpu_evaluate(dh_jhist_gpu *g, const void *d_moving, int 
     cfg.stream = s;
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
-    err = cudaLaunchKernelEx(&cfg, kernel_for(g->packed), a);
+    err = cudaLaunchKernelEx(&cfg, kernel_for(g->packed, g->cluster, g->threads, g->blocks_per_sm),
+                             a);
     if (err == cudaSuccess)
         err = cudaGetLastError();
     if (err != cudaSuccess)

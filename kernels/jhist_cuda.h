@@ -33,6 +33,9 @@ typedef struct dh_jhist_gpu_tuning {
                                     one-block images with 32-bit counters, else 1024) */
     uint32_t stage_skip;         /* bench_mi's stage timing only: DH_JHIST_STAGE_* bits of the
                                     kernel's stages to leave out; the results are then wrong */
+    uint32_t blocks_per_sm;      /* one-block images with 32-bit counters at 512 threads: the
+                                    blocks an SM should hold, 2, 3 or 4 (registers capped to
+                                    fit); 0: automatic; ignored elsewhere */
 } dh_jhist_gpu_tuning;
 
 /* Stages of one evaluation, for stage_skip (timing, never for results). */
