@@ -58,10 +58,10 @@ constexpr uint32_t PACKED_ABOVE_CELLS = 16384; /* 32-bit counters up to 64 KB */
 constexpr uint32_t NO_CELL = 0xFFFFFFFFu;
 constexpr int RANGE_THREADS = 512;
 constexpr uint32_t RANGE_BLOCKS = 128; /* per image, for multi-cluster images */
-/* Blocks per SM wished for one-block images of 512 threads (dh_jhist_gpu_tuning). */
-#ifndef DH_MI_AUTO_BLOCKS_PER_SM
-#define DH_MI_AUTO_BLOCKS_PER_SM 2u
-#endif
+/* Blocks per SM for one-block images of 512 threads (dh_jhist_gpu_tuning): 4, registers capped
+ * at 32 (a few spill, outside the counting loop), is full occupancy; batch of 1024 256x256 pairs
+ * at 64 bins on an H100: 177 us at 2 blocks, 159 at 3, 156 at 4 (bench/NOTES.md run 23). */
+constexpr uint32_t AUTO_BLOCKS_PER_SM = 4;
 
 
 struct eval_args {
@@ -221,8 +221,9 @@ __global__ void __launch_bounds__(RANGE_THREADS) range_kernel(eval_args a, int2 
 }
 
 /* Counts this block's share of the image into its private histogram; returns how many pixels
- * this thread counted. */
-template <bool PACKED>
+ * this thread counted. MASKED (val not NULL) and SIGNED are template arguments so that the
+ * loop has no per-pixel mask or sign test when it needs none. */
+template <bool PACKED, bool MASKED, bool SIGNED>
 __device__ uint32_t count_share(cg::cluster_group &cluster, const eval_args &a, const uint16_t *img,
                             const uint8_t *val, uint32_t *hist, uint32_t *red, size_t part,
                             size_t parts, int32_t lo, uint32_t width, uint32_t magic)
@@ -241,7 +242,7 @@ __device__ uint32_t count_share(cg::cluster_group &cluster, const eval_args &a, 
         const size_t u = part * tile + threadIdx.x;
         fq = __ldg((const uint4 *)a.fixed_bins + u);
         mq = __ldg((const uint4 *)img + u);
-        ok = val ? __ldg((const unsigned long long *)val + u) : ~0ull;
+        ok = MASKED ? __ldg((const unsigned long long *)val + u) : ~0ull;
     }
     for (size_t base = part * tile; base < nv; base += step) {
         const size_t u = base + threadIdx.x, un = u + step;
@@ -251,7 +252,7 @@ __device__ uint32_t count_share(cg::cluster_group &cluster, const eval_args &a, 
         if (un < nv) {
             fq = __ldg((const uint4 *)a.fixed_bins + un);
             mq = __ldg((const uint4 *)img + un);
-            ok = val ? __ldg((const unsigned long long *)val + un) : ~0ull;
+            ok = MASKED ? __ldg((const unsigned long long *)val + un) : ~0ull;
         }
         if (have) {
             uint32_t fw[4] = {cf.x, cf.y, cf.z, cf.w}, mw[4] = {cm.x, cm.y, cm.z, cm.w};
@@ -259,9 +260,10 @@ __device__ uint32_t count_share(cg::cluster_group &cluster, const eval_args &a, 
 #pragma unroll
             for (int j = 0; j < 8; j++) {
                 const uint32_t sh = (j & 1) * 16;
-                uint32_t c = cell_of((fw[j >> 1] >> sh) & 0xFFFFu, (uint32_t)(cok >> (8 * j)) & 0xFFu,
-                                     sample((mw[j >> 1] >> sh) & 0xFFFFu, a.is_signed), bm, lo,
-                                     width, magic);
+                uint32_t c = cell_of((fw[j >> 1] >> sh) & 0xFFFFu,
+                                     MASKED ? (uint32_t)(cok >> (8 * j)) & 0xFFu : 1u,
+                                     sample((mw[j >> 1] >> sh) & 0xFFFFu, SIGNED), bm, lo, width,
+                                     magic);
                 if (c == prev) {
                     run++;
                 } else {
@@ -290,8 +292,8 @@ __device__ uint32_t count_share(cg::cluster_group &cluster, const eval_args &a, 
     for (size_t base = nv * 8 + part * tile; base < n; base += parts * tile) {
         const size_t i = base + threadIdx.x;
         if (i < n) {
-            uint32_t c = cell_of(a.fixed_bins[i], val ? val[i] : 1u, sample(img[i], a.is_signed),
-                                 bm, lo, width, magic);
+            uint32_t c = cell_of(a.fixed_bins[i], MASKED ? val[i] : 1u, sample(img[i], SIGNED), bm,
+                                 lo, width, magic);
             if (c != NO_CELL) {
                 add_private<PACKED>(hist, c, 1);
                 counted++;
@@ -305,6 +307,24 @@ __device__ uint32_t count_share(cg::cluster_group &cluster, const eval_args &a, 
         }
     }
     return counted;
+}
+
+/* count_share with its mask and sign tests chosen here, once per block. */
+template <bool PACKED>
+__device__ uint32_t count_stored(cg::cluster_group &cluster, const eval_args &a,
+                                 const uint16_t *img, const uint8_t *val, uint32_t *hist,
+                                 uint32_t *red, size_t part, size_t parts, int32_t lo,
+                                 uint32_t width, uint32_t magic)
+{
+    if (val)
+        return a.is_signed ? count_share<PACKED, true, true>(cluster, a, img, val, hist, red, part,
+                                                             parts, lo, width, magic)
+                           : count_share<PACKED, true, false>(cluster, a, img, val, hist, red,
+                                                              part, parts, lo, width, magic);
+    return a.is_signed ? count_share<PACKED, false, true>(cluster, a, img, val, hist, red, part,
+                                                          parts, lo, width, magic)
+                       : count_share<PACKED, false, false>(cluster, a, img, val, hist, red, part,
+                                                           parts, lo, width, magic);
 }
 
 /* count_share for float32 moving images: 8 pixels per step (one 16-byte load of fixed bins, two
@@ -513,8 +533,8 @@ __global__ void __launch_bounds__(THR, MINB) mi_kernel(eval_args a)
         counted = a.moving_f32
                       ? count_share_f32<PACKED>(cluster, a, a.moving_f32 + (size_t)k * a.stride,
                                                 val, hist, red, b, P)
-                      : count_share<PACKED>(cluster, a, img, val, hist, red, b, P, lo, width,
-                                            magic);
+                      : count_stored<PACKED>(cluster, a, img, val, hist, red, b, P, lo, width,
+                                             magic);
     for (int o = 16; o > 0; o >>= 1)
         counted += __shfl_xor_sync(0xFFFFFFFFu, counted, o);
     if ((tid & 31) == 0 && counted)
@@ -597,14 +617,28 @@ __global__ void __launch_bounds__(THR, MINB) mi_kernel(eval_args a)
                 atomicAdd(cluster.map_shared_rank(tot_m, 0) + t, colp[t]);
         }
     const uint32_t rows = (cells + 255) >> 8;
-    __syncthreads();
-    /* The entropy term of owned row j, lane L: computed where the tree needs it (no terms array
-     * in shared memory, no pass and barrier for it; the same values in the same order). */
     const bool with_terms = !(skip & DH_JHIST_STAGE_TERMS);
+    /* More than 32 rows (one warp per lane below): the terms of the owned cells first, in
+     * parallel, into a region padded by one double per row so that the threads of a warp that
+     * walk one lane's rows hit different banks (computed inside the tree, the loads of one lane's
+     * counts, LB words apart, hit one bank: 256 bins measured 13% slower that way, run 23). */
+    double *terms = (double *)smem; /* the private histogram, dead after the flush */
+    if (rows > 32 && with_terms)
+        for (uint32_t l = tid; l < owned; l += T) {
+            uint32_t c = owned_cell(l, rank, lb_shift);
+            terms[(l >> lb_shift) * (LB + 1) + (l & (LB - 1))] =
+                c < cells ? dh_mi_term(red[l], n, ln_n) : 0.0;
+        }
+    __syncthreads();
+    /* The entropy term of owned row j, lane L: up to 32 rows computed where the tree needs it
+     * (no terms region, no pass for it); the same values in the same order either way. */
     auto term = [&](uint32_t j, uint32_t L) -> double {
         const uint32_t l = (j << lb_shift) | L;
-        return with_terms && owned_cell(l, rank, lb_shift) < cells ? dh_mi_term(red[l], n, ln_n)
-                                                                   : 0.0;
+        if (!with_terms)
+            return 0.0;
+        if (rows > 32)
+            return terms[j * (LB + 1) + L];
+        return owned_cell(l, rank, lb_shift) < cells ? dh_mi_term(red[l], n, ln_n) : 0.0;
     };
 
     /* 5c. each owned lane's rows as mi_scores.h's tree, no barrier; the lane sum goes straight
@@ -678,10 +712,14 @@ void smem_layout(uint32_t cells, uint32_t cluster, uint32_t *region, uint32_t *t
 {
     const uint32_t lanes = 256 / cluster, owned = (cells + 255) / 256 * lanes;
     /* The private histogram; none for one-block clusters with 32-bit counters (they count into
-     * their share directly). The entropy terms are computed in the trees: no region for them. */
+     * their share directly). Above 32 rows the region later holds the entropy terms: one row of
+     * LB lanes per histogram row, padded by one double (see the kernel); up to 32 rows they are
+     * computed in the trees and need no room. */
     const bool packed = cells > PACKED_ABOVE_CELLS;
     const uint32_t hist = packed ? (cells + 1) / 2 * 4 : cluster == 1 ? 0 : cells * 4;
-    *region = (hist + 15) / 16 * 16;
+    const uint32_t rows = (cells + 255) / 256;
+    const uint32_t terms = rows > 32 ? (owned + rows) * 8 : 0;
+    *region = ((hist > terms ? hist : terms) + 15) / 16 * 16;
     *total = *region + owned * 4;
 }
 
@@ -825,7 +863,7 @@ extern "C" int dh_jhist_gpu_create(const uint16_t *fixed_bins, size_t n, uint32_
         return -1;
     }
     g->blocks_per_sm = tuning && tuning->blocks_per_sm ? tuning->blocks_per_sm
-                                                       : DH_MI_AUTO_BLOCKS_PER_SM;
+                                                       : AUTO_BLOCKS_PER_SM;
     if (g->blocks_per_sm < 2 || g->blocks_per_sm > 4) {
         snprintf(msg, msg_len, "%u blocks per SM is not 2, 3 or 4", g->blocks_per_sm);
         delete g;
