@@ -445,11 +445,31 @@ int main(int argc, char **argv)
                 }
                 dh_jhist_gpu_free(g);
             }
+        /* one shared atomic per pixel against one per run (dh_jhist_gpu_tuning.no_run_merge) */
+        printf("\n## Run merge, 256x256 batch 1024 (us per launch, median of 20; automatic "
+               "layout)\n| bins | per | check | us per launch | evaluations/s |\n"
+               "|---|---|---|---|---|\n");
+        for (uint32_t bins : {64u, 256u})
+            for (uint32_t nm : {0u, 1u}) {
+                prepared p = prepare(ib.fixed.data(), n, bins);
+                dh_jhist_gpu_tuning want = {0, 0, 0, 0, 0, nm};
+                dh_jhist_gpu *g = make_gpu(p, n, bins, max_batch, &want);
+                evaluate(g, d_movs, n, max_batch, 1, d_out, s);
+                bool ok = check(g, p, movs, n, bins, 1, d_out, 0) &&
+                          check(g, p, movs + (size_t)(max_batch - 1) * n, n, bins, 1, d_out,
+                                max_batch - 1);
+                double us = time_single(g, d_movs, n, max_batch, 1, d_out, s, 20);
+                printf("| %u | %s | %s | %.1f | %.3g |\n", bins, nm ? "pixel" : "run",
+                       ok ? "ok" : "MISMATCH", us, max_batch / (us * 1e-6));
+                fflush(stdout);
+                dh_jhist_gpu_free(g);
+            }
         CK(cudaFree(ib.d_movs));
     }
 
     /* 3. layouts for one 512x512 evaluation */
-    printf("\n## Layout sweep, one 512x512 evaluation, range given (device us, median)\n");
+    printf("\n## Layout sweep, one 512x512 evaluation, range given (device us, median; "
+           "\"pixel\": one atomic per pixel)\n");
     printf("| bins | C | G | check | us |\n|---|---|---|---|---|\n");
     {
         const size_t side = 512, n = side * side;
@@ -460,8 +480,9 @@ int main(int argc, char **argv)
         for (uint32_t bins : {64u, 256u}) {
             prepared p = prepare(fixed.data(), n, bins);
             for (uint32_t cl : {2u, 4u, 8u, 16u})
-                for (uint32_t gc : {1u, 2u, 4u, 8u}) {
-                    dh_jhist_gpu_tuning want = {cl, gc};
+                for (uint32_t gc : {1u, 2u, 4u, 8u, 101u}) {
+                    /* 101: one cluster per image, one atomic per pixel */
+                    dh_jhist_gpu_tuning want = {cl, gc % 100, 0, 0, 0, gc / 100};
                     dh_jhist_gpu *g = make_gpu(p, n, bins, 1, &want);
                     dh_jhist_gpu_tuning t;
                     dh_jhist_gpu_get_tuning(g, &t);
@@ -469,8 +490,8 @@ int main(int argc, char **argv)
                     bool ok = check(g, p, mov.data(), n, bins, 1, d_out, 0);
                     evaluate(g, d_mov, 0, 1, 0, d_out, s); /* G > 1: the range kernel too */
                     ok = check(g, p, mov.data(), n, bins, 0, d_out, 0) && ok;
-                    printf("| %u | %u | %u | %s | %.2f |\n", bins, t.cluster,
-                           t.clusters_per_image, ok ? "ok" : "MISMATCH",
+                    printf("| %u | %u | %u%s | %s | %.2f |\n", bins, t.cluster,
+                           t.clusters_per_image, gc > 100 ? " pixel" : "", ok ? "ok" : "MISMATCH",
                            time_single(g, d_mov, 0, 1, 1, d_out, s, reps / 2));
                     fflush(stdout);
                     dh_jhist_gpu_free(g);

@@ -88,6 +88,7 @@ struct eval_args {
     uint32_t *joint;    /* K x cells, written */
     dh_mi_values *out;  /* K records */
     uint32_t skip;      /* DH_JHIST_STAGE_* bits left out (bench_mi's stage timing only) */
+    int no_merge;       /* tuning's no_run_merge */
     /* float32 moving images (DRRs): image k at moving_f32 + k * stride, binned by dh_faxis_bin
      * over [flo, fhi]; NULL for stored values. vec then means 16-byte loads of 4 floats. */
     const float *moving_f32;
@@ -223,7 +224,7 @@ __global__ void __launch_bounds__(RANGE_THREADS) range_kernel(eval_args a, int2 
 /* Counts this block's share of the image into its private histogram; returns how many pixels
  * this thread counted. MASKED (val not NULL) and SIGNED are template arguments so that the
  * loop has no per-pixel mask or sign test when it needs none. */
-template <bool PACKED, bool MASKED, bool SIGNED>
+template <bool PACKED, bool MASKED, bool SIGNED, bool MERGE>
 __device__ uint32_t count_share(cg::cluster_group &cluster, const eval_args &a, const uint16_t *img,
                             const uint8_t *val, uint32_t *hist, uint32_t *red, size_t part,
                             size_t parts, int32_t lo, uint32_t width, uint32_t magic)
@@ -264,6 +265,12 @@ __device__ uint32_t count_share(cg::cluster_group &cluster, const eval_args &a, 
                                      MASKED ? (uint32_t)(cok >> (8 * j)) & 0xFFu : 1u,
                                      sample((mw[j >> 1] >> sh) & 0xFFFFu, SIGNED), bm, lo, width,
                                      magic);
+                if (!MERGE) { /* one predicated atomic per pixel, no branch */
+                    if (c != NO_CELL)
+                        add_private<PACKED>(hist, c, 1);
+                    counted += c != NO_CELL;
+                    continue;
+                }
                 if (c == prev) {
                     run++;
                 } else {
@@ -275,7 +282,7 @@ __device__ uint32_t count_share(cg::cluster_group &cluster, const eval_args &a, 
                     run = 1;
                 }
             }
-            if (prev != NO_CELL) {
+            if (MERGE && prev != NO_CELL) {
                 add_private<PACKED>(hist, prev, run);
                 counted += run;
             }
@@ -309,6 +316,25 @@ __device__ uint32_t count_share(cg::cluster_group &cluster, const eval_args &a, 
     return counted;
 }
 
+template <bool PACKED, bool MERGE>
+__device__ uint32_t count_signs(cg::cluster_group &cluster, const eval_args &a,
+                                const uint16_t *img, const uint8_t *val, uint32_t *hist,
+                                uint32_t *red, size_t part, size_t parts, int32_t lo,
+                                uint32_t width, uint32_t magic)
+{
+    if (val)
+        return a.is_signed ? count_share<PACKED, true, true, MERGE>(cluster, a, img, val, hist,
+                                                                    red, part, parts, lo, width,
+                                                                    magic)
+                           : count_share<PACKED, true, false, MERGE>(cluster, a, img, val, hist,
+                                                                     red, part, parts, lo, width,
+                                                                     magic);
+    return a.is_signed ? count_share<PACKED, false, true, MERGE>(cluster, a, img, val, hist, red,
+                                                                 part, parts, lo, width, magic)
+                       : count_share<PACKED, false, false, MERGE>(cluster, a, img, val, hist, red,
+                                                                  part, parts, lo, width, magic);
+}
+
 /* count_share with its mask and sign tests chosen here, once per block. */
 template <bool PACKED>
 __device__ uint32_t count_stored(cg::cluster_group &cluster, const eval_args &a,
@@ -316,15 +342,11 @@ __device__ uint32_t count_stored(cg::cluster_group &cluster, const eval_args &a,
                                  uint32_t *red, size_t part, size_t parts, int32_t lo,
                                  uint32_t width, uint32_t magic)
 {
-    if (val)
-        return a.is_signed ? count_share<PACKED, true, true>(cluster, a, img, val, hist, red, part,
-                                                             parts, lo, width, magic)
-                           : count_share<PACKED, true, false>(cluster, a, img, val, hist, red,
-                                                              part, parts, lo, width, magic);
-    return a.is_signed ? count_share<PACKED, false, true>(cluster, a, img, val, hist, red, part,
-                                                          parts, lo, width, magic)
-                       : count_share<PACKED, false, false>(cluster, a, img, val, hist, red, part,
-                                                           parts, lo, width, magic);
+    if (a.no_merge)
+        return count_signs<PACKED, false>(cluster, a, img, val, hist, red, part, parts, lo, width,
+                                          magic);
+    return count_signs<PACKED, true>(cluster, a, img, val, hist, red, part, parts, lo, width,
+                                     magic);
 }
 
 /* count_share for float32 moving images: 8 pixels per step (one 16-byte load of fixed bins, two
@@ -741,6 +763,7 @@ struct dh_jhist_gpu {
     uint32_t cluster, clusters; /* C, G */
     uint32_t threads;           /* per block */
     uint32_t blocks_per_sm;     /* tuning's, resolved (kernel_for) */
+    uint32_t no_merge;          /* tuning's no_run_merge */
     uint32_t skip;              /* tuning's stage_skip */
     uint32_t region_bytes, smem_bytes;
     bool packed;
@@ -837,6 +860,7 @@ extern "C" int dh_jhist_gpu_create(const uint16_t *fixed_bins, size_t n, uint32_
     g->fixed_sum = fixed_sum;
     g->packed = g->cells > PACKED_ABOVE_CELLS;
     g->skip = tuning ? tuning->stage_skip : 0;
+    g->no_merge = tuning ? tuning->no_run_merge : 0;
 
     /* Cluster size: a batch of small images wants the smallest cluster that fits (the fixed
      * cost of scoring is paid once per image instead of once per block of it, and more images
@@ -965,6 +989,7 @@ extern "C" void dh_jhist_gpu_get_tuning(const dh_jhist_gpu *g, dh_jhist_gpu_tuni
     t->threads = g->threads;
     t->stage_skip = g->skip;
     t->blocks_per_sm = g->blocks_per_sm;
+    t->no_run_merge = g->no_merge;
 }
 
 extern "C" int dh_jhist_gpu_evaluate(dh_jhist_gpu *g, const void *d_moving, int is_signed,
@@ -1007,6 +1032,7 @@ extern "C" int dh_jhist_gpu_evaluate(dh_jhist_gpu *g, const void *d_moving, int 
     a.joint = g->d_joint;
     a.out = d_out;
     a.skip = g->skip;
+    a.no_merge = (int)g->no_merge;
     if (float_axis) { /* the range is given: no range pass, the record's integer range is 0:0 */
         a.moving_f32 = (const float *)d_moving;
         a.fbins = float_axis->bins;

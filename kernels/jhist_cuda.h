@@ -36,6 +36,8 @@ typedef struct dh_jhist_gpu_tuning {
     uint32_t blocks_per_sm;      /* one-block images with 32-bit counters at 512 threads: the
                                     blocks an SM should hold, 2, 3 or 4 (registers capped to
                                     fit); 0: automatic; ignored elsewhere */
+    uint32_t no_run_merge;       /* 1: one shared atomic per pixel of 16-bit samples instead of
+                                    one per run of equal cells among a thread's 8 */
 } dh_jhist_gpu_tuning;
 
 /* Stages of one evaluation, for stage_skip (timing, never for results). */

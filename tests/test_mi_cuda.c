@@ -130,7 +130,7 @@ END_TEST
  * one to five clusters per image, signed and unsigned samples, given and found ranges. */
 static void compare_layout_bp(uint32_t bins_f, uint32_t bins_m, size_t n, uint32_t cluster,
                               uint32_t per_image, uint32_t threads, uint32_t blocks_per_sm,
-                              int is_signed, int has_range, uint64_t seed)
+                              uint32_t no_merge, int is_signed, int has_range, uint64_t seed)
 {
     uint16_t *fixed = malloc(n * 2), *moving = malloc(n * 2), *fbins = malloc(n * 2);
     dh_test_fill_ct_like(fixed, n, seed);
@@ -156,7 +156,7 @@ static void compare_layout_bp(uint32_t bins_f, uint32_t bins_m, size_t n, uint32
     dh_mi_scores_from_joint(want, bins_f, bins_m, valid, &fsum, 0, &rec_want);
     rec_want.moving_lo = lo, rec_want.moving_hi = hi, rec_want.reserved = 0;
 
-    dh_jhist_gpu_tuning t = {cluster, per_image, threads, 0, blocks_per_sm};
+    dh_jhist_gpu_tuning t = {cluster, per_image, threads, 0, blocks_per_sm, no_merge};
     dh_jhist_gpu *g = NULL;
     char msg[512];
     ck_assert_msg(dh_jhist_gpu_create(fbins, n, bins_f, bins_m, 1, valid, fsum, &t, &g, msg,
@@ -181,7 +181,7 @@ static void compare_layout(uint32_t bins_f, uint32_t bins_m, size_t n, uint32_t 
                            uint32_t per_image, uint32_t threads, int is_signed, int has_range,
                            uint64_t seed)
 {
-    compare_layout_bp(bins_f, bins_m, n, cluster, per_image, threads, 0, is_signed, has_range,
+    compare_layout_bp(bins_f, bins_m, n, cluster, per_image, threads, 0, 0, is_signed, has_range,
                       seed);
 }
 
@@ -214,10 +214,21 @@ START_TEST(test_layouts)
     for (uint32_t bp = 2; bp <= 4; bp++)
         for (size_t g = 0; g < 2; g++) {
             uint64_t seed = 190 + 2 * bp + g;
-            compare_layout_bp(64, 64, 256 * 256, 1, per_image[g], 512, bp, 0, 1, seed);
-            compare_layout_bp(32, 64, 300 * 301, 1, per_image[g], 512, bp, 1, 0, seed);
-            compare_layout_bp(2, 3, 1001, 1, per_image[g], 512, bp, 0, 0, seed);
-            compare_layout_bp(128, 128, 777 * 333, 1, per_image[g], 512, bp, 1, 1, seed);
+            compare_layout_bp(64, 64, 256 * 256, 1, per_image[g], 512, bp, 0, 0, 1, seed);
+            compare_layout_bp(32, 64, 300 * 301, 1, per_image[g], 512, bp, 0, 1, 0, seed);
+            compare_layout_bp(2, 3, 1001, 1, per_image[g], 512, bp, 0, 0, 0, seed);
+            compare_layout_bp(128, 128, 777 * 333, 1, per_image[g], 512, bp, 0, 1, 1, seed);
+        }
+    /* One shared atomic per pixel instead of one per run: 32-bit and packed counters, one and
+     * several blocks per image, signed and unsigned. */
+    for (size_t c = 0; c < 5; c += 2)
+        for (size_t g = 0; g < 2; g++) {
+            uint64_t seed = 210 + 3 * c + g;
+            compare_layout_bp(64, 64, 300 * 301, clusters[c], per_image[g], 0, 0, 1, 0, 1, seed);
+            compare_layout_bp(256, 256, 512 * 509, clusters[c], per_image[g], 0, 0, 1, 1, 0,
+                              seed);
+            compare_layout_bp(255, 129, 777 * 333, clusters[c], per_image[g], 0, 0, 1, 1, 1,
+                              seed);
         }
 }
 END_TEST
@@ -259,7 +270,7 @@ static void repeat_layout(uint32_t bins, uint32_t cluster, uint32_t per_image, s
     ck_assert_int_eq(cudaMalloc(&d_out, K * sizeof(dh_mi_values)), cudaSuccess);
     ck_assert_int_eq(cudaMemcpy(d_moving, moving, (size_t)SETS * K * n * 2,
                                 cudaMemcpyHostToDevice), cudaSuccess);
-    dh_jhist_gpu_tuning t = {cluster, per_image, 0, 0};
+    dh_jhist_gpu_tuning t = {cluster, per_image, 0, 0, 0, 0};
     dh_jhist_gpu *g = NULL;
     char msg[512];
     ck_assert_msg(dh_jhist_gpu_create(fbins, n, bins, bins, 256, valid, fsum, &t, &g, msg,
