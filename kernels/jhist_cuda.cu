@@ -5,7 +5,8 @@
  *
  * Each image is scored by one thread-block cluster (Hopper; C = 1, 2, 4, 8 or 16 blocks):
  *   1. every block zeroes a private joint histogram in shared memory: 32-bit counters up to
- *      16384 cells, above that 16-bit counters packed two per word (256 x 256 = 128 KB);
+ *      16384 cells, above that 16-bit counters packed two per word (256 x 256 = 128 KB); a
+ *      one-block cluster with 32-bit counters has none and counts straight into its share (4);
  *   2. (no explicit moving range) the cluster finds the image's min..max over its valid pixels,
  *      exchanged through distributed shared memory (DSMEM);
  *   3. each block counts its share of pixels (16-byte loads of 8 samples, scalar tail; runs of
@@ -17,7 +18,8 @@
  *      range [r 256/C, (r + 1) 256/C) (remote shared atomics, integers: order-free);
  *   5. scores: each block writes its owned cells of the joint histogram back (always, so it can
  *      be read back), adds their row and column sums into block 0's (integers), turns them into
- *      entropy terms in parallel and adds each owned lane's rows as mi_scores.h's tree with warp
+ *      entropy terms (up to 32 rows inside the tree, above that in parallel into a padded
+ *      region first) and adds each owned lane's rows as mi_scores.h's tree with warp
  *      shuffles (no barrier per level; a lane's entries all live in one block, so the sums are
  *      the CPU's bits), storing the lane sum into block 0. After one cluster barrier block 0
  *      turns the row and column sums into terms, one warp runs the three 256-lane trees the
