@@ -121,6 +121,21 @@ dh_status dh_dicom_read_file(const char *path, int want_pixels, dh_dicom_image *
 dh_status dh_dicom_read_memory(const void *data, size_t size, int want_pixels,
                                dh_dicom_image **out, char *msg, size_t msg_len);
 
+/* How a read decodes; a zeroed struct (or NULL) means the defaults. */
+typedef struct dh_dicom_read_options {
+    /* OpenJPEG worker threads for each JPEG 2000 / HTJ2K frame: 0 or 1 means one (batch work
+     * runs files in parallel instead); more only pays for one huge image. At most 64. */
+    uint32_t codec_threads;
+} dh_dicom_read_options;
+
+/* dh_dicom_read_file and dh_dicom_read_memory with options. */
+dh_status dh_dicom_read_file_with(const char *path, int want_pixels,
+                                  const dh_dicom_read_options *options, dh_dicom_image **out,
+                                  char *msg, size_t msg_len);
+dh_status dh_dicom_read_memory_with(const void *data, size_t size, int want_pixels,
+                                    const dh_dicom_read_options *options, dh_dicom_image **out,
+                                    char *msg, size_t msg_len);
+
 void dh_dicom_image_free(dh_dicom_image *image);
 
 #ifdef __cplusplus

@@ -94,9 +94,10 @@ void read_lossy(DcmDataset &ds, dh_dicom_image &img);
  * loaded or decompressed, and records pixel_data_bytes (dicom_pixels.cpp). */
 void check_pixel_data(DcmDataset &ds, E_TransferSyntax xfer, dh_dicom_image &img);
 
-/* Decompresses when needed and writes img.pixels: masked, sign-extended stored values
- * (dicom_pixels.cpp). */
-void decode_pixels(DcmDataset &ds, E_TransferSyntax xfer, dh_dicom_image &img);
+/* Decompresses when needed and writes img.pixels: masked, sign-extended stored values;
+ * codec_threads as dh_dicom_read_options says (dicom_pixels.cpp). */
+void decode_pixels(DcmDataset &ds, E_TransferSyntax xfer, uint32_t codec_threads,
+                   dh_dicom_image &img);
 
 /* One item of an encapsulated pixel sequence, with its bytes (none when DCMTK cannot give
  * them). */
@@ -168,9 +169,10 @@ inline bool is_jpeg2000(E_TransferSyntax xfer)
 /* Decodes every frame of a JPEG 2000 or HTJ2K pixel sequence with OpenJPEG into cells, one per
  * pixel, frames * rows * columns in all: each sample's low 16 bits, for the dataset's bit layout
  * to interpret. A code stream whose header disagrees with the dataset on size, components or
- * depth, or that does not decode, fails DH_ERR_MALFORMED naming the frame and OpenJPEG's reason
- * (dicom_jpeg2000.cpp). */
-void decode_jpeg2000(DcmPixelSequence &seq, const dh_dicom_image &img, uint16_t *cells);
+ * depth, or that does not decode, fails DH_ERR_MALFORMED naming the frame and OpenJPEG's reason.
+ * `threads` OpenJPEG workers per frame, one when 0 (dicom_jpeg2000.cpp). */
+void decode_jpeg2000(DcmPixelSequence &seq, const dh_dicom_image &img, uint32_t threads,
+                     uint16_t *cells);
 
 /* Replaces the native PixelData of a grayscale dataset by its lossless JPEG 2000 encoding
  * (reversible 5/3 wavelet, one tile, one quality layer) through OpenJPEG, one fragment per frame

@@ -239,7 +239,7 @@ void check_packet_data(const Uint8 *d, uint64_t n, const char *codec, uint32_t f
 
 /* Decodes one frame's code stream d[0..n) into cells[rows * columns]. */
 void decode_frame(const Uint8 *d, uint64_t n, const dh_dicom_image &img, const char *codec,
-                  uint32_t frame, uint16_t *cells)
+                  uint32_t frame, uint32_t threads, uint16_t *cells)
 {
     if (n >= sizeof jp2_signature && memcmp(d, jp2_signature, sizeof jp2_signature) == 0)
         d = jp2_code_stream(d, n, n);
@@ -256,11 +256,14 @@ void decode_frame(const Uint8 *d, uint64_t n, const dh_dicom_image &img, const c
     opj_set_info_handler(c.get(), opj_ignore_message, nullptr);
     opj_dparameters_t parameters;
     opj_set_default_decoder_parameters(&parameters);
-    /* One worker thread decodes while the caller waits, whatever OPJ_NUM_THREADS says. Not
-     * zero threads: OpenJPEG 2.5.0 then sets up its code-block decoder afresh for every block,
-     * which made HTJ2K 3 to 4 times slower here (docs/performance.md). */
-    if (!opj_setup_decoder(c.get(), &parameters) || !opj_decoder_set_strict_mode(c.get(), OPJ_TRUE) ||
-        (opj_has_thread_support() && !opj_codec_set_threads(c.get(), 1)))
+    /* One worker thread (unless the caller asked for more) decodes while the caller waits,
+     * whatever OPJ_NUM_THREADS says. Not zero threads: OpenJPEG 2.5.0 then sets up its
+     * code-block decoder afresh for every block, which made HTJ2K 3 to 4 times slower here
+     * (docs/performance.md). */
+    const int workers = threads > 1 ? (int)threads : 1;
+    if (!opj_setup_decoder(c.get(), &parameters) ||
+        !opj_decoder_set_strict_mode(c.get(), OPJ_TRUE) ||
+        (opj_has_thread_support() && !opj_codec_set_threads(c.get(), workers)))
         fail(DH_ERR_INTERNAL, "%s frame %u: OpenJPEG's decoder cannot be set up%s%s", codec,
              frame + 1, errors.empty() ? "" : ": ", errors.c_str());
 
@@ -300,7 +303,8 @@ bool is_htj2k(const dh_dicom_image &img)
 
 } // namespace
 
-void decode_jpeg2000(DcmPixelSequence &seq, const dh_dicom_image &img, uint16_t *cells)
+void decode_jpeg2000(DcmPixelSequence &seq, const dh_dicom_image &img, uint32_t threads,
+                     uint16_t *cells)
 {
     const frame_marker &marker = is_htj2k(img) ? soc_siz_htj2k : soc_siz_j2k;
     const std::vector<fragment> items = fragment_list(seq);
@@ -309,7 +313,7 @@ void decode_jpeg2000(DcmPixelSequence &seq, const dh_dicom_image &img, uint16_t 
     std::vector<Uint8> joined;
     for (uint32_t f = 0; f < img.frames; f++) {
         join_fragments(items, starts[f], starts[f + 1], joined);
-        decode_frame(joined.data(), joined.size(), img, marker.codec, f,
+        decode_frame(joined.data(), joined.size(), img, marker.codec, f, threads,
                      cells + f * frame_cells);
     }
 }

@@ -174,7 +174,8 @@ static void refuse_stalling_jpeg(DcmPixelSequence &seq, E_TransferSyntax xfer)
     }
 }
 
-void decode_pixels(DcmDataset &ds, E_TransferSyntax xfer, dh_dicom_image &img)
+void decode_pixels(DcmDataset &ds, E_TransferSyntax xfer, uint32_t codec_threads,
+                   dh_dicom_image &img)
 {
     const size_t n = (size_t)img.rows * img.columns * img.frames;
     const uint64_t need = needed_bytes(img);
@@ -192,7 +193,7 @@ void decode_pixels(DcmDataset &ds, E_TransferSyntax xfer, dh_dicom_image &img)
             if (is_jpegls(xfer))
                 decode_jpegls(*seq, img, out);
             else
-                decode_jpeg2000(*seq, img, out);
+                decode_jpeg2000(*seq, img, codec_threads, out);
             /* In place: each cell is read before its stored value is written. */
             extract([out](size_t i) { return (uint32_t)out[i]; }, n, img, out);
             return;

@@ -212,7 +212,8 @@ static E_TransferSyntax find_transfer_syntax(DcmFileFormat &ff, dh_dicom_image &
     return xfer;
 }
 
-static void read_image(DcmFileFormat &ff, int want_pixels, dh_dicom_image &img)
+static void read_image(DcmFileFormat &ff, int want_pixels, uint32_t codec_threads,
+                       dh_dicom_image &img)
 {
     DcmDataset *ds = ff.getDataset();
     if (ds == nullptr)
@@ -222,7 +223,7 @@ static void read_image(DcmFileFormat &ff, int want_pixels, dh_dicom_image &img)
     check_pixel_data(*ds, xfer, img);
     read_metadata(*ds, img);
     if (want_pixels)
-        decode_pixels(*ds, xfer, img);
+        decode_pixels(*ds, xfer, codec_threads, img);
 }
 
 static dh_dicom_image *new_image()
@@ -243,8 +244,8 @@ static void write_message(char *msg, size_t msg_len, const char *text)
 
 /* Runs one read with every exception caught. `load` fills the DcmFileFormat. */
 template <typename Load>
-static dh_status guarded_read(Load load, int want_pixels, dh_dicom_image **out, char *msg,
-                              size_t msg_len)
+static dh_status guarded_read(Load load, int want_pixels, const dh_dicom_read_options *options,
+                              dh_dicom_image **out, char *msg, size_t msg_len)
 {
     dh_dicom_image *img = nullptr;
     dh_status status = DH_ERR_INTERNAL;
@@ -256,7 +257,7 @@ static dh_status guarded_read(Load load, int want_pixels, dh_dicom_image **out, 
         held_bytes held; /* declared before ff: outlives it */
         DcmFileFormat ff;
         load(ff, held);
-        read_image(ff, want_pixels, *img);
+        read_image(ff, want_pixels, options ? options->codec_threads : 0, *img);
         *out = img;
         return DH_OK;
     } catch (const failure &f) {
@@ -280,8 +281,20 @@ static dh_status guarded_read(Load load, int want_pixels, dh_dicom_image **out, 
 
 using namespace dh_dicom_impl;
 
-extern "C" dh_status dh_dicom_read_file(const char *path, int want_pixels, dh_dicom_image **out,
-                                        char *msg, size_t msg_len)
+/* Options a caller may get wrong, checked before anything is read. */
+static bool options_valid(const dh_dicom_read_options *options, char *msg, size_t msg_len)
+{
+    if (options == nullptr || options->codec_threads <= 64)
+        return true;
+    char text[96];
+    snprintf(text, sizeof text, "codec threads must be 0..64, not %u", options->codec_threads);
+    write_message(msg, msg_len, text);
+    return false;
+}
+
+extern "C" dh_status dh_dicom_read_file_with(const char *path, int want_pixels,
+                                             const dh_dicom_read_options *options,
+                                             dh_dicom_image **out, char *msg, size_t msg_len)
 {
     write_message(msg, msg_len, "");
     if (out == nullptr || path == nullptr) {
@@ -289,13 +302,16 @@ extern "C" dh_status dh_dicom_read_file(const char *path, int want_pixels, dh_di
         return DH_ERR_INVALID_ARGUMENT;
     }
     *out = nullptr;
+    if (!options_valid(options, msg, msg_len))
+        return DH_ERR_INVALID_ARGUMENT;
     return guarded_read(
         [path](DcmFileFormat &ff, held_bytes &held) { load_file(ff, path, held); }, want_pixels,
-        out, msg, msg_len);
+        options, out, msg, msg_len);
 }
 
-extern "C" dh_status dh_dicom_read_memory(const void *data, size_t size, int want_pixels,
-                                          dh_dicom_image **out, char *msg, size_t msg_len)
+extern "C" dh_status dh_dicom_read_memory_with(const void *data, size_t size, int want_pixels,
+                                               const dh_dicom_read_options *options,
+                                               dh_dicom_image **out, char *msg, size_t msg_len)
 {
     write_message(msg, msg_len, "");
     if (out == nullptr || (data == nullptr && size > 0)) {
@@ -303,9 +319,23 @@ extern "C" dh_status dh_dicom_read_memory(const void *data, size_t size, int wan
         return DH_ERR_INVALID_ARGUMENT;
     }
     *out = nullptr;
+    if (!options_valid(options, msg, msg_len))
+        return DH_ERR_INVALID_ARGUMENT;
     return guarded_read(
         [data, size](DcmFileFormat &ff, held_bytes &held) { load_memory(ff, data, size, held); },
-        want_pixels, out, msg, msg_len);
+        want_pixels, options, out, msg, msg_len);
+}
+
+extern "C" dh_status dh_dicom_read_file(const char *path, int want_pixels, dh_dicom_image **out,
+                                        char *msg, size_t msg_len)
+{
+    return dh_dicom_read_file_with(path, want_pixels, nullptr, out, msg, msg_len);
+}
+
+extern "C" dh_status dh_dicom_read_memory(const void *data, size_t size, int want_pixels,
+                                          dh_dicom_image **out, char *msg, size_t msg_len)
+{
+    return dh_dicom_read_memory_with(data, size, want_pixels, nullptr, out, msg, msg_len);
 }
 
 extern "C" void dh_dicom_image_free(dh_dicom_image *image)

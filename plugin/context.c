@@ -54,16 +54,27 @@ const char *dh_ctx_error(const dh_ctx *ctx)
     return ctx ? ctx->message : "no context";
 }
 
-dh_status dh_ctx_set_threads(dh_ctx *ctx, int threads)
+/* Sets *field to value when it lies in 0..max, else fails naming `what`. */
+static dh_status set_count(dh_ctx *ctx, int *field, int value, int max, const char *what)
 {
     if (!ctx)
         return DH_ERR_INVALID_ARGUMENT;
-    if (threads < 0 || threads > 4096)
-        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "threads must be 0..4096, not %d",
-                           threads);
-    ctx->threads = threads;
+    if (value < 0 || value > max)
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "%s must be 0..%d, not %d", what, max,
+                           value);
+    *field = value;
     dh_ctx_clear(ctx);
     return DH_OK;
+}
+
+dh_status dh_ctx_set_threads(dh_ctx *ctx, int threads)
+{
+    return set_count(ctx, ctx ? &ctx->threads : NULL, threads, 4096, "threads");
+}
+
+dh_status dh_ctx_set_codec_threads(dh_ctx *ctx, int threads)
+{
+    return set_count(ctx, ctx ? &ctx->codec_threads : NULL, threads, 64, "codec threads");
 }
 
 int dh_cuda_available(void)

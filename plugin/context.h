@@ -13,6 +13,7 @@ struct dh_cuda_state; /* kernels/hist_cuda.h: streams, pinned staging, device bu
 
 struct dh_ctx {
     int threads; /* 0: one per processor */
+    int codec_threads; /* JPEG 2000 / HTJ2K workers per frame; 0: one */
     char message[DH_CTX_MESSAGE_LEN];
     struct dh_cuda_state *cuda; /* made on first GPU use (dh_ctx_cuda), freed with the context */
 };

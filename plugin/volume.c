@@ -406,7 +406,8 @@ dh_status dh_volume_read_file(dh_ctx *ctx, const char *path, dh_volume **out)
         return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "dh_volume_read_file: path is NULL");
     char msg[DH_DICOM_MSG_LEN] = "";
     dh_dicom_image *image = NULL;
-    dh_status st = dh_dicom_read_file(path, 1, &image, msg, sizeof msg);
+    const dh_dicom_read_options options = {(uint32_t)(ctx ? ctx->codec_threads : 0)};
+    dh_status st = dh_dicom_read_file_with(path, 1, &options, &image, msg, sizeof msg);
     return finish_read(ctx, st, image, path, msg, out);
 }
 
@@ -422,7 +423,8 @@ dh_status dh_volume_read_memory(dh_ctx *ctx, const void *data, size_t size, cons
         return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "%s: empty buffer", name);
     char msg[DH_DICOM_MSG_LEN] = "";
     dh_dicom_image *image = NULL;
-    dh_status st = dh_dicom_read_memory(data, size, 1, &image, msg, sizeof msg);
+    const dh_dicom_read_options options = {(uint32_t)(ctx ? ctx->codec_threads : 0)};
+    dh_status st = dh_dicom_read_memory_with(data, size, 1, &options, &image, msg, sizeof msg);
     return finish_read(ctx, st, image, name, msg, out);
 }
 

@@ -274,6 +274,36 @@ START_TEST(decodes_every_fragment_layout)
 }
 END_TEST
 
+/* More OpenJPEG workers per frame decode the same values (four tiles, so there is work to
+ * share); a count over 64 is refused before anything is read. */
+START_TEST(decodes_the_same_with_more_codec_threads)
+{
+    static int32_t values[FRAME];
+    fill_noise(values, FRAME, 12, 1, 31);
+    static const stream_options tiled = {32, 3, OPJ_LRCP, 0, 0};
+    buf stream = encode_opj(values, COLUMNS, ROWS, 12, 1, &tiled);
+    placed p;
+    place(&p, &stream, 1, ONE_FRAGMENT_EACH);
+    synth s = j2k_synth(TS_J2K, 16, 12, 1, NULL, &p.e);
+    buf b = synth_build(&s);
+    char msg[DH_DICOM_MSG_LEN];
+    dh_dicom_image *img = NULL;
+    dh_dicom_read_options options = {3};
+    ck_assert_msg(dh_dicom_read_memory_with(b.p, b.n, 1, &options, &img, msg, sizeof msg) ==
+                      DH_OK, "%s", msg);
+    for (size_t i = 0; i < FRAME; i++)
+        ck_assert_int_eq(sample(img, i), values[i]);
+    dh_dicom_image_free(img);
+    options.codec_threads = 65;
+    ck_assert_int_eq(dh_dicom_read_memory_with(b.p, b.n, 1, &options, &img, msg, sizeof msg),
+                     DH_ERR_INVALID_ARGUMENT);
+    ck_assert_str_eq(msg, "codec threads must be 0..64, not 65");
+    ck_assert_ptr_null(img);
+    free(b.p);
+    free(stream.p);
+}
+END_TEST
+
 /* Signed and unsigned, 8 (in 8- and 16-bit cells), 10, 12 and 16 bits: bit-exact. */
 START_TEST(round_trips_every_depth_and_sign)
 {
@@ -654,6 +684,7 @@ static Suite *jpeg2000_suite(void)
     TCase *valid = tcase_create("valid");
     tcase_add_loop_test(valid, decodes_every_fragment_layout, 0, LAYOUTS);
     tcase_add_test(valid, round_trips_every_depth_and_sign);
+    tcase_add_test(valid, decodes_the_same_with_more_codec_threads);
     tcase_add_test(valid, decodes_htj2k_from_openjph);
     tcase_add_test(valid, round_trips_the_sample_data);
     tcase_add_test(valid, the_dataset_rules_where_the_stream_disagrees);

@@ -175,6 +175,35 @@ START_TEST(test_read_memory)
 }
 END_TEST
 
+/* More codec threads read the same values as the default one; out-of-range counts are refused. */
+START_TEST(test_codec_threads)
+{
+    const char *paths[2] = {DH_SAMPLE_DATA "/ct_phantom_jpeg2000/IM0001.dcm",
+                            dh_test_have_shared()
+                                ? dh_test_shared("../dicom-jpeg2000/pydicom-data_RG3_J2KR.dcm")
+                                : NULL};
+    dh_ctx *ctx = dh_ctx_create();
+    ck_assert_int_eq(dh_ctx_set_codec_threads(ctx, -1), DH_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(dh_ctx_set_codec_threads(ctx, 65), DH_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(dh_ctx_error(ctx), "codec threads must be 0..64, not 65"));
+    for (int k = 0; k < 2 && paths[k]; k++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s", paths[k]);
+        dh_volume *one = NULL, *four = NULL;
+        ck_assert_int_eq(dh_ctx_set_codec_threads(ctx, 0), DH_OK);
+        ck_assert_msg(dh_volume_read_file(ctx, path, &one) == DH_OK, "%s", dh_ctx_error(ctx));
+        ck_assert_int_eq(dh_ctx_set_codec_threads(ctx, 4), DH_OK);
+        ck_assert_msg(dh_volume_read_file(ctx, path, &four) == DH_OK, "%s", dh_ctx_error(ctx));
+        ck_assert_uint_eq(dh_volume_sample_count(one), dh_volume_sample_count(four));
+        ck_assert(memcmp(dh_volume_data(one), dh_volume_data(four),
+                         dh_volume_sample_count(one) * 2) == 0);
+        dh_volume_free(one);
+        dh_volume_free(four);
+    }
+    dh_ctx_free(ctx);
+}
+END_TEST
+
 /* A folder with the series, a truncated file, a README and a DICOMDIR: the series loads, the
  * truncated file is a failure naming it, the README and DICOMDIR are skipped. */
 START_TEST(test_directory_with_bad_file)
@@ -314,6 +343,7 @@ int main(void)
     tcase_add_test(tc, test_series_directory_uneven);
     tcase_add_test(tc, test_multiframe);
     tcase_add_test(tc, test_read_memory);
+    tcase_add_test(tc, test_codec_threads);
     tcase_add_test(tc, test_directory_with_bad_file);
     tcase_add_test(tc, test_mismatch);
     tcase_add_test(tc, test_repeated_instance);

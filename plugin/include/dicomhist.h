@@ -85,6 +85,10 @@ DH_API void dh_ctx_free(dh_ctx *ctx);
 DH_API const char *dh_ctx_error(const dh_ctx *ctx);
 /* Worker threads for CPU paths; 0 (the default) means one per online processor. */
 DH_API dh_status dh_ctx_set_threads(dh_ctx *ctx, int threads);
+/* Codec threads for each JPEG 2000 / HTJ2K frame that dh_volume_read_file and
+ * dh_volume_read_memory decode: 0 or 1 (the default) means one, as batch work wants (it reads
+ * files in parallel); more, up to 64, only pays for one huge image. */
+DH_API dh_status dh_ctx_set_codec_threads(dh_ctx *ctx, int threads);
 /* Returns 1 when this build has CUDA and a usable GPU is present, else 0 (never fails). */
 DH_API int dh_cuda_available(void);
 /* Writes the name of the GPU the library uses (the current CUDA device, as CUDA names it) into
