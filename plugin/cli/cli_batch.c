@@ -770,6 +770,8 @@ int cli_run_batch(const cli_command_line *cl, const cli_batch_config *cfg, cli_s
         goto out;
     }
 
+    cli_progress_show(&b.progress, 1); /* what was found, at once */
+
     /* Workers: a series each; a large series alone gets the cores to decode its slices. */
     b.existing = o->force ? DH_EXISTING_REPLACE : DH_EXISTING_KEEP;
     b.created = creation_time();

@@ -322,6 +322,26 @@ def check_progress(c, binary, tmp, export):
     c.check(r.rc == 0 and "files" in r.err and "series" in r.err and "MB/s" in r.err,
             f"--progress: the progress on stderr ({r.err.strip()[-120:]!r})")
     c.equal(len(r.json_lines()), 30, "--progress: stdout stays JSON lines")
+    # On a terminal the line is redrawn in place (and cleared), without --progress.
+    import pty
+    master, slave = pty.openpty()
+    p = subprocess.run([binary, "histogram", "--json", "--bins", "16", export],
+                       stdout=subprocess.PIPE, stderr=slave)
+    os.close(slave)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(master)
+    c.check(p.returncode == 0 and b"\r\x1b[K" in shown and b"files" in shown,
+            f"stderr a terminal: progress redrawn in place ({shown[-120:]!r})")
+    c.equal(len([l for l in p.stdout.decode().splitlines() if l.startswith("{")]), 30,
+            "stderr a terminal: stdout stays JSON lines")
 
 
 def main():
