@@ -660,7 +660,7 @@ __global__ void __launch_bounds__(THR, MINB) mi_kernel(eval_args a)
         const uint32_t l = (j << lb_shift) | L;
         if (!with_terms)
             return 0.0;
-        if (rows > 32)
+        if (PACKED || rows > 32) /* packed counters always have 256+ rows */
             return terms[j * (LB + 1) + L];
         return owned_cell(l, rank, lb_shift) < cells ? dh_mi_term(red[l], n, ln_n) : 0.0;
     };
