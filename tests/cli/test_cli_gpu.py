@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """test_cli_gpu.py: the command on the GPU gives what it gives on the CPU, on every real file.
 
-For every file and series folder of ../shared/dicom:
+For every file and series folder of ../shared/dicom and ../shared/dicom-jpeg2000:
 - `histogram` with several option sets: --device cuda prints byte for byte what --device cpu
   prints, with the same exit status;
 - `equalize` and `window` (per volume and per slice, several windows and clip limits): the
@@ -136,6 +136,10 @@ def main():
         t.skip("this dicomhist has no usable CUDA GPU")
     c = t.Checks()
     paths = inputs(shared)
+    # The JPEG 2000 / HTJ2K files live beside ../shared/dicom (../shared/dicom-jpeg2000).
+    j2k = os.path.join(os.path.dirname(os.path.abspath(shared)), "dicom-jpeg2000")
+    if os.path.isdir(j2k):
+        paths += inputs(j2k)
     readable = compare_histograms(c, exe, paths)
     c.check(readable >= 5 * 20, f"only {readable} histogram outputs were produced at all")
     real = [os.path.join(shared, f) for f in (
