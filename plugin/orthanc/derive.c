@@ -5,13 +5,50 @@
 #define _POSIX_C_SOURCE 200809L
 #include "derive.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "device_gate.h"
 #include "orthanc_rest.h"
+
+/* The derives holding a claim (derive.h), linked through their own structs: no allocation. */
+static pthread_mutex_t claims_lock = PTHREAD_MUTEX_INITIALIZER;
+static dho_derive *claims;
+
+/* Claims d->claim_key; returns 0, or -1 while another derive holds it. */
+static int claim(dho_derive *d)
+{
+    pthread_mutex_lock(&claims_lock);
+    int busy = 0;
+    for (const dho_derive *c = claims; c && !busy; c = c->next_claim)
+        busy = strcmp(c->claim_key, d->claim_key) == 0;
+    if (!busy) {
+        d->next_claim = claims;
+        claims = d;
+        d->claimed = 1;
+    }
+    pthread_mutex_unlock(&claims_lock);
+    return busy ? -1 : 0;
+}
+
+void dho_derive_release(dho_derive *d)
+{
+    if (!d->claimed)
+        return;
+    pthread_mutex_lock(&claims_lock);
+    for (dho_derive **c = &claims; *c; c = &(*c)->next_claim)
+        if (*c == d) {
+            *c = d->next_claim;
+            break;
+        }
+    pthread_mutex_unlock(&claims_lock);
+    d->claimed = 0;
+    d->next_claim = NULL;
+}
 
 static int fail(dho_derive *d, int http, const char *error, const char *kind, const char *id,
                 const char *fmt, ...)
@@ -34,6 +71,7 @@ static int fail(dho_derive *d, int http, const char *error, const char *kind, co
     snprintf(d->kind, sizeof d->kind, "%s", kind);
     snprintf(d->id, sizeof d->id, "%s", id ? id : "");
     d->phase = DHO_DERIVE_FAILED;
+    dho_derive_release(d);
     return -1;
 }
 
@@ -105,7 +143,12 @@ int dho_derive_open(dho_derive *d, const char *series_id, const dh_equalize_para
     d->ctx = dh_ctx_create();
     if (!d->instances || !d->ctx)
         return fail(d, 500, "NotEnoughMemory", "Series", series_id, "out of memory");
-    char msg[2048];
+    /* Claimed before the series is listed, when it can be; else the first step waits. */
+    char text[640], msg[2048];
+    snprintf(text, sizeof text, "%s|claim|%s", key, series_id);
+    if (uid_from_text(text, d->claim_key) != 0)
+        return fail(d, 500, "InternalError", "Series", series_id, "cannot compute the claim");
+    d->waited = claim(d) != 0;
     int http = dho_stage_open(&d->stage, series_id, msg, sizeof msg);
     if (http != 0)
         return fail(d, http, http == 404 ? "UnknownResource" : "InternalError", "Series",
@@ -114,9 +157,36 @@ int dho_derive_open(dho_derive *d, const char *series_id, const dh_equalize_para
     return 0;
 }
 
+/* Takes the claim before anything is staged; returns 1 when it is held, 0 while another derive
+ * of the same result runs (after a short wait), -1 on failure. Once it had to wait, the series
+ * is listed again: instances may have arrived since it was listed in dho_derive_open. */
+static int take_claim(dho_derive *d)
+{
+    if (d->claimed)
+        return 1;
+    if (claim(d) != 0) {
+        d->waited = 1;
+        nanosleep(&(struct timespec){.tv_nsec = 50 * 1000 * 1000}, NULL);
+        return 0;
+    }
+    if (d->waited) {
+        char id[72], msg[2048];
+        snprintf(id, sizeof id, "%s", d->stage.series_id);
+        dho_stage_free(&d->stage);
+        int http = dho_stage_open(&d->stage, id, msg, sizeof msg);
+        if (http != 0)
+            return fail(d, http, http == 404 ? "UnknownResource" : "InternalError", "Series", id,
+                        "%s: %s", id, msg);
+    }
+    return 1;
+}
+
 /* Stages one instance; once all are, loads the volume. */
 static int step_stage(dho_derive *d)
 {
+    int held = take_claim(d);
+    if (held <= 0)
+        return held < 0 ? -1 : 1;
     char msg[2048];
     const char *sid = d->stage.series_id;
     if (d->stage.staged < d->stage.count) {
@@ -220,6 +290,7 @@ static int step_store(dho_derive *d)
     const char *sid = d->stage.series_id;
     if (d->stored == d->written->file_count) {
         d->phase = DHO_DERIVE_DONE;
+        dho_derive_release(d);
         dh_equalized_free(d->result); /* the pixels are in Orthanc now */
         d->result = NULL;
         return 0;
@@ -298,6 +369,7 @@ json_t *dho_derive_answer(const dho_derive *d)
 
 void dho_derive_free(dho_derive *d)
 {
+    dho_derive_release(d);
     dh_equalized_free(d->result);
     dh_derived_series_free(d->written);
     dho_stage_free(&d->stage);

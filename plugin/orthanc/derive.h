@@ -41,6 +41,13 @@ typedef struct dho_derive {
     size_t already;       /* of which Orthanc already had */
     json_t *instances;    /* their Orthanc IDs */
     char derived_id[72];  /* the derived series' Orthanc ID */
+    /* Two derives of one series with the same parameters (a REST request and an auto-equalize
+     * worker, two requests) write the same derived series: each claims (source, key) before it
+     * stages and keeps the claim to the end, so they run one after the other, the later one
+     * listing the series afresh, and an older listing never replaces a newer result. */
+    char claim_key[65];
+    int claimed, waited;
+    struct dho_derive *next_claim;
     /* The failure, when phase is DHO_DERIVE_FAILED. */
     int http;
     char error[40];  /* "DH_ERR_MALFORMED", "UnknownResource", ... */
@@ -63,6 +70,9 @@ float dho_derive_progress(const dho_derive *d);
 /* {"ID", "Path", "Instances", "AlreadyStored"} once done; {"HttpStatus", "Error", kind: id,
  * "Reason"} once failed. A new reference. */
 json_t *dho_derive_answer(const dho_derive *d);
+/* Gives up the claim (done by failing, finishing and freeing too): for a derive that will take
+ * no further step, such as a cancelled job. */
+void dho_derive_release(dho_derive *d);
 void dho_derive_free(dho_derive *d);
 
 #endif /* DH_ORTHANC_DERIVE_H */

@@ -64,10 +64,12 @@ static OrthancPluginJobStepStatus job_step(void *p)
     return rc == 0 ? OrthancPluginJobStepStatus_Success : OrthancPluginJobStepStatus_Failure;
 }
 
-/* Steps are short (one instance), so there is nothing to interrupt. */
+/* Steps are short (one instance), so there is nothing to interrupt; a job that will take no
+ * further step lets other derives of the same result go on (a paused one keeps its claim). */
 static OrthancPluginErrorCode job_stop(void *p, OrthancPluginJobStopReason reason)
 {
-    (void)p, (void)reason;
+    if (reason != OrthancPluginJobStopReason_Paused)
+        dho_derive_release(&((derive_job *)p)->derive);
     return OrthancPluginErrorCode_Success;
 }
 

@@ -173,6 +173,9 @@ def run_checks(c, server, cli, shared, work):
                  {"WindowRange": "-200:300", "Mode": "slice", "Bits": 16, "Asynchronous": True},
                  os.path.join(shared, "series/ct5n"), series_of["series/ct5n"], None, out)
 
+    check_concurrent_derive(c, server, series_of["series/ct5n"], len(os.listdir(
+        os.path.join(shared, "series/ct5n"))))
+
     status = server.get("/dicomhist/status")
     c.equal(status["Version"], server.get("/plugins/dicomhist")["Version"], "status: version")
     c.check(status["Device"] == "cpu" if not status["CudaAvailable"] else
@@ -248,6 +251,20 @@ def check_derive(c, server, cli, op, args, body, source, series_id, study_id, ou
     again = server.post(f"/series/{series_id}/{op}", dict(body, Asynchronous=False))
     c.equal((again["ID"], again["AlreadyStored"]), (answer["ID"], len(want_files)),
             f"{op}: a repeat is AlreadyStored in the same series")
+
+
+def check_concurrent_derive(c, server, series_id, count):
+    """The same derive asked 8 times at once (the same derived UIDs): one derived series, whole,
+    and every answer's instances are in it (none deleted by a concurrent replacement)."""
+    body = {"Window": "minmax", "Bits": 12, "ClipLimit": 2}
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda _: server.post(f"/series/{series_id}/equalize", body),
+                                range(8)))
+    c.equal(len({a["ID"] for a in answers}), 1, "8 concurrent derives: one derived series")
+    kept = {i["ID"] for i in server.get(f"/series/{answers[0]['ID']}/instances")}
+    c.equal(len(kept), count, "8 concurrent derives: the derived series is whole")
+    c.check(all(set(a["Instances"]) == kept for a in answers),
+            f"8 concurrent derives: every answer names the stored instances: {answers} {kept}")
 
 
 def wait_job(c, server, answer, timeout=60):
