@@ -72,6 +72,7 @@ static int fail(dho_derive *d, int http, const char *error, const char *kind, co
     snprintf(d->id, sizeof d->id, "%s", id ? id : "");
     d->phase = DHO_DERIVE_FAILED;
     dho_derive_release(d);
+    dho_stage_remove_files(&d->stage); /* last: id may point into the loaded set */
     return -1;
 }
 
@@ -293,6 +294,7 @@ static int step_store(dho_derive *d)
         dho_derive_release(d);
         dh_equalized_free(d->result); /* the pixels are in Orthanc now */
         d->result = NULL;
+        dho_stage_remove_files(&d->stage); /* a job's answer outlives it in Orthanc's history */
         return 0;
     }
     size_t size = 0;

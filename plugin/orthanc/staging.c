@@ -169,18 +169,25 @@ static void remove_tree(const char *dir)
     rmdir(dir);
 }
 
-void dho_stage_free(dho_stage *st)
+void dho_stage_remove_files(dho_stage *st)
 {
     dh_volume_set_free(st->set);
+    st->set = NULL;
     if (st->dir)
         remove_tree(st->dir);
+    free(st->dir);
+    st->dir = NULL;
+}
+
+void dho_stage_free(dho_stage *st)
+{
+    dho_stage_remove_files(st);
     for (size_t i = 0; i < st->count; i++) {
         free(st->instances[i]);
         free(st->sop_uids[i]);
     }
     free(st->instances);
     free(st->sop_uids);
-    free(st->dir);
     free(st->series_id);
     free(st->study_id);
     free(st->modality);

@@ -5,7 +5,7 @@
  * at a time) and derives new files from source files, so the instances' DICOM bytes are copied
  * one at a time into a private folder named after nothing but their Orthanc IDs, and read from
  * there by the library; Orthanc's own decoder is never used. The folder is removed by
- * dho_stage_free whatever happened.
+ * dho_stage_remove_files or dho_stage_free whatever happened.
  */
 #ifndef DH_ORTHANC_STAGING_H
 #define DH_ORTHANC_STAGING_H
@@ -39,6 +39,10 @@ int dho_stage_next(dho_stage *st, char *msg, size_t len);
  * nothing could be tried (the reason in the context). Failures of single instances are in the
  * set. */
 int dho_stage_load(dho_stage *st, dh_ctx *ctx);
+/* Frees the loaded volumes and removes the folder, keeping the listing: for work that is over
+ * while its answer is still wanted (a finished job's Content, kept as long as Orthanc keeps
+ * the job). */
+void dho_stage_remove_files(dho_stage *st);
 void dho_stage_free(dho_stage *st);
 
 /* The Orthanc instance ID a staged file stands for (report_names.source). */

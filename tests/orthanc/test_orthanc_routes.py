@@ -181,6 +181,10 @@ def run_checks(c, server, cli, shared, work):
     c.check(status["Device"] == "cpu" if not status["CudaAvailable"] else
             status["Device"] not in ("", "cpu"), f"status names the device: {status}")
     c.check(status["AutoEqualize"]["Enabled"] is False, f"auto-equalization off here: {status}")
+    # Every staging folder is gone, the finished job's too (its answer stays in Orthanc's
+    # job history, its files must not).
+    left = [f for f in os.listdir(os.path.join(work, "tmp")) if f.startswith("dicomhist-")]
+    c.equal(left, [], "no staging folder left behind")
     # Orthanc is still serving after everything above, bad requests included.
     c.check(server.get("/system")["Version"] != "", "Orthanc still answers /system")
 
