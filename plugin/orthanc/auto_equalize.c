@@ -465,10 +465,12 @@ void dho_auto_start(void)
         return;
     pthread_mutex_lock(&A.lock);
     int already = A.running;
-    A.running = 1;
-    A.stopping = 0;
-    for (int i = 0; i < MAX_THREADS; i++)
-        A.in_flight[i] = -1;
+    if (!already) { /* a second OrthancStarted must not clear the running workers' state */
+        A.running = 1;
+        A.stopping = 0;
+        for (int i = 0; i < MAX_THREADS; i++)
+            A.in_flight[i] = -1;
+    }
     pthread_mutex_unlock(&A.lock);
     if (already)
         return;
