@@ -1,10 +1,11 @@
-/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* SPDX-License-Identifier: MIT */
 /*
  * test_orthanc_options.c: the Orthanc plugin's argument parsing (plugin/orthanc/options.c) on
  * its own, without Orthanc, so that the sanitizer build checks the code that reads untrusted
  * query strings and JSON bodies: every member accepted with its meaning, every wrong name, type
  * and bound refused naming the argument, and the UID key the same exactly when the pixels
- * would be. GPL like the plugin it links.
+ * would be. MIT like every test (README, License); the program it builds links the plugin's
+ * GPL-3.0-or-later code and is under the GPL as a whole.
  */
 #include <math.h>
 #include <string.h>
