@@ -35,7 +35,7 @@ static int claim(dho_derive *d)
     return busy ? -1 : 0;
 }
 
-void dho_derive_release(dho_derive *d)
+static void release_claim(dho_derive *d)
 {
     if (!d->claimed)
         return;
@@ -71,7 +71,7 @@ static int fail(dho_derive *d, int http, const char *error, const char *kind, co
     snprintf(d->kind, sizeof d->kind, "%s", kind);
     snprintf(d->id, sizeof d->id, "%s", id ? id : "");
     d->phase = DHO_DERIVE_FAILED;
-    dho_derive_release(d);
+    release_claim(d);
     dho_stage_remove_files(&d->stage); /* last: id may point into the loaded set */
     return -1;
 }
@@ -286,12 +286,35 @@ static char *read_file(const char *path, size_t *size)
     return data;
 }
 
+/* A derived series left with part of its instances (a failure or a cancel while storing) is
+ * removed, so that Orthanc never shows half a result as a whole one; one that was whole already
+ * (every instance so far AlreadyStored) is left alone. */
+static void remove_partial(dho_derive *d)
+{
+    if (d->phase != DHO_DERIVE_STORE || d->stored == d->already || !dho_valid_id(d->derived_id))
+        return;
+    char uri[96];
+    snprintf(uri, sizeof uri, "/series/%s", d->derived_id);
+    if (OrthancPluginRestApiDelete(dho_context, uri) == OrthancPluginErrorCode_Success)
+        dho_log_warning("removed the partly stored derived series %s", d->derived_id);
+    d->derived_id[0] = '\0';
+}
+
+void dho_derive_abandon(dho_derive *d)
+{
+    if (d->phase == DHO_DERIVE_DONE || d->phase == DHO_DERIVE_FAILED)
+        return; /* the claim and the files are gone already */
+    remove_partial(d);
+    const char *sid = d->stage.series_id ? d->stage.series_id : "";
+    fail(d, 409, "Cancelled", "Series", sid, "%s: stopped before it was done", sid);
+}
+
 static int step_store(dho_derive *d)
 {
     const char *sid = d->stage.series_id;
     if (d->stored == d->written->file_count) {
         d->phase = DHO_DERIVE_DONE;
-        dho_derive_release(d);
+        release_claim(d);
         dh_equalized_free(d->result); /* the pixels are in Orthanc now */
         d->result = NULL;
         dho_stage_remove_files(&d->stage); /* a job's answer outlives it in Orthanc's history */
@@ -299,13 +322,16 @@ static int step_store(dho_derive *d)
     }
     size_t size = 0;
     char *data = read_file(d->written->files[d->stored], &size);
-    if (!data)
+    if (!data) {
+        remove_partial(d);
         return fail(d, 500, "InternalError", "Series", sid, "cannot read back a derived file");
+    }
     json_t *answer = dho_post_json("/instances", data, size);
     free(data);
     const char *id = dho_json_str(answer, "ID"), *status = dho_json_str(answer, "Status");
     if (!*id) {
         json_decref(answer);
+        remove_partial(d);
         return fail(d, 500, "InternalError", "Series", sid,
                     "Orthanc refused the derived instance of %s",
                     dho_stage_instance_of(d->written->sources[d->stored]));
@@ -371,7 +397,7 @@ json_t *dho_derive_answer(const dho_derive *d)
 
 void dho_derive_free(dho_derive *d)
 {
-    dho_derive_release(d);
+    release_claim(d);
     dh_equalized_free(d->result);
     dh_derived_series_free(d->written);
     dho_stage_free(&d->stage);

@@ -70,9 +70,10 @@ float dho_derive_progress(const dho_derive *d);
 /* {"ID", "Path", "Instances", "AlreadyStored"} once done; {"HttpStatus", "Error", kind: id,
  * "Reason"} once failed. A new reference. */
 json_t *dho_derive_answer(const dho_derive *d);
-/* Gives up the claim (done by failing, finishing and freeing too): for a derive that will take
- * no further step, such as a cancelled job. */
-void dho_derive_release(dho_derive *d);
+/* For a derive that will take no further step, such as a cancelled job: removes a derived
+ * series it left partly stored (as a failure while storing does), its staging folder and its
+ * claim, and leaves it failed ("Cancelled", 409). Nothing for one done or failed already. */
+void dho_derive_abandon(dho_derive *d);
 void dho_derive_free(dho_derive *d);
 
 #endif /* DH_ORTHANC_DERIVE_H */

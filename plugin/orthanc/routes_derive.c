@@ -65,11 +65,12 @@ static OrthancPluginJobStepStatus job_step(void *p)
 }
 
 /* Steps are short (one instance), so there is nothing to interrupt; a job that will take no
- * further step lets other derives of the same result go on (a paused one keeps its claim). */
+ * further step leaves no partial derived series and lets other derives of the same result go
+ * on (a paused one keeps its claim). */
 static OrthancPluginErrorCode job_stop(void *p, OrthancPluginJobStopReason reason)
 {
     if (reason != OrthancPluginJobStopReason_Paused)
-        dho_derive_release(&((derive_job *)p)->derive);
+        dho_derive_abandon(&((derive_job *)p)->derive);
     return OrthancPluginErrorCode_Success;
 }
 

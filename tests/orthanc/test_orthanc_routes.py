@@ -173,8 +173,9 @@ def run_checks(c, server, cli, shared, work):
                  {"WindowRange": "-200:300", "Mode": "slice", "Bits": 16, "Asynchronous": True},
                  os.path.join(shared, "series/ct5n"), series_of["series/ct5n"], None, out)
 
-    check_concurrent_derive(c, server, series_of["series/ct5n"], len(os.listdir(
-        os.path.join(shared, "series/ct5n"))))
+    ct5n_count = len(os.listdir(os.path.join(shared, "series/ct5n")))
+    check_concurrent_derive(c, server, series_of["series/ct5n"], ct5n_count)
+    check_cancelled_job(c, server, series_of["series/ct5n"], ct5n_count)
 
     status = server.get("/dicomhist/status")
     c.equal(status["Version"], server.get("/plugins/dicomhist")["Version"], "status: version")
@@ -269,6 +270,28 @@ def check_concurrent_derive(c, server, series_id, count):
     c.equal(len(kept), count, "8 concurrent derives: the derived series is whole")
     c.check(all(set(a["Instances"]) == kept for a in answers),
             f"8 concurrent derives: every answer names the stored instances: {answers} {kept}")
+
+
+def check_cancelled_job(c, server, series_id, count):
+    """A job cancelled at once (whatever step it had reached) leaves nothing half done: the same
+    request afterwards gives the whole derived series (and the staging folder is checked gone at
+    the end of the test)."""
+    body = {"Window": "minmax", "Bits": 16, "ClipLimit": 4}
+    job = server.post(f"/series/{series_id}/equalize", dict(body, Asynchronous=True))
+    try:
+        server.post(f"/jobs/{job['ID']}/cancel", {})
+    except HttpError:
+        pass  # already finished: nothing to cancel
+    end = time.monotonic() + 30
+    while time.monotonic() < end and server.get(job["Path"])["State"] not in ("Success",
+                                                                               "Failure"):
+        time.sleep(0.05)
+    state = server.get(job["Path"])["State"]
+    print(f"a job cancelled at once ended in {state}")
+    c.check(state in ("Success", "Failure"), f"cancelled job settles: {state}")
+    again = server.post(f"/series/{series_id}/equalize", body)
+    c.equal(len(server.get(f"/series/{again['ID']}/instances")), count,
+            f"after a cancelled job ({state}), the derived series is whole")
 
 
 def wait_job(c, server, answer, timeout=60):
