@@ -55,7 +55,8 @@ def derived_pixels(folder):
     out = {}
     for root, _, names in os.walk(folder):
         for n in names:
-            if n.endswith(".png"):
+            # PNG previews and the batch manifest (its seconds differ by design) hold no pixels.
+            if n.endswith(".png") or n.startswith("dicomhist-manifest"):
                 continue
             p = os.path.join(root, n)
             out[os.path.relpath(p, folder)] = pixel_data(p)
