@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """batch_reference.py: the home-made answer a PACS team writes today, for bench_batch.sh: a
 pydicom + scikit-image script that equalizes every series of a tree with multiprocessing.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # bench_batch.sh: dicomhist equalize over a generated archive of CT series, end to end, against
 # the floors (cp -r of the tree; DCMTK's dcmdjpeg decoding the JPEG lossless copy with two
 # processes) and a pydicom + scikit-image script on two processes; --jobs 2 against --jobs 1;

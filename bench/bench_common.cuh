@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * bench_common.cuh: what the GPU benchmarks (bench_hist, bench_equalize, bench_mi) share: CK,
  * which stops the program on a CUDA error; the current device's properties; the CT-like 12-bit

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * bench_decode.c: how fast the DICOM layer reads a file's pixels, one thread: the whole of
  * dh_dicom_read_memory with pixels (parse, fragments, codec, stored values) on a file already in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * bench_equalize.cu: equalization of a device-resident volume against the memory it must move
  * (issue 4, docs/performance.md "Equalization").

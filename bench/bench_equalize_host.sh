@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # bench_equalize_host.sh: host end to end, DICOM series in -> derived series out, `dicomhist
 # equalize --mode volume` against the same job in Python (bench/equalize_reference.py: pydicom +
 # scikit-image equalize_hist + pydicom), on the same generated CT-like series, same machine.

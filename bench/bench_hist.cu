@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * bench_hist.cu: the GPU histogram side by side with CUB and the memory ceiling, on the same
  * device buffers in one run (docs/performance.md records the results).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * bench_hist_cpu.c: the CPU twin dh_hist_cpu against the plain single-threaded loop
  * (dh_hist_naive) on a 64-slice 512x512 CT-like 12-bit volume at 4096 bins (issue 2's CPU

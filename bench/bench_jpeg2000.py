@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """bench_jpeg2000.py: JPEG 2000 and HTJ2K decode throughput per core, dicomhist beside
 OpenJPEG's own opj_decompress on the same code streams (the decode floor: OpenJPEG alone,
 reading a bare code stream file, no DICOM).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * bench_mi.cu: mutual information on one GPU, in one run (issue 5's benchmark): latency of one
  * evaluation (joint histogram + scores) for 256x256 and 512x512 pairs at 32, 64 and 256 bins

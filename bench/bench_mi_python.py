@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """bench_mi_python.py: batched mutual information from PyTorch CUDA tensors through the Python
 package, against the same library call without the binding and against plain PyTorch.
 

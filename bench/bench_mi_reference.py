@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """bench_mi_reference.py: the tools a registration engineer would otherwise use to score one
 image pair by mutual information, timed on the same kind of data bench_mi uses (a CT-like
 12-bit image and a shifted, noised copy), so docs/performance.md can set dicomhist beside them.

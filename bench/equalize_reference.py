@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """equalize_reference.py: the job of `dicomhist equalize --mode volume` done the way a Python
 user would, timed against it by bench/bench_equalize_host.sh: read a DICOM series with pydicom,
 equalize the whole volume with skimage.exposure.equalize_hist, write a derived series with

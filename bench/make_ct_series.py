@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """make_ct_series.py: writes a CT-like DICOM series for the host equalization benchmark
 (bench/bench_equalize_host.sh): SLICES files of SIZE x SIZE, 12 bits stored in 16 allocated,
 unsigned, RescaleIntercept -1024, explicit VR little endian, one study and series.

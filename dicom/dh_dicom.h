@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * dh_dicom.h: the C interface over DCMTK's dcmdata, the only door between the C library and
  * C++. One DICOM file (or buffer) in, its stored values and the metadata the library needs out.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * dh_dicom_derive.h: writing a derived image over DCMTK. The source file's whole dataset is
  * loaded and kept (patient, study, equipment, geometry, InstanceNumber, photometric

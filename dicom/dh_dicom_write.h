@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * dh_dicom_write.h: the C interface over DCMTK for writing grayscale DICOM images, the twin of
  * dh_dicom.h's reader. Writing happens in two separate steps so that later callers can reuse

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * dicom_codecs.cpp: the once-per-process set-up of DCMTK: the RLE and JPEG (baseline, extended
  * 12-bit, lossless) decoders, and for the writer the RLE and JPEG lossless encoders, each set

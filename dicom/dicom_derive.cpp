@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * dicom_derive.cpp: derived images (dh_dicom_derive.h). The source dataset is loaded whole but
  * for its pixels, which are dropped unread and replaced, and every tag that describes the old

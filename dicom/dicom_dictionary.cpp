@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * dicom_dictionary.cpp: the attributes the wrapper reads and writes, registered in DCMTK's data
  * dictionary on first use, so that reading does not depend on a file the host may not have.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * dicom_fragments.cpp: encapsulated PixelData both ways for the codecs run here rather than by
  * DCMTK (JPEG-LS, JPEG 2000, HTJ2K). Reading: which fragments make which frame; PS3.5 A.4 allows

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * dicom_inflate.cpp: the dataset of a Deflated Explicit VR Little Endian file, inflated here
  * rather than by DCMTK. DCMTK reads a deflated dataset through a zlib filter, where no value can

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * dicom_internal.h: what the C++ files of the DCMTK wrapper share. Inside the wrapper a failure
  * is thrown as dh_dicom_failure and caught at the C entry points (dicom_read.cpp), so every

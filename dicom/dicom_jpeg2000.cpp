@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * dicom_jpeg2000.cpp: JPEG 2000 and HTJ2K pixel data through OpenJPEG 2.5 (Debian's libopenjp2),
  * since Debian's DCMTK 3.6.7 decodes neither. Each frame's code stream is decoded from memory

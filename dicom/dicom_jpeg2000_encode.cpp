@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * dicom_jpeg2000_encode.cpp: lossless JPEG 2000 for the writer, through OpenJPEG's library: the
  * reversible 5/3 wavelet, one tile, one quality layer, as many resolution levels as the frame

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * dicom_jpegls.cpp: JPEG-LS through CharLS 2 (Debian's libcharls), in both directions.
  *

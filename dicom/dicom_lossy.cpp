@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * dicom_lossy.cpp: whether an image's pixels went through lossy compression: its transfer
  * syntax is a lossy one (JPEG baseline and extended, JPEG-LS near-lossless, JPEG 2000 and HTJ2K

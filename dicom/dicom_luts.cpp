@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * dicom_luts.cpp: the lookup tables of the pixel pipeline. The Modality LUT Sequence (0028,3000)
  * replaces RescaleSlope and RescaleIntercept when present (PS3.3 C.11.1); the VOI LUT Sequence

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * dicom_memory_stream.cpp: a DCMTK input stream over a caller's buffer that, unlike DCMTK's own
  * DcmInputBufferStream, hands out stream factories. DCMTK reads an element longer than the read

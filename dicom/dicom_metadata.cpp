@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * dicom_metadata.cpp: everything about an image besides its pixels: rescale, window, position,
  * orientation, pixel spacing, UIDs and instance number. Classic images keep these at the top

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * dicom_openjpeg.h: what the JPEG 2000 decoder and encoder share of OpenJPEG: owners for its
  * objects, and a handler that drops the messages a library must not print.

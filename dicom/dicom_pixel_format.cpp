@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * dicom_pixel_format.cpp: the checks on the Image Pixel module that decide whether a dataset is
  * something the library reads (one sample of 8 or 16 bits, MONOCHROME1/2, a transfer syntax

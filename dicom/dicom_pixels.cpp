@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * dicom_pixels.cpp: PixelData itself. First a check of its real length against the geometry the
  * header claims, made before any value is loaded, decompressed or allocated (files in the wild

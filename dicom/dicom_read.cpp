@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * dicom_read.cpp: the C entry points of dh_dicom.h. Each one parses a file or a buffer with
  * DCMTK, runs the checks and the decoding of the other files of this folder in a fixed order

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * dicom_write.cpp: writes grayscale DICOM images with DCMTK behind the C interface of
  * dh_dicom_write.h: UIDs under the project's root, a dataset built from an image description,

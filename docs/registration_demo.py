@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """registration_demo.py: a 2D/3D registration toy with dicomhist's mutual information.
 
 Renders parallel-projection DRRs of the CT phantom in sample_data/ct_phantom (or of a built-in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * cuda_check.h: how the CUDA host code (hist_cuda.cu, jhist_cuda.cu, equalize_cuda.cu) reports a
  * failed runtime call. The message names what failed and CUDA's error; CUDA's last error is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * equalize.h: lookup tables over stored values (histogram equalization, windowed and
  * contrast-limited equalization, DICOM VOI window/level) and their application, with the CPU

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * equalize_cpu.c: the CPU twin of the lookup tables of kernels/equalize.h (equalization, clip
  * limit, VOI window/level, window sources) and of their application. The CUDA launchers must

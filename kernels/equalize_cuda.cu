@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * equalize_cuda.cu: the CUDA launchers of equalize_cuda.h. Histograms come from the project's
  * histogram engine (hist_cuda.h), never a second kernel.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * equalize_cuda.h: the CUDA side of kernels/equalize.h, compiled only with DH_HAVE_CUDA. Three
  * stages, each one launch for all slices: histograms (the engine of hist_cuda.h, one bin per

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * hist.h: the 1D histogram operation over 16-bit stored values, its CPU twin (hist_cpu.c) and
  * its CUDA launcher (hist_cuda.cu). The CPU twin is the reference the GPU must equal bit for bit.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * hist_cpu.c: the CPU twin of the 1D histogram (kernels/hist.h): the reference the CUDA kernels
  * must equal bit for bit, and the CPU backend of the library.

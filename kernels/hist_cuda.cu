@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * hist_cuda.cu: the CUDA launchers of the 1D histogram (kernels/hist_cuda.h): the launch shape
  * chosen from the bin count and the device, the device-pointer entry, and the host path that

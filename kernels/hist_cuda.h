@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * hist_cuda.h: the CUDA launchers of the 1D histogram (kernels/hist.h), compiled only when the
  * build has CUDA (DH_HAVE_CUDA). Plain C callers never see CUDA headers: streams travel as void*.

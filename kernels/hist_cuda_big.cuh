@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * hist_cuda_big.cuh: the 1D histogram kernel for large bin counts, one block of 1024 threads per
  * multiprocessor (launched by hist_cuda.cu in place of hist_kernel, hist_cuda_kernel.cuh, whose

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * hist_cuda_cluster.cuh: the 1D histogram kernel for bin counts whose 32-bit counters do not fit
  * one block's shared memory (65536 bins need 256 KB, a Hopper block has 227 KB): a thread-block

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * hist_cuda_count.cuh: the device-side pieces of the 1D histogram kernel (hist_cuda.cu): how a
  * stored value becomes a slot (the same integers as dh_bin_map_slot in hist.h), and the two kinds

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * hist_cuda_kernel.cuh: the 1D histogram kernel itself (launched by hist_cuda.cu).
  *

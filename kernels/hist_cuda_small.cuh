@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * hist_cuda_small.cuh: one histogram of a small input (a single slice) counted by one
  * thread-block cluster, launched by hist_cuda.cu.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * jhist.h: joint histograms of two images of 16-bit stored values, the operation behind mutual
  * information. Its CPU twin is jhist_cpu.c; the CUDA launchers (jhist_cuda.h) must give the same

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * jhist_cpu.c: the CPU twin of the joint histogram (kernels/jhist.h): the fixed image binned once,
  * then one pass over each moving image. Counts are integers, so any order gives the same result;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * jhist_cuda.cu: joint histograms and mutual-information scores on the GPU (jhist_cuda.h), the
  * twin of jhist_cpu.c + mi_scores.c. One evaluation of K moving images is ONE launch: no zeroing

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * jhist_cuda.h: the CUDA side of joint histograms and mutual information (jhist.h,
  * mi_scores.h), callable from plain C: a GPU-resident prepared fixed image and the launcher that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * mi_scores.c: the CPU side of mi_scores.h: fixed-order term sums and the scores of a joint
  * histogram. The GPU's score kernel follows the same lanes and tree, so both give the same bits.

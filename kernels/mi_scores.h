@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * mi_scores.h: entropies, mutual information, NMI and ECC from joint-histogram counts, defined so
  * that the CPU (mi_scores.c) and the GPU (jhist_cuda.cu) produce the same bits.

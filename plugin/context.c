@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * context.c: version, status names, and the context that carries error messages and options.
  */

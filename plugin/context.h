@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * context.h: what a dh_ctx holds, for the library's own files. The public header keeps the struct
  * opaque so it can grow.

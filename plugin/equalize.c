@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * equalize.c: dh_equalize, section 6 of the public header. Checks the parameters, resolves the
  * window of every table (given, from the file, or a rank statistic of its histogram), builds the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * equalize_internal.h: what the equalization files of the library share: how the slices of a
  * volume map back onto its source files (one derived file, or one set of PNG previews, per

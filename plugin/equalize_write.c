@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * equalize_write.c: dh_equalized_write_dicom, one derived series per call: a SeriesInstanceUID
  * for the series, a SOPInstanceUID per file, the frames of each source file gathered back out of

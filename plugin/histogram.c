@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * histogram.c: dh_hist_compute, the public histogram of section 4: checks the parameters, turns
  * the requested bins and range into one dh_bin_map (kernels/hist.h) that the CPU twin and the

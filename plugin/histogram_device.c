@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * histogram_device.c: histograms of samples that already live on the GPU
  * (dh_hist_compute_device), and the context's GPU resources (dh_ctx_cuda) that the host path

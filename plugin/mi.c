@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * mi.c: the public mutual-information API (dicomhist.h section 5): checks arguments, prepares the
  * fixed image once (binned, marginal term sum cached), and runs evaluations on the CPU twin

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * mi_internal.h: what a dh_mi_fixed holds, for the library's own files and tests (the public
  * header keeps it opaque).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * modality.c: modality values (modality.h) and their public accessors of section 3.
  */

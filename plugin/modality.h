@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * modality.h: modality values, the one place that knows how a stored value becomes one: the
  * linear rescale (slope * s + intercept) or, when the file has a Modality LUT Sequence, its

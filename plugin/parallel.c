@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * parallel.c: dh_parallel_for over POSIX threads and one atomic counter.
  */

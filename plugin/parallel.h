@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * parallel.h: the library's one way to use several cores inside a call: a loop whose iterations
  * run on threads created for the call and joined before it returns (no pool survives a call, so

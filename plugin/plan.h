@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * plan.h: what a dh_plan holds, for the library's own files: plan_scan.c fills it from the
  * headers of the inputs, plan_load.c reads one series of it with its pixels.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * plan_load.c: dh_plan_load_series, one planned series read with its pixels: a volume sized from
  * the plan, every slice decoded straight into its place (several at once when the context allows

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * plan_scan.c: dh_plan_scan, the inputs as a plan without their pixels: folders walked in a
  * deterministic order, every file's header read (on several threads), single-frame files grouped

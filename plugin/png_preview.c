@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * png_preview.c: dh_equalized_write_png, 8-bit grayscale PNG previews of a result through
  * libpng, one per slice, named after the derived DICOM files so the two sit side by side. Each

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * uid_name.c: name-based UIDs for derived objects: a UUID version 5 (RFC 9562: SHA-1 of a
  * namespace and a name) written as "2.25.<decimal>", the form PS3.5 B.2 gives for UUID-derived

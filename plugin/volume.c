@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * volume.c: single volumes: built from one decoded DICOM image (a single or multi-frame file,
  * from disk or memory) or from caller samples, their geometry and warnings, and the accessors of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * volume.h: what a dh_volume holds, for the library's own files (the public header keeps it
  * opaque), and how one is assembled from decoded DICOM images: volume.c builds single volumes

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * volume_set.c: dh_volume_set, volumes with the inputs that failed or were skipped beside them,
  * and dh_volume_set_load: a plan of the inputs (plan_scan.c) with every series read in order

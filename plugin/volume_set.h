@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * volume_set.h: what a dh_volume_set holds, for the library's own files: volumes, and the
  * inputs that failed or were skipped beside them. Filled by plan_load.c (one series) and

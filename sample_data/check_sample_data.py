@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """check_sample_data.py: checks the bundled sample data with decoders that are not ours.
 
 pydicom (with pylibjpeg for JPEG lossless and JPEG-LS) must read every compressed variant to the

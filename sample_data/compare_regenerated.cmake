@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # compare_regenerated.cmake: runs the sample data generator into OUT and checks that it wrote
 # exactly the files committed in COMMITTED, byte for byte. Run by ctest (sample_data_reproducible):
 #   cmake -DGENERATOR=... -DCOMMITTED=sample_data -DOUT=build/.../regenerated -P this file

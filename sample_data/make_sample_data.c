@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * make_sample_data.c: writes dicomhist's bundled sample data (sample_data/README.md says what
  * each file is). A torso phantom made of ellipsoids is sampled twice: as a CT series of axial

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # check_exports.cmake: the shared library a host embeds exports the public API (dh_*) and nothing
 # else, so none of its internals (DCMTK wrapper, kernels, CUDA runtime) can clash with a host's.
 # Also checks that every function the public header declares is exported.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * dicom_bytes.c: the test files' byte writer (dicom_bytes.h).
  */

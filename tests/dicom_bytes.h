@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * dicom_bytes.h: DICOM files built byte by byte for the tests of the DICOM layer: a tiny explicit
  * VR little endian writer, synthetic images described field by field (any of them may lie or be

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_dicom.c: the DICOM layer (dicom/dh_dicom.h). Synthetic files are built byte by byte here
  * (explicit VR little endian, written by dicom_bytes.c) to pin down the decoding rules:

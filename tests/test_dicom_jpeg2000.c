@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_dicom_jpeg2000.c: JPEG 2000 and HTJ2K pixel data (dicom/dicom_jpeg2000.cpp). Classic J2K
  * code streams are made here with OpenJPEG's own encoder (signed and unsigned, 8 to 16 bits,

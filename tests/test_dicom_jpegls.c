@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_dicom_jpegls.c: JPEG-LS pixel data (dicom/dicom_jpegls.cpp). The code streams are made here
  * with CharLS's own encoder, with parameters DCMTK's tools never write (a RESET up to MAXVAL,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_dicom_write.c: the DICOM writer (dicom/dh_dicom_write.h). Random stored values of several
  * pixel layouts go out in every transfer syntax and must come back identical through the reader;

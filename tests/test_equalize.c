@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_equalize.c: the public equalization API and the derived DICOM it writes, on the real
  * files of ../shared/dicom. Outputs are checked against the formula evaluated here from the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_equalize_cpu.c: the lookup tables of kernels/equalize.h against independent references:
  * the equalization formula evaluated from sorted pixels (no histogram, no running cdf), a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_equalize_cuda.c: the GPU equalization equals the CPU twin bit for bit: tables from
  * histograms (random windows, clip limits, 8/12/16-bit outputs, signed and unsigned data,

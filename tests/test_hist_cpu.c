@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_hist_cpu.c: the CPU twin (kernels/hist_cpu.c) against the plain loop dh_hist_naive, and
  * dh_bin_map_slot against the formula written out independently, on random, CT-like, constant

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_hist_cuda.c: the CUDA histogram (kernels/hist_cuda.h, plugin/histogram_device.c) against
  * its CPU twin dh_hist_cpu, which test_hist_cpu checks against the naive loop. Every kernel path

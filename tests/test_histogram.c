@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_histogram.c: the public histogram API (dh_hist_compute) over volumes built from caller
  * samples, against naive loops written here from the header's definition: defaults, explicit

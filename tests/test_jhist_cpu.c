@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_jhist_cpu.c: the joint-histogram CPU twin and the score arithmetic (kernels/jhist.h,
  * kernels/mi_scores.h) against independent references: the division-free bin against the

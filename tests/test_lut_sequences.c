@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_lut_sequences.c: the Modality LUT Sequence, from the file to every use of modality values,
  * against naive loops written here from PS3.3 C.11.1: LUTDescriptor rules (entries with 0

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_mi.c: the public mutual-information API (dicomhist.h section 5) on the CPU: scores against
  * a float64 reference computed from naive counts, batches with strides and masks, the joint

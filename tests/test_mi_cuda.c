@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_mi_cuda.c: mutual information on the GPU equals the CPU twin bit for bit: joint counts
  * read back and whole score records (memcmp), for bins 2..256, non-square bins, masks, explicit

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_mi_float.c: float32 images in the mutual-information API (dicomhist.h section 5) on the
  * CPU: integer-valued floats over [l, h + 1] give the integer path's records over [l, h] bit for

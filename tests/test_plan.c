@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_plan.c: the batch API over a tree made from the sample data: what a scan finds (series,
  * failed, skipped and repeated files, `cp -r` output names), one series read with one thread and

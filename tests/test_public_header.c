@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_public_header.c: the public header is plain C11 (this file is C, compiled with the
  * project's warnings), and what it promises about versions, status names and contexts holds.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_support.c: shared helpers of the Check suites (see test_support.h).
  */

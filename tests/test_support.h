@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_support.h: what every Check suite shares: where the real files are, how a suite reports
  * itself skipped, deterministic random data, reference entropies of a joint histogram, a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * test_volume.c: volumes and series assembly over the real files in ../shared/dicom: slice order
  * along the normal whatever the input order, uneven spacing warnings, multi-frame files, reading

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * cli_args.c: the option reader, the shared options and the number parsers of cli_args.h.
  */

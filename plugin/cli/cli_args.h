@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * cli_args.h: the command line, read the same way by every subcommand. Long options as
  * `--name value` or `--name=value`, a few short ones (`-h` for `--help`, `-o DIR` where a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * cli_batch.c: cli_run_batch (cli_batch.h): the plan, the choice of series, the workers, and the
  * in-order release of what each series printed, with its manifest lines and the progress line.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * cli_batch.h: how every per-volume command (info, histogram, equalize, window) works through
  * its inputs: a plan from the headers alone (dh_plan_scan), the series chosen by --modality and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * cli_commands.h: what a subcommand is (a row of main.c's table) and what the subcommands
  * share: opening a context, loading operands (mi), reporting the inputs that failed; info,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * cli_inputs.c: the PATH operands as volumes, failures reported the one way every command
  * reports them (`dicomhist: FILE: reason`).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * cli_manifest.c: the manifest of cli_manifest.h: earlier lines read through Jansson, new lines
  * appended with O_APPEND so that what is on disk is always whole lines or one cut-short tail.

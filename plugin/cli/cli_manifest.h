@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * cli_manifest.h: OUTDIR/dicomhist-manifest.jsonl (or -I-of-N.jsonl for a shard): one JSON line
  * per input file as its work completes (path, status done / failed / skipped / planned, error or

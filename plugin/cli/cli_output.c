@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * cli_output.c: the command's stdout sink, atomic files and the locale test of cli_output.h.
  */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * cli_output.h: how the command writes: the sink and JSON writer shared with the other hosts
  * (report_json.h), the one sink over stdout, and files written atomically (a temporary file in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * cli_progress.c: the progress line of cli_progress.h.
  */

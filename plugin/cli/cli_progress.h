@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * cli_progress.h: the progress line on stderr (when it is a terminal, or with --progress): files
  * and series done of the total, MB/s of input read, failures so far and the time left. On a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * cli_shard.c: the shard of cli_shard.h: FNV-1a (64-bit) of the identity, modulo N. Not a
  * security hash: it only has to spread series evenly and be the same on every machine.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * cli_shard.h: --shard I/N and --shard auto. A shard takes the series whose identity hashes to
  * I modulo N, so a series is never divided and the split depends only on the inputs. auto reads

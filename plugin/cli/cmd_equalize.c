@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * cmd_equalize.c: `dicomhist equalize`, histogram equalization of each volume written back as
  * a derived DICOM series (and PNG previews), and the runner it shares with `dicomhist window`

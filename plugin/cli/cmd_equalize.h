@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * cmd_equalize.h: what `dicomhist equalize` and `dicomhist window` share: one parser and one
  * runner (cmd_equalize.c), the operation deciding which options apply.

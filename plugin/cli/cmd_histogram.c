@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * cmd_histogram.c: `dicomhist histogram`, the histogram of each volume (and of each of its
  * slices with --per-slice). JSON lines with --json; for people a summary (range, min/max,

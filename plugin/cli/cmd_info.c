@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * cmd_info.c: `dicomhist info`, what each volume is: geometry, pixel format, rescale, transfer
  * syntax, value range, spacing and the warnings found while assembling it. One JSON object per

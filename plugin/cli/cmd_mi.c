@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * cmd_mi.c: `dicomhist mi`, mutual information between a fixed image or volume and each moving
  * one of the same shape: MI, NMI, ECC and the three entropies over a joint histogram (dicomhist.h

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * cmd_window.c: `dicomhist window`, DICOM window/level (LINEAR, LINEAR_EXACT or SIGMOID VOI
  * function) without equalization, written as derived DICOM like `equalize` (cmd_equalize.c

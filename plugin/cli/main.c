@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * main.c: the `dicomhist` command's entry point. A table of subcommands, each a name, a
  * one-line summary, a run function and a help function (cli_commands.h); main finds the row

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * dicomhist.h: the public C API of dicomhist, read top to bottom as the table of contents.
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """archive_maker.py: a generated PACS export for the batch tests and the batch benchmark.
 
 EXPORT/PATIENTnnn/STUDY1/SE0001/IM0001...: every study holds one series in a folder named

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """cli_testlib.py: what the dicomhist command tests share.
 
 Running the command, collecting failures without stopping at the first, skipping (exit 77) when

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """test_cli_batch.py: dicomhist over a generated archive export, as a PACS team runs it.
 
 Thirty studies whose series folders are all named SE0001; broken and foreign files inside the

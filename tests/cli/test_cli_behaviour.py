@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """test_cli_behaviour.py: how the dicomhist command behaves, apart from the numbers.
 
 Exit statuses 0/1/2 and usage errors, --help and --version, JSON lines that parse and carry

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """test_cli_gpu.py: the command on the GPU gives what it gives on the CPU, on every real file.
 
 For every file and series folder of ../shared/dicom and ../shared/dicom-jpeg2000:

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """test_cli_lossy.py: lossy images are said to be lossy, and stay so in derived files.
 
 Files made here with DCMTK's tools from the sample data: a lossy JPEG (extended, 12-bit) as

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """test_cli_lut_series.py: a series whose slices carry a Modality LUT Sequence is one volume
 when every slice has the same table, and refused as mixed (naming two files) when one slice's
 table differs by a single entry: one volume cannot have two modality mappings.

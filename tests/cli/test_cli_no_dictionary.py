@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """test_cli_no_dictionary.py: reading does not depend on DCMTK's data dictionary file.
 
 Debian's DCMTK loads /usr/share/libdcmtk17/dicom.dic at run time (or what DCMDICTPATH names)

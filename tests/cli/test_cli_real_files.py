@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """test_cli_real_files.py: `dicomhist info` and `dicomhist histogram` on every file and series
 in ../shared/dicom and ../shared/dicom-jpeg2000 against an independent decode (pydicom + pylibjpeg, masking and sign
 extension applied here, exact rational binning).

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """test_cli_voi_lut.py: `--window file` through a VOI LUT Sequence, against pydicom.
 
 A CT slice of the sample data (modality values stored - 1024) and the X-ray projection get a VOI

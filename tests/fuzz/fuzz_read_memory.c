@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * fuzz_read_memory.c: the reading path under arbitrary bytes. One input is handed to the
  * metadata-only read that series scans use (dh_dicom_read_memory without pixels), then to

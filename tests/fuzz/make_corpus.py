@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """make_corpus.py: regenerates tests/fuzz/corpus, the small inputs that fuzz_corpus_replay feeds
 to the fuzz target in every build. All come from the project's own sample_data (cropped to 8x8
 so that each stays near 1 KB) or are built here byte by byte: one per transfer syntax, an

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """test_dictionary_table.py: dicom/dicom_dictionary.cpp registers every attribute dicom/ uses,
 with DCMTK's own VR and VM for it.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """test_mi_reference.py: `dicomhist mi --json` against independent references on real image
 pairs from ../shared/dicom: scikit-learn's mutual_info_score over a contingency table counted in
 numpy with the project's integer binning, and scikit-image's normalized_mutual_information with

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """dicomhist: histograms, equalization and mutual information of 12/16-bit DICOM, on the CPU or
 a CUDA GPU, from NumPy arrays, CuPy arrays and PyTorch tensors (docs/python.md).
 

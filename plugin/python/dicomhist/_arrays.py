@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Arrays in and out: host arrays (NumPy and anything np.asarray takes) and CUDA arrays (CuPy,
 PyTorch, anything with __dlpack__ or __cuda_array_interface__), read where they are without a
 copy; CUDA streams from the forms their libraries use; result buffers made by the caller's own

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """One library context per thread (a dh_ctx is used by one thread at a time), and the device
 names the functions take."""
 import threading

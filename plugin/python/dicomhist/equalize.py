@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Histogram equalization and windowing (dicomhist.h section 6): the numbers `dicomhist
 equalize` writes, as arrays."""
 import numpy as np

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Exceptions: every library status becomes one class, carrying the status name and message.
 
 All derive from DicomhistError; each also derives from the built-in exception a Python caller

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Histograms of volumes and integer arrays with the library's semantics (dicomhist.h section 4):
 half-open range [lo, hi), bin = floor((v - lo) * bins / (hi - lo)) computed exactly, values
 outside counted as underflow and overflow (never folded into the edge bins)."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Joint histograms and mutual information (dicomhist.h section 5) for NumPy, CuPy and PyTorch.
 
 Binning is the C API's: an integer image over an inclusive integer range [lo, hi] (default: its

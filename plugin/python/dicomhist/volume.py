@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Volumes: DICOM files, multi-frame files and series read into stored values, or arrays made
 into volumes for the histogram and equalization functions."""
 import os

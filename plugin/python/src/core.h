@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * core.h: what the files of the extension module dicomhist._core share. The module is a thin
  * layer over the public C API (dicomhist.h) in the limited API of Python 3.11 (one abi3 build for

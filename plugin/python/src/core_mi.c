@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * core_mi.c: mutual information (dicomhist.h section 5) for dicomhist/_mi.py: a prepared fixed
  * image with its own context, evaluations from host buffers or device pointers on a caller's

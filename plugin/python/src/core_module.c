@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * core_module.c: the module dicomhist._core: contexts, the status-to-exception bridge, buffers
  * over library-owned memory, and the method tables of core_volume.c and core_mi.c.

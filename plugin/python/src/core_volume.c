@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * core_volume.c: volumes (read from files or made from caller samples), their metadata and
  * pixels, histograms and equalization, for dicomhist/_volume.py, _histogram.py and _equalize.py.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * dlpack_abi.h: the DLPack structures the extension reads, declared from the DLPack 1.x
  * specification (dmlc/dlpack, "Python specification for DLPack"). Only the layout is needed:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """What the package's tests share: the repository's sample data, the real files of
 ../shared/dicom (skipped where absent), the dicomhist command for cross-checks (DICOMHIST_CLI,
 set by ctest; skipped where absent), and small reference implementations written from the

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """run_pytest.py: runs the package's pytest suite for ctest, reporting "skipped" (exit 77) where
 pytest or NumPy is missing. With --gpu it runs the GPU tests alone (test_device.py) and reports
 skipped where no GPU, or neither CuPy nor PyTorch, is usable, so tools/gpu-check notices."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """How arrays come in, without a GPU: the DLPack capsule reader against NumPy's own capsules
 (versioned and not), __cuda_array_interface__ layouts and the refusal of images that are not
 compact, stream arguments in their several forms."""

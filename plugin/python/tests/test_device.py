@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """GPU arrays: CuPy arrays and PyTorch CUDA tensors scored in place give the same records as the
 NumPy (CPU) path, bit for bit; on a non-default stream; inside captured CUDA graphs; with
 validity masks, tensors that require grad, int handles and stream objects. Skipped without a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """equalize() gives the numbers `dicomhist equalize` writes."""
 import os
 

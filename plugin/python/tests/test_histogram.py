@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """histogram() against exact NumPy references and the command's JSON."""
 import os
 from fractions import Fraction

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Mutual information against NumPy loops, scikit-learn, scikit-image and the command."""
 import math
 import os

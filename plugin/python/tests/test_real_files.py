@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Every real file of ../shared/dicom (MANIFEST.tsv) through the package and through the
 command: the same metadata (info --json), the same histogram, and for the files the command
 refuses, an exception of the same status naming the file."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """read(), Volume and its metadata against pydicom's decoding and `dicomhist info --json`."""
 import os
 
