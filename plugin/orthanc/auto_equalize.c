@@ -376,7 +376,7 @@ static outcome process(const char *series_id)
         return SKIPPED;
     dho_derive d;
     outcome result = DONE;
-    if (dho_derive_open(&d, series_id, &A.params, A.key) == 0) {
+    if (dho_derive_open(&d, series_id, &A.params, A.key, 0) == 0) {
         int step;
         while ((step = dho_derive_step(&d)) > 0)
             if (stopping()) {

@@ -135,7 +135,7 @@ static int instance_uid(void *user, const char *source, char uid[65])
 }
 
 int dho_derive_open(dho_derive *d, const char *series_id, const dh_equalize_params *params,
-                    const char *key)
+                    const char *key, int later)
 {
     memset(d, 0, sizeof *d);
     d->params = *params;
@@ -144,12 +144,13 @@ int dho_derive_open(dho_derive *d, const char *series_id, const dh_equalize_para
     d->ctx = dh_ctx_create();
     if (!d->instances || !d->ctx)
         return fail(d, 500, "NotEnoughMemory", "Series", series_id, "out of memory");
-    /* Claimed before the series is listed, when it can be; else the first step waits. */
+    /* Claimed by the first step, which runs where the work runs: a job queued behind others
+     * holds no claim that a running derive could wait for. */
     char text[640], msg[2048];
     snprintf(text, sizeof text, "%s|claim|%s", key, series_id);
     if (uid_from_text(text, d->claim_key) != 0)
         return fail(d, 500, "InternalError", "Series", series_id, "cannot compute the claim");
-    d->waited = claim(d) != 0;
+    d->relist = later;
     int http = dho_stage_open(&d->stage, series_id, msg, sizeof msg);
     if (http != 0)
         return fail(d, http, http == 404 ? "UnknownResource" : "InternalError", "Series",
@@ -159,18 +160,19 @@ int dho_derive_open(dho_derive *d, const char *series_id, const dh_equalize_para
 }
 
 /* Takes the claim before anything is staged; returns 1 when it is held, 0 while another derive
- * of the same result runs (after a short wait), -1 on failure. Once it had to wait, the series
- * is listed again: instances may have arrived since it was listed in dho_derive_open. */
+ * of the same result runs (after a short wait), -1 on failure. Once it had to wait, or when it
+ * was opened for later, the series is listed again: instances may have arrived since it was
+ * listed in dho_derive_open. */
 static int take_claim(dho_derive *d)
 {
     if (d->claimed)
         return 1;
     if (claim(d) != 0) {
-        d->waited = 1;
+        d->relist = 1;
         nanosleep(&(struct timespec){.tv_nsec = 50 * 1000 * 1000}, NULL);
         return 0;
     }
-    if (d->waited) {
+    if (d->relist) {
         char id[72], msg[2048];
         snprintf(id, sizeof id, "%s", d->stage.series_id);
         dho_stage_free(&d->stage);

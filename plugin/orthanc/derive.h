@@ -46,7 +46,7 @@ typedef struct dho_derive {
      * stages and keeps the claim to the end, so they run one after the other, the later one
      * listing the series afresh, and an older listing never replaces a newer result. */
     char claim_key[65];
-    int claimed, waited;
+    int claimed, relist;
     struct dho_derive *next_claim;
     /* The failure, when phase is DHO_DERIVE_FAILED. */
     int http;
@@ -59,10 +59,11 @@ typedef struct dho_derive {
 /* The phrase every derived file's DerivationDescription starts with. */
 #define DHO_DERIVED_MARKER "dicomhist "
 
-/* Lists the series and prepares the first step. Returns 0, or -1 with the failure in d (an
- * unknown series is a 404 at once). dho_derive_free is needed either way. */
+/* Lists the series and prepares the first step. later: the first step may come long after
+ * (a queued job), so the series is listed again then. Returns 0, or -1 with the failure in d
+ * (an unknown series is a 404 at once). dho_derive_free is needed either way. */
 int dho_derive_open(dho_derive *d, const char *series_id, const dh_equalize_params *params,
-                    const char *key);
+                    const char *key, int later);
 /* Runs one step; returns 1 while steps remain, 0 when done, -1 on failure (in d). */
 int dho_derive_step(dho_derive *d);
 /* 0..1. */

@@ -79,7 +79,7 @@ static OrthancPluginErrorCode job_reset(void *p)
 {
     derive_job *job = p;
     dho_derive_free(&job->derive);
-    dho_derive_open(&job->derive, job->series_id, &job->params, job->key);
+    dho_derive_open(&job->derive, job->series_id, &job->params, job->key, 1);
     return OrthancPluginErrorCode_Success;
 }
 
@@ -125,7 +125,7 @@ static OrthancPluginErrorCode derive_route(OrthancPluginRestOutput *out,
     snprintf(job->series_id, sizeof job->series_id, "%s", id);
     job->params = params;
     snprintf(job->key, sizeof job->key, "%s", key);
-    if (dho_derive_open(&job->derive, id, &params, key) != 0) {
+    if (dho_derive_open(&job->derive, id, &params, key, async) != 0) {
         OrthancPluginErrorCode e = answer_derive_failure(out, &job->derive);
         job_finalize(job);
         return e;
