@@ -218,11 +218,13 @@ static int step_stage(dho_derive *d)
 
 /* A derived series of the same UID already in Orthanc with another number of instances was
  * made from fewer (or other) source instances: it is removed so that the new one replaces it
- * whole rather than mixing instances of two computations. */
-static void drop_stale_derived(const char *series_uid, size_t file_count)
+ * whole rather than mixing instances of two computations. Returns 0, or -1 when Orthanc could
+ * not look it up or remove it. */
+static int drop_stale_derived(const char *series_uid, size_t file_count)
 {
     json_t *found = dho_post_json("/tools/lookup", series_uid, strlen(series_uid));
-    for (size_t i = 0; i < json_array_size(found); i++) {
+    int rc = found ? 0 : -1;
+    for (size_t i = 0; rc == 0 && i < json_array_size(found); i++) {
         const json_t *hit = json_array_get(found, i);
         if (strcmp(dho_json_str(hit, "Type"), "Series") != 0 ||
             !dho_valid_id(dho_json_str(hit, "ID")))
@@ -230,15 +232,20 @@ static void drop_stale_derived(const char *series_uid, size_t file_count)
         char uri[128];
         snprintf(uri, sizeof uri, "/series/%s", dho_json_str(hit, "ID"));
         json_t *old = dho_get_json(uri);
+        if (!old)
+            continue; /* gone since the lookup */
         size_t had = json_array_size(json_object_get(old, "Instances"));
         json_decref(old);
         if (had != file_count) {
             dho_log_info("replacing derived series %s (%zu instances, now %zu)",
                          dho_json_str(hit, "ID"), had, file_count);
-            OrthancPluginRestApiDelete(dho_context, uri);
+            /* Storing beside a stale series that stays would mix two computations. */
+            if (OrthancPluginRestApiDelete(dho_context, uri) != OrthancPluginErrorCode_Success)
+                rc = -1;
         }
     }
     json_decref(found);
+    return rc;
 }
 
 static int step_compute(dho_derive *d)
@@ -266,7 +273,9 @@ static int step_compute(dho_derive *d)
     if (st != DH_OK)
         return fail(d, dho_http_status(st), dh_status_name(st), "Series", sid, "%s",
                     dh_ctx_error(d->ctx));
-    drop_stale_derived(series_uid, d->written->file_count);
+    if (drop_stale_derived(series_uid, d->written->file_count) != 0)
+        return fail(d, 500, "InternalError", "Series", sid,
+                    "%s: cannot look up or remove the earlier derived series %s", sid, series_uid);
     d->phase = DHO_DERIVE_STORE;
     return 1;
 }
