@@ -21,7 +21,8 @@ extern "C" {
 
 typedef struct dh_dicom_derive {
     const char *source_path; /* the original file (read only) */
-    const char *output_path; /* must not exist */
+    const char *output_path; /* must not exist, unless replace */
+    int replace;             /* non-zero: an existing output_path is replaced */
     const char *series_uid;  /* the derived series' SeriesInstanceUID, shared by its files */
     const char *sop_instance_uid; /* this file's new SOPInstanceUID */
     uint32_t rows, columns, frames; /* must match the source */

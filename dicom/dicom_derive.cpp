@@ -237,8 +237,8 @@ extern "C" dh_status dh_dicom_derive_write(const dh_dicom_derive *r, char *msg, 
         dh_dicom_impl::dictionary_init();
         d = new dh_dicom_dataset;
         derive(r, d);
-        dh_status st = dh_dicom_dataset_save(d, r->output_path, DH_DICOM_EXPLICIT_LE, 0, msg,
-                                             msg_len);
+        dh_status st = dh_dicom_dataset_save(d, r->output_path, DH_DICOM_EXPLICIT_LE,
+                                             r->replace, msg, msg_len);
         delete d;
         return st;
     } catch (const failure &f) {

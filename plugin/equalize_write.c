@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <errno.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -107,26 +106,6 @@ static int is_same_instance(const char *path, const char *uid)
     return same;
 }
 
-/* A fresh name for a temporary file beside path (the writer below creates it). */
-static char *temporary_beside(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    size_t dir = slash ? (size_t)(slash - path) : 1;
-    size_t n = dir + 32;
-    char *tmp = malloc(n);
-    if (!tmp)
-        return NULL;
-    snprintf(tmp, n, "%.*s/.dicomhist-out-XXXXXX", (int)dir, slash ? path : ".");
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        free(tmp);
-        return NULL;
-    }
-    close(fd);
-    unlink(tmp); /* the DICOM writer refuses a path that exists */
-    return tmp;
-}
-
 /* Writes one derived file to path as wp says. *kept is set when an existing file already was it. */
 static dh_status write_one(dh_ctx *ctx, dh_dicom_derive *req, const char *path,
                            const dh_derive_params *wp, int *kept)
@@ -140,30 +119,13 @@ static dh_status write_one(dh_ctx *ctx, dh_dicom_derive *req, const char *path,
         }
         return dh_ctx_fail(ctx, DH_ERR_IO, "%s: already exists (not replaced)", path);
     }
-    if (wp->existing != DH_EXISTING_REPLACE) {
-        /* The DICOM writer itself writes beside and renames without replacing: one file made,
-         * where going through a temporary name of ours would make three (and ext4 pays for
-         * every inode created and deleted). */
-        req->output_path = path;
-        dh_status st = dh_dicom_derive_write(req, msg, sizeof msg);
-        return st == DH_OK ? DH_OK : dh_ctx_fail(ctx, st, "%s", msg);
-    }
-    char *tmp = temporary_beside(path);
-    if (!tmp)
-        return dh_ctx_fail(ctx, DH_ERR_IO, "%s: cannot create a temporary file beside it: %s",
-                           path, strerror(errno));
-    req->output_path = tmp;
+    /* The DICOM writer itself writes beside and renames (replacing only when asked): one file
+     * made, where going through a temporary name of ours would make three (and ext4 pays for
+     * every inode created and deleted). */
+    req->output_path = path;
+    req->replace = wp->existing == DH_EXISTING_REPLACE;
     dh_status st = dh_dicom_derive_write(req, msg, sizeof msg);
-    if (st != DH_OK) {
-        /* The message names the temporary file; say the real one. */
-        st = dh_ctx_fail(ctx, st, "%s: %s", path, msg);
-        unlink(tmp);
-    } else if (dh_eq_publish(tmp, path, wp->existing) != 0) {
-        st = dh_ctx_fail(ctx, DH_ERR_IO, "%s: %s", path,
-                         errno == EEXIST ? "already exists (not replaced)" : strerror(errno));
-    }
-    free(tmp);
-    return st;
+    return st == DH_OK ? DH_OK : dh_ctx_fail(ctx, st, "%s", msg);
 }
 
 dh_status dh_equalized_write_dicom(dh_ctx *ctx, const dh_volume *v, const dh_equalized *r,

@@ -4,7 +4,7 @@
 
 Thirty studies whose series folders are all named SE0001; broken and foreign files inside the
 tree; a run killed at a random moment and resumed; shards against the unsharded run; --jobs
-against --jobs 1 byte for byte; --dry-run; --modality; memory of a 3- and a 30-series tree;
+against --jobs 1 byte for byte; --force; --dry-run; --modality; memory of a 3- and a 30-series tree;
 output folders inside an input refused. Images are small so the whole test takes seconds.
 
 Usage: test_cli_batch.py DICOMHIST_BINARY SHARED_DICOM_DIR (the second is not used)
@@ -269,6 +269,23 @@ def check_dry_run_and_modality(c, binary, tmp):
     c.equal(r.rc, 2, "--modality with an empty code: usage error")
 
 
+def check_force(c, binary, tmp, export):
+    """--force replaces what is there, a stale file included, and leaves no temporary behind."""
+    out = os.path.join(tmp, "force")
+    r = t.run(binary, "equalize", "--jobs", "2", "-o", out, export, env=EPOCH)
+    c.equal(r.rc, 0, "--force: first run exits 0")
+    first = tree_digest(out)
+    victim = sorted(first)[0]
+    with open(os.path.join(out, victim), "wb") as f:
+        f.write(b"stale, not the derived instance")
+    for k in range(2):
+        r = t.run(binary, "equalize", "--jobs", "2", "--force", "-o", out, export, env=EPOCH)
+        c.equal(r.rc, 0, f"--force run {k + 1}: exit 0")
+        c.check(tree_digest(out) == first, f"--force run {k + 1}: every output as first written")
+        hidden = [rel for rel in tree_digest(out, skip_hidden=False) if rel not in first]
+        c.check(hidden == [], f"--force run {k + 1}: no temporary file left ({hidden[:3]})")
+
+
 def check_outdir_inside_input(c, binary, tmp, export):
     for option, args in (("-o", ["-o", os.path.join(export, "PATIENT001", "out")]),
                          ("-o", ["-o", export]),
@@ -365,6 +382,7 @@ def main():
         check_shards(c, binary, tmp, export)
         check_dry_run_and_modality(c, binary, tmp)
         check_outdir_inside_input(c, binary, tmp, export)
+        check_force(c, binary, tmp, export)
         check_memory(c, binary, tmp)
         check_progress(c, binary, tmp, export)
     finally:
