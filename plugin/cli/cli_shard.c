@@ -39,13 +39,22 @@ int cli_shard_resolve(const char *command, cli_batch_options *b)
             return cli_usage_error(command, "--shard-count goes with --shard auto, not --shard I/N");
         return -1;
     }
-    uint32_t id, min = 0, max, count = 0;
+    uint32_t id, min = 0, max = 0, count = 0, step = 1;
     if (env_u32("SLURM_ARRAY_TASK_ID", &id) == 0) {
-        int has_min = env_u32("SLURM_ARRAY_TASK_MIN", &min) == 0;
+        const int has_min = env_u32("SLURM_ARRAY_TASK_MIN", &min) == 0;
+        const int has_max = env_u32("SLURM_ARRAY_TASK_MAX", &max) == 0 && has_min && max >= min;
+        const int has_count = env_u32("SLURM_ARRAY_TASK_COUNT", &count) == 0;
         if (!has_min)
             min = 0;
-        if (env_u32("SLURM_ARRAY_TASK_COUNT", &count) != 0 && has_min &&
-            env_u32("SLURM_ARRAY_TASK_MAX", &max) == 0 && max >= min)
+        /* ID - MIN is the index only in a contiguous range: with steps or a list (0-30:2, 1,4,9)
+         * some indices would never run, silently. */
+        if ((env_u32("SLURM_ARRAY_TASK_STEP", &step) == 0 && step != 1) ||
+            (has_max && has_count && count != max - min + 1))
+            return cli_usage_error(command,
+                                   "--shard auto: the Slurm array %u-%u holds %u task(s), not a "
+                                   "contiguous range (an array with steps or a list needs "
+                                   "--shard I/N)", min, max, count);
+        if (!has_count && has_max)
             count = max - min + 1;
         if (b->shard_count_option)
             count = b->shard_count_option;

@@ -224,6 +224,15 @@ def check_shards(c, binary, tmp, export):
     c.equal(tree_digest(slurm), tree_digest(whole), "Slurm array: the unsharded outputs")
     c.check(os.path.isfile(os.path.join(slurm, f"dicomhist-manifest-2-of-{n}.jsonl")),
             "Slurm task 7 of 5..7 is shard 2")
+    # An array with steps (0-4:2) or a list (1,4,9): ID - MIN is no index, refused.
+    for what, env in (("steps", dict(SLURM_ARRAY_TASK_ID="2", SLURM_ARRAY_TASK_MIN="0",
+                                     SLURM_ARRAY_TASK_MAX="4", SLURM_ARRAY_TASK_COUNT="3",
+                                     SLURM_ARRAY_TASK_STEP="2")),
+                      ("a list", dict(SLURM_ARRAY_TASK_ID="1", SLURM_ARRAY_TASK_MIN="1",
+                                      SLURM_ARRAY_TASK_MAX="9", SLURM_ARRAY_TASK_COUNT="3"))):
+        r = t.run(binary, "equalize", "--shard", "auto", "-o", os.path.join(tmp, "x"), export,
+                  env=env)
+        c.check(r.rc == 2 and "--shard I/N" in r.err, f"Slurm array with {what}: usage error")
     k8s = os.path.join(tmp, "k8s")
     for index in range(n):
         env = dict(EPOCH, JOB_COMPLETION_INDEX=str(index))
