@@ -18,11 +18,27 @@ uint32_t cli_shard_of(const char *identity, uint32_t count)
     return count ? (uint32_t)(h % count) : 0;
 }
 
-/* An environment variable as a whole number; returns 0, or -1 when absent or not a number. */
-static int env_u32(const char *name, uint32_t *out)
+/* The scheduler's variables as whole numbers. `has` says which are set; a set one that is not a
+ * number is a usage error, never taken for absent (JOB_COMPLETION_INDEX=x is not "unset"). */
+enum { SLURM_ID, SLURM_MIN, SLURM_MAX, SLURM_COUNT, SLURM_STEP, K8S_INDEX, VARIABLES };
+static const char *const variable_names[VARIABLES] = {
+    "SLURM_ARRAY_TASK_ID",    "SLURM_ARRAY_TASK_MIN",  "SLURM_ARRAY_TASK_MAX",
+    "SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_STEP", "JOB_COMPLETION_INDEX"};
+
+static int read_variables(const char *command, uint32_t value[VARIABLES], int has[VARIABLES])
 {
-    const char *v = getenv(name);
-    return v && text_parse_u32(v, 0, 100000000, out) == 0 ? 0 : -1;
+    for (int i = 0; i < VARIABLES; i++) {
+        const char *v = getenv(variable_names[i]);
+        has[i] = 0;
+        value[i] = 0;
+        if (!v || !*v)
+            continue;
+        if (text_parse_u32(v, 0, 100000000, &value[i]) != 0)
+            return cli_usage_error(command, "--shard auto: %s is '%s', not a whole number",
+                                   variable_names[i], v);
+        has[i] = 1;
+    }
+    return -1;
 }
 
 int cli_shard_resolve(const char *command, cli_batch_options *b)
@@ -39,22 +55,24 @@ int cli_shard_resolve(const char *command, cli_batch_options *b)
             return cli_usage_error(command, "--shard-count goes with --shard auto, not --shard I/N");
         return -1;
     }
-    uint32_t id, min = 0, max = 0, count = 0, step = 1;
-    if (env_u32("SLURM_ARRAY_TASK_ID", &id) == 0) {
-        const int has_min = env_u32("SLURM_ARRAY_TASK_MIN", &min) == 0;
-        const int has_max = env_u32("SLURM_ARRAY_TASK_MAX", &max) == 0 && has_min && max >= min;
-        const int has_count = env_u32("SLURM_ARRAY_TASK_COUNT", &count) == 0;
-        if (!has_min)
-            min = 0;
+    uint32_t value[VARIABLES];
+    int has[VARIABLES];
+    int status = read_variables(command, value, has);
+    if (status >= 0)
+        return status;
+    if (has[SLURM_ID]) {
+        const uint32_t id = value[SLURM_ID], min = value[SLURM_MIN], max = value[SLURM_MAX];
+        const int has_max = has[SLURM_MIN] && has[SLURM_MAX] && max >= min;
+        uint32_t count = value[SLURM_COUNT];
         /* ID - MIN is the index only in a contiguous range: with steps or a list (0-30:2, 1,4,9)
          * some indices would never run, silently. */
-        if ((env_u32("SLURM_ARRAY_TASK_STEP", &step) == 0 && step != 1) ||
-            (has_max && has_count && count != max - min + 1))
+        if ((has[SLURM_STEP] && value[SLURM_STEP] != 1) ||
+            (has_max && has[SLURM_COUNT] && count != max - min + 1))
             return cli_usage_error(command,
                                    "--shard auto: the Slurm array %u-%u holds %u task(s), not a "
                                    "contiguous range (an array with steps or a list needs "
                                    "--shard I/N)", min, max, count);
-        if (!has_count && has_max)
+        if (!has[SLURM_COUNT] && has_max)
             count = max - min + 1;
         if (b->shard_count_option)
             count = b->shard_count_option;
@@ -67,7 +85,8 @@ int cli_shard_resolve(const char *command, cli_batch_options *b)
         b->shard_count = count;
         return -1;
     }
-    if (env_u32("JOB_COMPLETION_INDEX", &id) == 0) {
+    if (has[K8S_INDEX]) {
+        const uint32_t id = value[K8S_INDEX];
         if (!b->shard_count_option)
             return cli_usage_error(command, "--shard auto under a Kubernetes Indexed Job needs "
                                             "--shard-count N (the Job's completions)");

@@ -245,6 +245,11 @@ def check_shards(c, binary, tmp, export):
                         export], env=dict(clean, JOB_COMPLETION_INDEX="1"), capture_output=True)
     c.check(p.returncode == 2 and b"--shard-count" in p.stderr,
             "Kubernetes index without --shard-count: usage error")
+    p = subprocess.run([binary, "equalize", "--shard", "auto", "--shard-count", "2", "-o",
+                        os.path.join(tmp, "x"), export],
+                       env=dict(clean, JOB_COMPLETION_INDEX="x"), capture_output=True)
+    c.check(p.returncode == 2 and b"JOB_COMPLETION_INDEX is 'x', not a whole number" in p.stderr,
+            "a scheduler variable that is not a number: named as such, not taken for unset")
     for bad in ("3/3", "1", "a/2", "-1/2"):
         r = t.run(binary, "equalize", "--shard", bad, "-o", os.path.join(tmp, "x"), export)
         c.equal(r.rc, 2, f"--shard {bad}: usage error")
