@@ -82,17 +82,13 @@ static dh_status caller_instance_uid(dh_ctx *ctx, const dh_derive_params *p, con
     return DH_OK;
 }
 
-/* The source's SOPInstanceUID, for name-based UIDs (its path when it has none). */
-static dh_status source_uid(dh_ctx *ctx, const char *path, char out[DH_DICOM_UID_LEN * 4])
+/* The source's SOPInstanceUID, for name-based UIDs (its path when it has none): as read with
+ * the volume's pixels, never from the file again. */
+static void source_uid(const dh_volume *v, const dh_eq_source *src,
+                       char out[DH_DICOM_UID_LEN * 4])
 {
-    char msg[DH_DICOM_MSG_LEN];
-    dh_dicom_image *m = NULL;
-    dh_status st = dh_dicom_read_file(path, 0, &m, msg, sizeof msg);
-    if (st != DH_OK)
-        return dh_ctx_fail(ctx, st, "%s: %s", path, msg);
-    snprintf(out, DH_DICOM_UID_LEN * 4, "%s", m->sop_instance_uid[0] ? m->sop_instance_uid : path);
-    dh_dicom_image_free(m);
-    return DH_OK;
+    const char *uid = v->slice[src->slice_of_frame[0]].sop_uid;
+    snprintf(out, DH_DICOM_UID_LEN * 4, "%s", uid[0] ? uid : src->path);
 }
 
 /* An existing output that is already this very instance (DH_EXISTING_KEEP): 1 when it is. */
@@ -174,9 +170,8 @@ dh_status dh_equalized_write_dicom_with(dh_ctx *ctx, const dh_volume *v, const d
         st = dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "out of memory");
         goto fail;
     }
-    if (wp.uids == DH_UIDS_DERIVED && (!wp.series_uid || !wp.instance_uid) &&
-        (st = source_uid(ctx, src[0].path, source)) != DH_OK)
-        goto fail;
+    if (wp.uids == DH_UIDS_DERIVED && (!wp.series_uid || !wp.instance_uid))
+        source_uid(v, &src[0], source);
     if ((st = series_uid_for(ctx, v, r, &wp, source, s->series_uid)) != DH_OK)
         goto fail;
     const char *op = strstr(r->description, "window/level") ? " windowed" : " equalized";
@@ -216,8 +211,9 @@ dh_status dh_equalized_write_dicom_with(dh_ctx *ctx, const dh_volume *v, const d
             }
         } else if (wp.uids == DH_UIDS_DERIVED) {
             const char *parts[] = {"instance", source, r->description};
-            if ((i > 0 && source_uid(ctx, src[i].path, source) != DH_OK) ||
-                dh_uid_from_name(uid, parts, 3) != 0) {
+            if (i > 0)
+                source_uid(v, &src[i], source);
+            if (dh_uid_from_name(uid, parts, 3) != 0) {
                 st = dh_ctx_fail(ctx, DH_ERR_INTERNAL, "%s: cannot name the file's UID", path);
                 free(path);
                 goto fail;

@@ -40,6 +40,9 @@ static void decode_one(void *arg, size_t slot)
         } else {
             size_t bytes = dh_volume_slice_bytes(j->volume);
             memcpy((unsigned char *)j->volume->data + slot * bytes, img->pixels, bytes);
+            /* Kept for the derived files' UIDs, so that no header is read again for it. */
+            memcpy(j->volume->slice[slot].sop_uid, img->sop_instance_uid,
+                   sizeof j->volume->slice[slot].sop_uid);
         }
     }
     dh_dicom_image_free(img);
@@ -102,6 +105,8 @@ static int load_files(dh_ctx *ctx, const dh_plan *p, const dh_plan_series *g, dh
                     bytes);
         dh_volume_note_lossy(v, f->slice.is_lossy, f->slice.lossy_method);
         dh_slice_info *s = &v->slice[kept];
+        if (kept != i)
+            memcpy(s->sop_uid, v->slice[i].sop_uid, sizeof s->sop_uid);
         if (!(s->source = strdup(f->path)))
             goto done;
         s->frame = 0;

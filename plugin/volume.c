@@ -358,6 +358,7 @@ dh_status dh_volume_from_image(dh_ctx *ctx, dh_dicom_image *image, const char *p
     for (uint32_t f = 0; f < v->slices; f++) {
         dh_slice_info *s = &v->slice[f];
         s->frame = f;
+        memcpy(s->sop_uid, image->sop_instance_uid, sizeof s->sop_uid);
         s->instance_number = image->has_instance_number ? image->instance_number : 0;
         if (image->frame_positions) {
             memcpy(s->position, image->frame_positions + 3 * (size_t)f, sizeof s->position);

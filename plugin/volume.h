@@ -13,6 +13,7 @@
 /* Where one slice of a volume came from. */
 typedef struct dh_slice_info {
     char *source;    /* the file */
+    char sop_uid[DH_DICOM_UID_LEN]; /* its SOPInstanceUID, "" when it has none */
     uint32_t frame;  /* frame in that file, 0-based */
     double location; /* position along the slice normal; the slice index when unknown */
     int has_position;
