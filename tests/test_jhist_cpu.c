@@ -27,6 +27,11 @@ static void check_axis_all_values(uint32_t bins, int32_t lo, int32_t hi)
         if (got != want || dh_jaxis_bin(&a, v) != want)
             ck_abort_msg("bins %u range %d:%d value %d: fast %u, def %u, want %u", bins, lo, hi,
                          v, got, dh_jaxis_bin(&a, v), want);
+        if (want != DH_JHIST_SKIP &&
+            dh_jaxis_mul_bin(dh_jaxis_mul_init(bins, a.width), (uint32_t)(v - lo)) != want)
+            ck_abort_msg("bins %u range %d:%d value %d: multiply form %u, want %u", bins, lo, hi,
+                         v, dh_jaxis_mul_bin(dh_jaxis_mul_init(bins, a.width), (uint32_t)(v - lo)),
+                         want);
     }
 }
 
@@ -50,6 +55,24 @@ START_TEST(test_axis_exact)
                                                                : 65536u);
         check_axis_all_values(2 + dh_test_rng_below(&rng, 255), lo, hi);
     }
+    /* The multiply form at every width up to 2^12 + 1 and at the widths around each power of
+     * two (where its shift changes), every offset, several bin counts. */
+    static const uint32_t mbins[] = {2, 3, 64, 100, 256};
+    for (size_t b = 0; b < sizeof mbins / sizeof mbins[0]; b++)
+        for (uint32_t w = 1; w <= 65536; w = w < 4097 ? w + 1 : w * 2) {
+            for (int d = -1; d <= 1; d++) {
+                const uint32_t width = w > 4097 ? w + d : w;
+                if (width > 65536 || (w <= 4097 && d != 0))
+                    continue;
+                const dh_jaxis_mul f = dh_jaxis_mul_init(mbins[b], width);
+                for (uint32_t off = 0; off < width; off++) {
+                    const uint32_t want = (uint32_t)((uint64_t)off * mbins[b] / width);
+                    if (dh_jaxis_mul_bin(f, off) != want)
+                        ck_abort_msg("multiply form: bins %u width %u off %u: %u, want %u",
+                                     mbins[b], width, off, dh_jaxis_mul_bin(f, off), want);
+                }
+            }
+        }
 }
 END_TEST
 
