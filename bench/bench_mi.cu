@@ -15,6 +15,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -192,8 +193,40 @@ static double time_single(dh_jhist_gpu *g, const uint16_t *d_mov, size_t stride,
 
 /* Graph replay: one evaluation per graph (median us per replay), and `chain` evaluations in one
  * graph (us per evaluation, launch cost amortized). */
+/* Median us of fn() followed by a wait for the stream, on the host clock: what a caller that
+ * needs the result before going on sees. */
+template <class F> static double host_us(cudaStream_t s, int reps, F fn)
+{
+    std::vector<float> t;
+    for (int i = 0; i < reps + 10; i++) {
+        const auto t0 = std::chrono::steady_clock::now();
+        fn();
+        CK(cudaStreamSynchronize(s));
+        const auto t1 = std::chrono::steady_clock::now();
+        if (i >= 10)
+            t.push_back(std::chrono::duration<float, std::micro>(t1 - t0).count());
+    }
+    return bench_median(t);
+}
+
+/* The floor under host_us: an empty kernel launched, and captured as a one-node graph. */
+__global__ void empty_kernel() {}
+static void launch_floor(cudaStream_t s, int reps, double *kernel_us, double *graph_us)
+{
+    *kernel_us = host_us(s, reps, [&] { empty_kernel<<<1, 32, 0, s>>>(); });
+    cudaGraph_t gr;
+    cudaGraphExec_t ex;
+    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    empty_kernel<<<1, 32, 0, s>>>();
+    CK(cudaStreamEndCapture(s, &gr));
+    CK(cudaGraphInstantiate(&ex, gr, 0));
+    *graph_us = host_us(s, reps, [&] { CK(cudaGraphLaunch(ex, s)); });
+    CK(cudaGraphExecDestroy(ex));
+    CK(cudaGraphDestroy(gr));
+}
+
 static void time_graph(dh_jhist_gpu *g, const uint16_t *d_mov, int has_range, dh_mi_values *d_out,
-                       cudaStream_t s, int reps, double *one, double *chained)
+                       cudaStream_t s, int reps, double *one, double *chained, double *seen)
 {
     const int chain = 100;
     cudaGraph_t gr1, grn;
@@ -209,6 +242,7 @@ static void time_graph(dh_jhist_gpu *g, const uint16_t *d_mov, int has_range, dh
     CK(cudaGraphInstantiate(&exn, grn, 0));
     *one = bench_median_each_us(s, 5, reps, [&] { CK(cudaGraphLaunch(ex1, s)); });
     *chained = bench_median_each_us(s, 2, 10, [&] { CK(cudaGraphLaunch(exn, s)); }) / chain;
+    *seen = host_us(s, reps, [&] { CK(cudaGraphLaunch(ex1, s)); });
     CK(cudaGraphExecDestroy(ex1));
     CK(cudaGraphExecDestroy(exn));
     CK(cudaGraphDestroy(gr1));
@@ -356,8 +390,14 @@ int main(int argc, char **argv)
     printf("\n## One evaluation (device us, median of %d; range given = one launch; found = "
            "the image's min..max, still one launch)\n",
            reps);
+    double floor_kernel, floor_graph;
+    launch_floor(s, reps, &floor_kernel, &floor_graph);
+    printf("floor as a caller sees it (host clock, launch + wait): empty kernel %.2f us, empty "
+           "one-node graph %.2f us\n",
+           floor_kernel, floor_graph);
     printf("| size | bins | C x G | check | single, range given | single, range found | graph "
-           "replay | graph, 100 chained (per eval) |\n|---|---|---|---|---|---|---|---|\n");
+           "replay | graph, 100 chained (per eval) | graph replay + wait, host clock |\n"
+           "|---|---|---|---|---|---|---|---|---|\n");
     const uint32_t bins_list[] = {32, 64, 256};
     for (size_t side : {256, 512}) {
         size_t n = side * side;
@@ -376,11 +416,11 @@ int main(int argc, char **argv)
             ok = check(g, p, mov.data(), n, bins, 0, d_out, 0) && ok;
             double given = time_single(g, d_mov, 0, 1, 1, d_out, s, reps);
             double found = time_single(g, d_mov, 0, 1, 0, d_out, s, reps);
-            double one, chained;
-            time_graph(g, d_mov, 1, d_out, s, reps, &one, &chained);
-            printf("| %zux%zu | %u | %u x %u | %s | %.2f | %.2f | %.2f | %.2f |\n", side, side, bins,
-                   t.cluster, t.clusters_per_image, ok ? "ok" : "MISMATCH", given, found, one,
-                   chained);
+            double one, chained, seen;
+            time_graph(g, d_mov, 1, d_out, s, reps, &one, &chained, &seen);
+            printf("| %zux%zu | %u | %u x %u | %s | %.2f | %.2f | %.2f | %.2f | %.2f |\n", side,
+                   side, bins, t.cluster, t.clusters_per_image, ok ? "ok" : "MISMATCH", given,
+                   found, one, chained, seen);
             fflush(stdout);
             dh_jhist_gpu_free(g);
         }
@@ -430,9 +470,9 @@ int main(int argc, char **argv)
         printf("| bins | batch | blocks per SM | check | us per launch | evaluations/s |\n"
                "|---|---|---|---|---|---|\n");
         for (uint32_t bins : {32u, 64u})
-            for (uint32_t bp : {2u, 3u, 4u}) {
+            for (uint32_t bp : {2u, 3u, 4u, 8u}) { /* 8: blocks of 256 threads */
                 prepared p = prepare(ib.fixed.data(), n, bins);
-                dh_jhist_gpu_tuning want = {1, 0, 512, 0, bp};
+                dh_jhist_gpu_tuning want = {1, 0, bp == 8 ? 256u : 512u, 0, bp};
                 dh_jhist_gpu *g = make_gpu(p, n, bins, max_batch, &want);
                 for (uint32_t batch : {256u, 1024u}) {
                     evaluate(g, d_movs, n, batch, 1, d_out, s);
@@ -446,21 +486,24 @@ int main(int argc, char **argv)
                 }
                 dh_jhist_gpu_free(g);
             }
-        /* one shared atomic per pixel against one per run (dh_jhist_gpu_tuning.no_run_merge) */
-        printf("\n## Run merge, 256x256 batch 1024 (us per launch, median of 20; automatic "
-               "layout)\n| bins | per | check | us per launch | evaluations/s |\n"
+        /* The count loops: the branch-free one (default for 32-bit counters without a mask),
+         * the run-merging one (classic_count, the default before run 28) with one shared atomic
+         * per run or per pixel (no_run_merge). */
+        printf("\n## Count loop, 256x256 batch 1024 (us per launch, median of 20; automatic "
+               "layout)\n| bins | loop | check | us per launch | evaluations/s |\n"
                "|---|---|---|---|---|\n");
         for (uint32_t bins : {64u, 256u})
-            for (uint32_t nm : {0u, 1u}) {
+            for (uint32_t nm : {0u, 2u, 3u}) {
                 prepared p = prepare(ib.fixed.data(), n, bins);
-                dh_jhist_gpu_tuning want = {0, 0, 0, 0, 0, nm};
+                dh_jhist_gpu_tuning want = {0, 0, 0, 0, 0, nm & 1u, nm >> 1};
                 dh_jhist_gpu *g = make_gpu(p, n, bins, max_batch, &want);
                 evaluate(g, d_movs, n, max_batch, 1, d_out, s);
                 bool ok = check(g, p, movs, n, bins, 1, d_out, 0) &&
                           check(g, p, movs + (size_t)(max_batch - 1) * n, n, bins, 1, d_out,
                                 max_batch - 1);
                 double us = time_single(g, d_movs, n, max_batch, 1, d_out, s, 20);
-                printf("| %u | %s | %s | %.1f | %.3g |\n", bins, nm ? "pixel" : "run",
+                printf("| %u | %s | %s | %.1f | %.3g |\n", bins,
+                       nm == 0 ? "default" : nm == 2 ? "classic, per run" : "classic, per pixel",
                        ok ? "ok" : "MISMATCH", us, max_batch / (us * 1e-6));
                 fflush(stdout);
                 dh_jhist_gpu_free(g);

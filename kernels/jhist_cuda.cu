@@ -92,6 +92,7 @@ struct eval_args {
     dh_mi_values *out;  /* K records */
     uint32_t skip;      /* DH_JHIST_STAGE_* bits left out (bench_mi's stage timing only) */
     int no_merge;       /* tuning's no_run_merge */
+    int classic_count;  /* tuning's classic_count */
     /* float32 moving images (DRRs): image k at moving_f32 + k * stride, binned by dh_faxis_bin
      * over [flo, fhi]; NULL for stored values. vec then means 16-byte loads of 4 floats. */
     const float *moving_f32;
@@ -319,6 +320,65 @@ __device__ uint32_t count_share(cg::cluster_group &cluster, const eval_args &a, 
     return counted;
 }
 
+/* count_share for 32-bit counters without a mask (the batched registration case), without a
+ * branch per pixel: the bin by one multiply-high (dh_jaxis_mul_bin), and every pixel one
+ * increment of 1 (ATOMS.POPC.INC: the hardware merges lanes that hit one cell), a pixel that
+ * does not count (fixed bin SKIP, moving value outside lo..hi) going to `sink`, a shared word
+ * that the kernel zeroes first. Returns the pixels this thread visited: the block's N is their
+ * sum less the sink's count, so no pixel pays for counting itself. Run merging and the
+ * per-pixel branches of count_share cost about 40% more time (bench/NOTES.md run 29). */
+template <bool SIGNED>
+__device__ uint32_t count_plain(const eval_args &a, const uint16_t *img, uint32_t *hist,
+                                uint32_t *sink, size_t part, size_t parts, int32_t lo,
+                                uint32_t width)
+{
+    const uint32_t bm = a.bins_moving;
+    const dh_jaxis_mul mul = dh_jaxis_mul_init(bm, width);
+    const size_t n = a.n, nv = a.vec ? n >> 3 : 0, step = parts * blockDim.x;
+    uint32_t visited = 0;
+    uint4 fq = make_uint4(0, 0, 0, 0), mq = fq;
+    if (part * blockDim.x + threadIdx.x < nv) {
+        const size_t u = part * blockDim.x + threadIdx.x;
+        fq = __ldg((const uint4 *)a.fixed_bins + u);
+        mq = __ldg((const uint4 *)img + u);
+    }
+    for (size_t base = part * blockDim.x; base < nv; base += step) {
+        const size_t u = base + threadIdx.x, un = u + step;
+        const uint4 cf = fq, cm = mq;
+        if (un < nv) { /* the next step's loads in flight while this one counts */
+            fq = __ldg((const uint4 *)a.fixed_bins + un);
+            mq = __ldg((const uint4 *)img + un);
+        }
+        if (u < nv) {
+            const uint32_t fw[4] = {cf.x, cf.y, cf.z, cf.w}, mw[4] = {cm.x, cm.y, cm.z, cm.w};
+#pragma unroll
+            for (int j = 0; j < 8; j++) {
+                const uint32_t sh = (j & 1) * 16;
+                const uint32_t f = (fw[j >> 1] >> sh) & 0xFFFFu;
+                const uint32_t off = (uint32_t)(sample((mw[j >> 1] >> sh) & 0xFFFFu, SIGNED) - lo);
+                const bool ok = (off < width) & (f != DH_JHIST_SKIP);
+                atomicAdd(ok ? hist + f * bm + dh_jaxis_mul_bin(mul, off) : sink, 1u);
+            }
+            visited += 8;
+        }
+    }
+    for (size_t i = nv * 8 + part * blockDim.x + threadIdx.x; i < n; i += step) {
+        const uint32_t f = a.fixed_bins[i];
+        const uint32_t off = (uint32_t)(sample(img[i], SIGNED) - lo);
+        const bool ok = (off < width) & (f != DH_JHIST_SKIP);
+        atomicAdd(ok ? hist + f * bm + dh_jaxis_mul_bin(mul, off) : sink, 1u);
+        visited++;
+    }
+    return visited;
+}
+
+/* Whether count_stored counts with count_plain (stored values, 32-bit counters, no mask). */
+template <bool PACKED> __device__ __forceinline__ bool plain_count(const eval_args &a,
+                                                                  const uint8_t *val)
+{
+    return !PACKED && !val && !a.classic_count && !a.moving_f32;
+}
+
 template <bool PACKED, bool MERGE>
 __device__ uint32_t count_signs(cg::cluster_group &cluster, const eval_args &a,
                                 const uint16_t *img, const uint8_t *val, uint32_t *hist,
@@ -345,6 +405,12 @@ __device__ uint32_t count_stored(cg::cluster_group &cluster, const eval_args &a,
                                  uint32_t *red, size_t part, size_t parts, int32_t lo,
                                  uint32_t width, uint32_t magic)
 {
+    if (plain_count<PACKED>(a, val)) { /* returns pixels visited; mi_kernel subtracts the sink */
+        /* the word after this block's share (smem_layout) */
+        uint32_t *sink = red + (((a.cells + 255) >> 8) << a.lb_shift);
+        return a.is_signed ? count_plain<true>(a, img, hist, sink, part, parts, lo, width)
+                           : count_plain<false>(a, img, hist, sink, part, parts, lo, width);
+    }
     if (a.no_merge)
         return count_signs<PACKED, false>(cluster, a, img, val, hist, red, part, parts, lo, width,
                                           magic);
@@ -468,6 +534,24 @@ template <typename Get> __device__ __forceinline__ double warp_tree256(Get get)
     return v[0];
 }
 
+/* mi_scores.h's tree over W entries (x[t] += x[t + s] for s = W / 2 .. 1) evaluated depth first
+ * by one thread: entry t of level s is entry t plus entry t + s of level 2s, the leaves (level W)
+ * are get(t). The same additions as the levels, so the same bits; a few doubles live at once. */
+template <uint32_t S, uint32_t W, class Get>
+__device__ __forceinline__ double thread_tree(const Get &get, uint32_t t)
+{
+    if constexpr (S == W)
+        return get(t);
+    else
+        return __dadd_rn(thread_tree<2 * S, W>(get, t), thread_tree<2 * S, W>(get, t + S));
+}
+
+/* dh_mi_term as one call: thread_tree inlines a leaf per row, and the logarithm once is enough. */
+__device__ __noinline__ double cell_term(uint32_t c, uint64_t n, double ln_n)
+{
+    return dh_mi_term(c, n, ln_n);
+}
+
 /* PACKED: 16-bit counters; THR, MINB: the launch bounds (512 threads and 3 or 4 blocks per SM
  * cap the registers so more one-block images run on an SM at once). */
 template <bool PACKED, int THR, int MINB>
@@ -516,8 +600,10 @@ __global__ void __launch_bounds__(THR, MINB) mi_kernel(eval_args a)
     }
     for (uint32_t t = tid; t < DH_MI_LANES; t += T)
         rowp[t] = colp[t] = tot_f[t] = tot_m[t] = 0;
-    if (tid == 0)
+    if (tid == 0) {
         s_count = s_n = 0;
+        red[owned] = 0; /* count_plain's sink (smem_layout leaves the room) */
+    }
 
     /* 2. the moving range */
     int32_t lo = a.lo, hi = a.hi;
@@ -565,8 +651,10 @@ __global__ void __launch_bounds__(THR, MINB) mi_kernel(eval_args a)
     if ((tid & 31) == 0 && counted)
         atomicAdd(&s_count, counted);
     __syncthreads();
-    if (a.clusters == 1 && tid < C && s_count)
-        atomicAdd(cluster.map_shared_rank(&s_n, tid), s_count);
+    /* count_plain gave the pixels visited; its sink holds those that did not count */
+    const unsigned long long block_n = s_count - (plain_count<PACKED>(a, val) ? red[owned] : 0);
+    if (a.clusters == 1 && tid < C && block_n)
+        atomicAdd(cluster.map_shared_rank(&s_n, tid), block_n);
     /* 4. flush into the owners' shares */
     if (!direct && !(skip & DH_JHIST_STAGE_REDUCE))
         flush<PACKED>(cluster, hist, red, cells, lb_shift, false);
@@ -666,13 +754,32 @@ __global__ void __launch_bounds__(THR, MINB) mi_kernel(eval_args a)
         return owned_cell(l, rank, lb_shift) < cells ? dh_mi_term(red[l], n, ln_n) : 0.0;
     };
 
-    /* 5c. each owned lane's rows as mi_scores.h's tree, no barrier; the lane sum goes straight
-     * into block 0's lane_j. Up to 32 rows (up to 128 x 64 bins): a segment of W threads per lane
-     * (W = rows rounded up to a power of two; the CPU's levels exactly), 32 / W lanes per warp;
-     * more rows: one warp per lane. */
+    /* 5c. each owned lane's rows as mi_scores.h's tree; the lane sum goes straight into block
+     * 0's lane_j. Up to 16 rows (64 x 64 bins) of a one-block image: one thread per lane
+     * (thread_tree); up to 32 rows: a segment of W threads per lane (W = rows rounded up to a
+     * power of two; the CPU's levels exactly), 32 / W lanes per warp; more rows: one warp per
+     * lane. */
     if (!(skip & DH_JHIST_STAGE_TREES)) {
         double *lanes0 = cluster.map_shared_rank(lane_j, 0) + (rank << lb_shift);
-        if (rows <= 32) {
+        if (rows <= 16 && LB == 256) {
+            /* One-block images: one thread per lane, its rows' tree in registers; each warp
+             * loads 32 consecutive lanes of a row (no bank conflicts: the segments below load
+             * one lane's rows, all in one bank) and needs no shuffles. 64 bins, batch of 1024
+             * 256x256 pairs: 101.9 us against 106.2 (bench/NOTES.md run 34; two threads per
+             * lane, halves joined through shared memory: 104.4). */
+            for (uint32_t L = tid; L < LB; L += T) {
+                auto get = [&](uint32_t j) -> double {
+                    const uint32_t l = (j << 8) | L;
+                    return j < rows && with_terms && l < cells ? cell_term(red[l], n, ln_n)
+                                                               : 0.0;
+                };
+                lanes0[L] = rows <= 1   ? get(0)
+                            : rows <= 2 ? thread_tree<1, 2>(get, 0)
+                            : rows <= 4 ? thread_tree<1, 4>(get, 0)
+                            : rows <= 8 ? thread_tree<1, 8>(get, 0)
+                                        : thread_tree<1, 16>(get, 0);
+            }
+        } else if (rows <= 32) {
             uint32_t W = 1;
             while (W < rows)
                 W <<= 1;
@@ -745,7 +852,7 @@ void smem_layout(uint32_t cells, uint32_t cluster, uint32_t *region, uint32_t *t
     const uint32_t rows = (cells + 255) / 256;
     const uint32_t terms = rows > 32 ? (owned + rows) * 8 : 0;
     *region = ((hist > terms ? hist : terms) + 15) / 16 * 16;
-    *total = *region + owned * 4;
+    *total = *region + owned * 4 + 16; /* + count_plain's sink word */
 }
 
 uint32_t log2u(uint32_t x)
@@ -767,6 +874,7 @@ struct dh_jhist_gpu {
     uint32_t threads;           /* per block */
     uint32_t blocks_per_sm;     /* tuning's, resolved (kernel_for) */
     uint32_t no_merge;          /* tuning's no_run_merge */
+    uint32_t classic_count;     /* tuning's classic_count */
     uint32_t skip;              /* tuning's stage_skip */
     uint32_t region_bytes, smem_bytes;
     bool packed;
@@ -792,7 +900,7 @@ cudaError_t configure(void (*kernel)(eval_args), uint32_t smem)
 }
 
 /* The kernel for a layout: blocks_per_sm 3 or 4 only for one-block clusters of 512 threads
- * with 32-bit counters (their launch bounds refuse more threads). */
+ * with 32-bit counters, 8 for 256 threads (their launch bounds refuse more threads). */
 void (*kernel_for(bool packed, uint32_t cluster, uint32_t threads,
                   uint32_t blocks_per_sm))(eval_args)
 {
@@ -802,6 +910,8 @@ void (*kernel_for(bool packed, uint32_t cluster, uint32_t threads,
         return mi_kernel<false, 512, 3>;
     if (cluster == 1 && threads == 512 && blocks_per_sm == 4)
         return mi_kernel<false, 512, 4>;
+    if (cluster == 1 && threads == 256 && blocks_per_sm == 8)
+        return mi_kernel<false, 256, 8>;
     return mi_kernel<false, THREADS, 1>;
 }
 
@@ -864,6 +974,7 @@ extern "C" int dh_jhist_gpu_create(const uint16_t *fixed_bins, size_t n, uint32_
     g->packed = g->cells > PACKED_ABOVE_CELLS;
     g->skip = tuning ? tuning->stage_skip : 0;
     g->no_merge = tuning ? tuning->no_run_merge : 0;
+    g->classic_count = tuning ? tuning->classic_count : 0;
 
     /* Cluster size: a batch of small images wants the smallest cluster that fits (the fixed
      * cost of scoring is paid once per image instead of once per block of it, and more images
@@ -891,8 +1002,8 @@ extern "C" int dh_jhist_gpu_create(const uint16_t *fixed_bins, size_t n, uint32_
     }
     g->blocks_per_sm = tuning && tuning->blocks_per_sm ? tuning->blocks_per_sm
                                                        : AUTO_BLOCKS_PER_SM;
-    if (g->blocks_per_sm < 2 || g->blocks_per_sm > 4) {
-        snprintf(msg, msg_len, "%u blocks per SM is not 2, 3 or 4", g->blocks_per_sm);
+    if ((g->blocks_per_sm < 2 || g->blocks_per_sm > 4) && g->blocks_per_sm != 8) {
+        snprintf(msg, msg_len, "%u blocks per SM is not 2, 3, 4 or 8", g->blocks_per_sm);
         delete g;
         return -1;
     }
@@ -993,6 +1104,7 @@ extern "C" void dh_jhist_gpu_get_tuning(const dh_jhist_gpu *g, dh_jhist_gpu_tuni
     t->stage_skip = g->skip;
     t->blocks_per_sm = g->blocks_per_sm;
     t->no_run_merge = g->no_merge;
+    t->classic_count = g->classic_count;
 }
 
 extern "C" int dh_jhist_gpu_evaluate(dh_jhist_gpu *g, const void *d_moving, int is_signed,
@@ -1036,6 +1148,7 @@ extern "C" int dh_jhist_gpu_evaluate(dh_jhist_gpu *g, const void *d_moving, int 
     a.out = d_out;
     a.skip = g->skip;
     a.no_merge = (int)g->no_merge;
+    a.classic_count = (int)g->classic_count;
     if (float_axis) { /* the range is given: no range pass, the record's integer range is 0:0 */
         a.moving_f32 = (const float *)d_moving;
         a.fbins = float_axis->bins;

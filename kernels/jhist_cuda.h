@@ -36,9 +36,12 @@ typedef struct dh_jhist_gpu_tuning {
                                     kernel's stages to leave out; the results are then wrong */
     uint32_t blocks_per_sm;      /* one-block images with 32-bit counters at 512 threads: the
                                     blocks an SM should hold, 2, 3 or 4 (registers capped to
-                                    fit); 0: automatic; ignored elsewhere */
+                                    fit), or 8 at 256 threads; 0: automatic; ignored elsewhere */
     uint32_t no_run_merge;       /* 1: one shared atomic per pixel of 16-bit samples instead of
-                                    one per run of equal cells among a thread's 8 */
+                                    one per run of equal cells among a thread's 8 (the loop of
+                                    masked images and packed counters) */
+    uint32_t classic_count;      /* 1: 32-bit counters without a mask count with that loop too,
+                                    not the branch-free one (the default before run 28) */
 } dh_jhist_gpu_tuning;
 
 /* Stages of one evaluation, for stage_skip (timing, never for results). */

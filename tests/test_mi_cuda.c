@@ -124,6 +124,9 @@ START_TEST(test_bins)
     compare(64, 64, 1031 * 1030, 2, 1, 0, 1, 46);
     compare(256, 256, 1031 * 1030, 1, 0, 0, 0, 47);
     compare(100, 33, 1024 * 1024 + 5, 1, 1, 1, 0, 48);
+    /* 17..32 rows of 256 cells (the per-lane segment trees; up to 16 rows one thread per lane) */
+    compare(96, 64, 256 * 256, 2, 1, 0, 1, 70);
+    compare(128, 64, 300 * 301, 1, 0, 1, 0, 71);
 }
 END_TEST
 
@@ -157,7 +160,10 @@ static void compare_layout_bp(uint32_t bins_f, uint32_t bins_m, size_t n, uint32
     dh_mi_scores_from_joint(want, bins_f, bins_m, valid, &fsum, 0, &rec_want);
     rec_want.moving_lo = lo, rec_want.moving_hi = hi, rec_want.reserved = 0;
 
-    dh_jhist_gpu_tuning t = {cluster, per_image, threads, 0, blocks_per_sm, no_merge};
+    /* no_merge bit 0: no_run_merge; bit 1: classic_count (the run-merging loop for 32-bit
+     * counters without a mask, instead of the branch-free one) */
+    dh_jhist_gpu_tuning t = {cluster, per_image, threads, 0, blocks_per_sm, no_merge & 1,
+                             no_merge >> 1};
     dh_jhist_gpu *g = NULL;
     char msg[512];
     ck_assert_msg(dh_jhist_gpu_create(fbins, n, bins_f, bins_m, 1, valid, fsum, &t, &g, msg,
@@ -231,6 +237,22 @@ START_TEST(test_layouts)
             compare_layout_bp(255, 129, 777 * 333, clusters[c], per_image[g], 0, 0, 1, 1, 1,
                               seed);
         }
+    /* The run-merging loop (and its one-atomic-per-pixel form) where the branch-free one is the
+     * default: 32-bit counters without a mask, one and several blocks per image. */
+    for (size_t c = 0; c < 5; c += 2)
+        for (uint32_t mode = 2; mode <= 3; mode++) {
+            uint64_t seed = 230 + 3 * c + mode;
+            compare_layout_bp(64, 64, 300 * 301, clusters[c], 1, 0, 0, mode, 0, 1, seed);
+            compare_layout_bp(100, 33, 777 * 333, clusters[c], 2, 0, 0, mode, 1, 0, seed);
+            compare_layout_bp(64, 64, 256 * 256, 1, 1, 512, 4, mode, 1, 1, seed);
+        }
+    /* One-block images of 256 threads, 8 per SM. */
+    for (size_t g = 0; g < 2; g++) {
+        compare_layout_bp(64, 64, 256 * 256, 1, per_image[g], 256, 8, 0, 0, 1, 250 + g);
+        compare_layout_bp(32, 100, 300 * 301, 1, per_image[g], 256, 8, 0, 1, 0, 252 + g);
+        compare_layout_bp(2, 3, 1001, 1, per_image[g], 256, 8, 2, 0, 0, 254 + g);
+        compare_layout_bp(128, 128, 777 * 333, 1, per_image[g], 256, 8, 0, 1, 1, 256 + g);
+    }
 }
 END_TEST
 
@@ -271,7 +293,7 @@ static void repeat_layout(uint32_t bins, uint32_t cluster, uint32_t per_image, s
     ck_assert_int_eq(cudaMalloc(&d_out, K * sizeof(dh_mi_values)), cudaSuccess);
     ck_assert_int_eq(cudaMemcpy(d_moving, moving, (size_t)SETS * K * n * 2,
                                 cudaMemcpyHostToDevice), cudaSuccess);
-    dh_jhist_gpu_tuning t = {cluster, per_image, 0, 0, 0, 0};
+    dh_jhist_gpu_tuning t = {cluster, per_image, 0, 0, 0, 0, 0};
     dh_jhist_gpu *g = NULL;
     char msg[512];
     ck_assert_msg(dh_jhist_gpu_create(fbins, n, bins, bins, 256, valid, fsum, &t, &g, msg,
