@@ -21,6 +21,8 @@
 #include <cub/device/device_histogram.cuh>
 #include <cuda_runtime.h>
 
+#include <chrono>
+
 #include <string>
 #include <stdint.h>
 #include <stdio.h>
@@ -370,6 +372,88 @@ int main(int argc, char **argv)
             run_ours(slice(reps - 1), SLICE, 1, 0, &map, c.ours, &w.t);
             printf("  %s: %.2f us, back to back %.2f us, counts vs CUB %s\n", w.name, ms * 1e3,
                    bb * 1e3 / reps, agree(c, 4096));
+        }
+        /* As a caller of the device entry sees one slice: on its own stream, the call and a
+         * wait for it timed on the host clock; then the same call captured once into a CUDA
+         * graph (one per slice of 64 spread over the volume) and replayed, launch + wait on the
+         * host clock and the replay alone between events; floors: an empty kernel and an empty
+         * one-node graph timed the same ways. */
+        {
+            cudaStream_t st;
+            CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+            char msg[512];
+            auto call = [&](int i) {
+                if (dh_hist_cuda_device_tuned(slice(i), 0, SLICE, 1, 0, &map, c.ours, st, nullptr,
+                                              1, msg, sizeof msg)) {
+                    fprintf(stderr, "dh_hist_cuda_device: %s\n", msg);
+                    exit(1);
+                }
+            };
+            auto host_us = [&](auto fn) { /* median of launch + wait, host clock */
+                std::vector<float> t;
+                for (int i = 0; i < reps + 10; i++) {
+                    const auto t0 = std::chrono::steady_clock::now();
+                    fn(i);
+                    CK(cudaStreamSynchronize(st));
+                    const auto t1 = std::chrono::steady_clock::now();
+                    if (i >= 10)
+                        t.push_back(std::chrono::duration<float, std::micro>(t1 - t0).count());
+                }
+                return bench_median(t);
+            };
+            const double call_host = host_us(call);
+            const double empty_host =
+                host_us([&](int) { bench_read_kernel<<<1, 32, 0, st>>>(nullptr, 0, c.sink); });
+            const int graphs = 64;
+            std::vector<cudaGraphExec_t> exec(graphs);
+            bool captured = true;
+            for (int g = 0; g < graphs && captured; g++) {
+                cudaGraph_t graph;
+                CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+                const int rc = dh_hist_cuda_device_tuned(slice(g * 8), 0, SLICE, 1, 0, &map,
+                                                         c.ours, st, nullptr, 1, msg, sizeof msg);
+                const cudaError_t end = cudaStreamEndCapture(st, &graph);
+                if (rc || end != cudaSuccess) {
+                    printf("  graph capture of one slice refused: %s\n",
+                           rc ? msg : cudaGetErrorString(end));
+                    cudaGetLastError();
+                    captured = false;
+                    break;
+                }
+                CK(cudaGraphInstantiate(&exec[g], graph, 0));
+                CK(cudaGraphDestroy(graph));
+            }
+            cudaGraph_t eg;
+            cudaGraphExec_t empty_exec;
+            CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+            bench_read_kernel<<<1, 32, 0, st>>>(nullptr, 0, c.sink);
+            CK(cudaStreamEndCapture(st, &eg));
+            CK(cudaGraphInstantiate(&empty_exec, eg, 0));
+            const double empty_graph_host =
+                host_us([&](int) { CK(cudaGraphLaunch(empty_exec, st)); });
+            printf("  as a caller sees it (own stream, host clock, launch + wait): call %.2f us "
+                   "(empty kernel %.2f us)",
+                   call_host, empty_host);
+            if (captured) {
+                const double graph_host =
+                    host_us([&](int i) { CK(cudaGraphLaunch(exec[i % graphs], st)); });
+                int k = 0;
+                const double graph_ev = bench_median_each_us(
+                    st, 10, reps, [&]() { CK(cudaGraphLaunch(exec[k++ % graphs], st)); });
+                CK(cudaGraphLaunch(exec[graphs - 1], st));
+                CK(cudaStreamSynchronize(st));
+                run_cub(c, slice((graphs - 1) * 8), SLICE, 4096, 0, 4096);
+                printf("; graph replay %.2f us (empty one-node graph %.2f us), replay between "
+                       "events %.2f us, counts vs CUB %s\n",
+                       graph_host, empty_graph_host, graph_ev, agree(c, 4096));
+                for (auto &e : exec)
+                    CK(cudaGraphExecDestroy(e));
+            } else {
+                printf("\n");
+            }
+            CK(cudaGraphExecDestroy(empty_exec));
+            CK(cudaGraphDestroy(eg));
+            CK(cudaStreamDestroy(st));
         }
         /* Shapes of the whole-device kernel for small inputs: samples per block and copies. */
         for (uint64_t per_block : {2048ull, 4096ull, 8192ull, 16384ull}) {
