@@ -510,6 +510,31 @@ int main(int argc, char **argv)
             }
         CK(cudaFree(ib.d_movs));
     }
+    /* 512x512 pairs in batches: the automatic layout (one block per image from one image per
+     * SM on) against a cluster of 16 per image (the layout of one evaluation) */
+    printf("\n## Batched 512x512 pairs, batch 256 (range given; median of 20 launches)\n"
+           "| bins | layout | check | us per launch | evaluations/s |\n|---|---|---|---|---|\n");
+    {
+        const size_t side = 512, n = side * side;
+        const uint32_t batch = 256;
+        image_batch ib = make_batch(side, batch);
+        for (uint32_t bins : {64u, 256u})
+            for (uint32_t cl : {0u, 16u}) {
+                prepared p = prepare(ib.fixed.data(), n, bins);
+                dh_jhist_gpu_tuning want = {cl, 0};
+                dh_jhist_gpu *g = make_gpu(p, n, bins, batch, &want);
+                evaluate(g, ib.d_movs, n, batch, 1, d_out, s);
+                bool ok = check(g, p, ib.movs.data(), n, bins, 1, d_out, 0) &&
+                          check(g, p, ib.movs.data() + (size_t)(batch - 1) * n, n, bins, 1,
+                                d_out, batch - 1);
+                double us = time_single(g, ib.d_movs, n, batch, 1, d_out, s, 20);
+                printf("| %u | %s | %s | %.1f | %.3g |\n", bins, cl ? "cluster of 16" : "auto",
+                       ok ? "ok" : "MISMATCH", us, batch / (us * 1e-6));
+                fflush(stdout);
+                dh_jhist_gpu_free(g);
+            }
+        CK(cudaFree(ib.d_movs));
+    }
 
     /* 3. layouts for one 512x512 evaluation */
     printf("\n## Layout sweep, one 512x512 evaluation, range given (device us, median; "

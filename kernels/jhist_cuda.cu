@@ -877,6 +877,10 @@ struct dh_jhist_gpu {
     uint32_t classic_count;     /* tuning's classic_count */
     uint32_t skip;              /* tuning's stage_skip */
     uint32_t region_bytes, smem_bytes;
+    /* Calls of at least batch_from images (0: never) run one block of 512 threads per image
+     * instead (batch_region, batch_smem): a cluster per image suits few images, one block each
+     * many (bench_mi, batches of 256x256 pairs: 2-16 times the rate). */
+    uint32_t batch_from, batch_region, batch_smem;
     bool packed;
     uint16_t *d_fixed_bins;
     uint32_t *d_joint;
@@ -890,10 +894,25 @@ struct dh_jhist_gpu {
 
 namespace {
 
+/* Lets the kernel launch with up to smem bytes of dynamic shared memory. The limit is the
+ * function's, shared by every fixed image in the process: it is set to the most the device
+ * allows (the same value from any thread), never to this layout's size, which would refuse a
+ * larger layout made earlier. */
 cudaError_t configure(void (*kernel)(eval_args), uint32_t smem)
 {
-    cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           (int)smem);
+    int dev = 0, optin = 0;
+    cudaFuncAttributes fa;
+    cudaError_t err = cudaGetDevice(&dev);
+    if (err == cudaSuccess)
+        err = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+    if (err == cudaSuccess)
+        err = cudaFuncGetAttributes(&fa, kernel);
+    if (err != cudaSuccess)
+        return err;
+    const int most = optin - (int)fa.sharedSizeBytes;
+    if ((int)smem > most)
+        return cudaErrorInvalidValue;
+    err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, most);
     if (err == cudaSuccess)
         err = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
     return err;
@@ -1036,6 +1055,20 @@ extern "C" int dh_jhist_gpu_create(const uint16_t *fixed_bins, size_t n, uint32_
         return dh_cuda_fail(msg, msg_len, "", "fitting a thread-block cluster (sm_90 needed)",
                             err);
     }
+    /* Slices up to a megapixel in calls of one image per SM or more: one block per image (the
+     * layout of small images in batches), where nothing in the tuning fixes the layout. */
+    int sms = 0, dev = 0;
+    if (!g->packed && g->cluster != 1 && n <= (1u << 20) && max_batch > 1 &&
+        !(tuning && (tuning->cluster || tuning->threads || tuning->blocks_per_sm)) &&
+        cudaGetDevice(&dev) == cudaSuccess &&
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess) {
+        smem_layout(g->cells, 1, &g->batch_region, &g->batch_smem);
+        if (configure(kernel_for(false, 1, 512, AUTO_BLOCKS_PER_SM), g->batch_smem) ==
+                cudaSuccess &&
+            active_clusters(false, 1, 512, AUTO_BLOCKS_PER_SM, g->batch_smem) > 0)
+            g->batch_from = (uint32_t)sms;
+    }
+    (void)cudaGetLastError(); /* a refused batch layout is an answer, not an error */
     /* Clusters per image: one up to about a megapixel; beyond, enough to fill the GPU once. */
     uint32_t clusters = 1;
     if (tuning && tuning->clusters_per_image)
@@ -1119,6 +1152,9 @@ extern "C" int dh_jhist_gpu_evaluate(dh_jhist_gpu *g, const void *d_moving, int 
         stride = 0;
         valid_stride = 0;
     }
+    const bool batch = g->batch_from && count >= g->batch_from;
+    const uint32_t cluster = batch ? 1 : g->cluster, threads = batch ? 512 : g->threads;
+    const uint32_t per_sm = batch ? AUTO_BLOCKS_PER_SM : g->blocks_per_sm;
     eval_args a = {};
     a.fixed_bins = g->d_fixed_bins;
     a.moving = (const uint16_t *)d_moving;
@@ -1132,8 +1168,8 @@ extern "C" int dh_jhist_gpu_evaluate(dh_jhist_gpu *g, const void *d_moving, int 
     a.bins_fixed = g->bins_fixed;
     a.bins_moving = g->bins_moving;
     a.cells = g->cells;
-    a.lb_shift = log2u(256 / g->cluster);
-    a.region_bytes = g->region_bytes;
+    a.lb_shift = log2u(256 / cluster);
+    a.region_bytes = batch ? g->batch_region : g->region_bytes;
     a.has_range = has_range;
     a.lo = lo;
     a.hi = hi;
@@ -1171,17 +1207,16 @@ extern "C" int dh_jhist_gpu_evaluate(dh_jhist_gpu *g, const void *d_moving, int 
     cudaLaunchConfig_t cfg = {};
     cudaLaunchAttribute attr;
     attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = g->cluster;
+    attr.val.clusterDim.x = cluster;
     attr.val.clusterDim.y = 1;
     attr.val.clusterDim.z = 1;
-    cfg.gridDim = dim3(count * g->clusters * g->cluster, 1, 1);
-    cfg.blockDim = dim3(g->threads, 1, 1);
-    cfg.dynamicSmemBytes = g->smem_bytes;
+    cfg.gridDim = dim3(count * g->clusters * cluster, 1, 1);
+    cfg.blockDim = dim3(threads, 1, 1);
+    cfg.dynamicSmemBytes = batch ? g->batch_smem : g->smem_bytes;
     cfg.stream = s;
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
-    err = cudaLaunchKernelEx(&cfg, kernel_for(g->packed, g->cluster, g->threads, g->blocks_per_sm),
-                             a);
+    err = cudaLaunchKernelEx(&cfg, kernel_for(g->packed, cluster, threads, per_sm), a);
     if (err == cudaSuccess)
         err = cudaGetLastError();
     if (err != cudaSuccess)

@@ -124,6 +124,13 @@ START_TEST(test_bins)
     compare(64, 64, 1031 * 1030, 2, 1, 0, 1, 46);
     compare(256, 256, 1031 * 1030, 1, 0, 0, 0, 47);
     compare(100, 33, 1024 * 1024 + 5, 1, 1, 1, 0, 48);
+    /* Slices above 2^17 pixels in a call of at least one image per SM: one block per image
+     * instead of a cluster (the batch layout), stored values and masks, and a call of few
+     * images through the same kind of object (the cluster layout). */
+    compare(64, 64, 400 * 400, 140, 0, 1, 0, 80);
+    compare(100, 33, 401 * 399, 133, 1, 0, 1, 81);
+    compare(128, 128, 400 * 400, 133, 0, 0, 0, 82);
+    compare(64, 64, 400 * 400, 7, 0, 1, 0, 83);
     /* 17..32 rows of 256 cells (the per-lane segment trees; up to 16 rows one thread per lane) */
     compare(96, 64, 256 * 256, 2, 1, 0, 1, 70);
     compare(128, 64, 300 * 301, 1, 0, 1, 0, 71);
