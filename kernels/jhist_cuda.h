@@ -25,8 +25,10 @@ extern "C" {
  * max_batch joint histograms, the workspace of multi-cluster images, staging for the host path. */
 typedef struct dh_jhist_gpu dh_jhist_gpu;
 
-/* How an evaluation is spread over the GPU; 0 = chosen from the image size and the device. For
- * benchmarks and tests: every choice gives the same bits. */
+/* How an evaluation is spread over the GPU; 0 = chosen from the image size and the device (and,
+ * with cluster, threads and blocks_per_sm all 0, from each call's image count: one block per image
+ * for calls of at least one image per SM). For benchmarks and tests: every choice gives the same
+ * bits. */
 typedef struct dh_jhist_gpu_tuning {
     uint32_t cluster;            /* blocks per thread-block cluster: 1, 2, 4, 8 or 16 */
     uint32_t clusters_per_image; /* 1, or more for large images (a second, deterministic stage) */
