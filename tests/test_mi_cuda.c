@@ -456,6 +456,11 @@ START_TEST(test_float32)
     compare_f32(64, 64, 1031 * 1030, 1, 1, 1, 204);  /* several clusters per image */
     compare_f32(256, 256, 1031 * 1030, 1, 0, 1, 205); /* and packed flushes mid-count */
     compare_f32(16, 16, 5, 3, 1, 1, 206);            /* smaller than one vector */
+    /* without masks: batches, several clusters, smaller than one vector, the batch layout */
+    compare_f32(32, 100, 97 * 101, 64, 0, 1, 207);
+    compare_f32(64, 64, 1031 * 1030, 1, 0, 0, 208);
+    compare_f32(16, 16, 5, 3, 0, 0, 209);
+    compare_f32(64, 64, 400 * 400, 140, 0, 1, 210);
 }
 END_TEST
 
