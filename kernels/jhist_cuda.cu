@@ -552,6 +552,49 @@ __device__ __noinline__ double cell_term(uint32_t c, uint64_t n, double ln_n)
     return dh_mi_term(c, n, ln_n);
 }
 
+/* The marginals' sums turned into their entropy terms in place (doubles in the 64-bit words;
+ * the fixed one only when the cached sum does not apply), by the whole block. */
+__device__ __forceinline__ void marginal_terms(const eval_args &a, unsigned long long *tot_f,
+                                               unsigned long long *tot_m, bool need_f,
+                                               uint64_t n, double ln_n)
+{
+    for (uint32_t i = threadIdx.x; i < 2 * DH_MI_LANES; i += blockDim.x) {
+        const uint32_t t = i & (DH_MI_LANES - 1);
+        if (i < DH_MI_LANES) {
+            if (need_f)
+                tot_f[t] = __double_as_longlong(
+                    t < a.bins_fixed ? dh_mi_term(tot_f[t], n, ln_n) : 0.0);
+        } else {
+            tot_m[t] = __double_as_longlong(t < a.bins_moving ? dh_mi_term(tot_m[t], n, ln_n)
+                                                              : 0.0);
+        }
+    }
+}
+
+/* Warp 0: the three 256-lane trees (marginal terms, lane sums) and image k's record. */
+__device__ __forceinline__ void lane_trees_record(const eval_args &a, uint32_t k,
+                                                  const unsigned long long *tot_f,
+                                                  const unsigned long long *tot_m,
+                                                  const double *lanes, bool need_f, uint64_t n,
+                                                  int32_t lo, int32_t hi, bool trees, bool finish)
+{
+    double sf = a.fixed_sum, sm = 0.0, sj = 0.0;
+    if (trees) {
+        if (need_f)
+            sf = warp_tree256([&](uint32_t t) { return __longlong_as_double(tot_f[t]); });
+        sm = warp_tree256([&](uint32_t t) { return __longlong_as_double(tot_m[t]); });
+        sj = warp_tree256([&](uint32_t t) { return lanes[t]; });
+    }
+    if (threadIdx.x == 0 && finish) {
+        dh_mi_values r;
+        dh_mi_finish(n, sf, sm, sj, a.log2, &r);
+        r.moving_lo = lo;
+        r.moving_hi = hi;
+        r.reserved = 0;
+        a.out[k] = r;
+    }
+}
+
 /* PACKED: 16-bit counters; THR, MINB: the launch bounds (512 threads and 3 or 4 blocks per SM
  * cap the registers so more one-block images run on an SM at once). */
 template <bool PACKED, int THR, int MINB>
@@ -809,35 +852,14 @@ __global__ void __launch_bounds__(THR, MINB) mi_kernel(eval_args a)
      * the three lane trees, the record */
     const bool need_f = n != a.fixed_valid;
     if (!(skip & DH_JHIST_STAGE_MARGINALS))
-        for (uint32_t i = tid; i < 2 * DH_MI_LANES; i += T) {
-            const uint32_t t = i & (DH_MI_LANES - 1);
-            if (i < DH_MI_LANES) {
-                if (need_f)
-                    tot_f[t] = __double_as_longlong(
-                        t < a.bins_fixed ? dh_mi_term(tot_f[t], n, ln_n) : 0.0);
-            } else {
-                tot_m[t] = __double_as_longlong(t < bm ? dh_mi_term(tot_m[t], n, ln_n) : 0.0);
-            }
-        }
+        marginal_terms(a, tot_f, tot_m, need_f, n, ln_n);
     __syncthreads();
-    if (tid < 32) {
-        double sf = a.fixed_sum, sm = 0.0, sj = 0.0;
-        if (!(skip & DH_JHIST_STAGE_TREES)) {
-            if (need_f)
-                sf = warp_tree256([&](uint32_t t) { return __longlong_as_double(tot_f[t]); });
-            sm = warp_tree256([&](uint32_t t) { return __longlong_as_double(tot_m[t]); });
-            sj = warp_tree256([&](uint32_t t) { return lane_j[t]; });
-        }
-        if (tid == 0 && !(skip & DH_JHIST_STAGE_FINISH)) {
-            dh_mi_values r;
-            dh_mi_finish(n, sf, sm, sj, a.log2, &r);
-            r.moving_lo = lo;
-            r.moving_hi = hi;
-            r.reserved = 0;
-            a.out[k] = r;
-        }
-    }
+    if (tid < 32)
+        lane_trees_record(a, k, tot_f, tot_m, lane_j, need_f, n, lo, hi,
+                          !(skip & DH_JHIST_STAGE_TREES), !(skip & DH_JHIST_STAGE_FINISH));
 }
+
+#include "jhist_cuda_solo.cuh"
 
 /* Private region (histogram, later the terms) and owned-share bytes for C blocks per cluster. */
 void smem_layout(uint32_t cells, uint32_t cluster, uint32_t *region, uint32_t *total)
@@ -881,6 +903,9 @@ struct dh_jhist_gpu {
      * instead (batch_region, batch_smem): a cluster per image suits few images, one block each
      * many (bench_mi, batches of 256x256 pairs: 2-16 times the rate). */
     uint32_t batch_from, batch_region, batch_smem;
+    /* Calls of at least solo_from images (0: never) without masks, of stored values, with
+     * packed counters and at most 65536 pixels: one block per image (jhist_cuda_solo.cuh). */
+    uint32_t solo_from, solo_smem;
     bool packed;
     uint16_t *d_fixed_bins;
     uint32_t *d_joint;
@@ -1068,6 +1093,20 @@ extern "C" int dh_jhist_gpu_create(const uint16_t *fixed_bins, size_t n, uint32_
             active_clusters(false, 1, 512, AUTO_BLOCKS_PER_SM, g->batch_smem) > 0)
             g->batch_from = (uint32_t)sms;
     }
+    if (g->packed && n <= SOLO_MAX_PIXELS && max_batch > 1 && !g->skip &&
+        !(tuning && (tuning->cluster || tuning->threads || tuning->blocks_per_sm)) &&
+        cudaGetDevice(&dev) == cudaSuccess &&
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess) {
+        g->solo_smem = solo_smem_bytes(g->cells);
+        int fit = 0;
+        if (configure(mi_solo_kernel<false>, g->solo_smem) == cudaSuccess &&
+            configure(mi_solo_kernel<true>, g->solo_smem) == cudaSuccess &&
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, mi_solo_kernel<false>,
+                                                          SOLO_THREADS, g->solo_smem) ==
+                cudaSuccess &&
+            fit > 0)
+            g->solo_from = (uint32_t)sms;
+    }
     (void)cudaGetLastError(); /* a refused batch layout is an answer, not an error */
     /* Clusters per image: one up to about a megapixel; beyond, enough to fill the GPU once. */
     uint32_t clusters = 1;
@@ -1199,6 +1238,15 @@ extern "C" int dh_jhist_gpu_evaluate(dh_jhist_gpu *g, const void *d_moving, int 
     }
 
     cudaError_t err;
+    if (g->solo_from && count >= g->solo_from && !float_axis && !d_valid) {
+        if (is_signed)
+            mi_solo_kernel<true><<<count, SOLO_THREADS, g->solo_smem, s>>>(a);
+        else
+            mi_solo_kernel<false><<<count, SOLO_THREADS, g->solo_smem, s>>>(a);
+        if ((err = cudaGetLastError()) != cudaSuccess)
+            return dh_cuda_fail(msg, msg_len, "", "launching the joint-histogram kernel", err);
+        return 0;
+    }
     if (!has_range && g->clusters > 1) {
         range_kernel<<<count * RANGE_BLOCKS, RANGE_THREADS, 0, s>>>(a, g->d_range_parts);
         if ((err = cudaGetLastError()) != cudaSuccess)

@@ -137,6 +137,79 @@ START_TEST(test_bins)
 }
 END_TEST
 
+/* One block per image with packed counters (jhist_cuda_solo.cuh), taken by calls of at least one
+ * image per SM: every record and joint histogram of a batch against the CPU twin, signed and
+ * unsigned, given and found ranges; kind 0 CT-like pairs, 1 constant fixed and moving images (all
+ * n pixels in one cell: 65536 counts, one more than a 16-bit counter holds), 2 two values, 3 the
+ * sample type's extremes. */
+static void compare_solo(uint32_t bf, uint32_t bm, size_t n, uint32_t k, int is_signed,
+                         int has_range, int kind, uint64_t seed)
+{
+    uint16_t *fixed = malloc(n * 2), *moving = malloc((size_t)k * n * 2), *fbins = malloc(n * 2);
+    dh_test_rng rng;
+    dh_test_rng_seed(&rng, seed);
+    const uint16_t ext[2] = {is_signed ? 0x8000u : 0u, is_signed ? 0x7FFFu : 0xFFFFu};
+    dh_test_fill_ct_like(fixed, n, seed);
+    dh_test_fill_ct_like(moving, (size_t)k * n, seed + 1);
+    for (size_t i = 0; i < (size_t)k * n; i++) {
+        if (kind == 1)
+            moving[i] = 1000;
+        else if (kind == 2)
+            moving[i] = dh_test_rng_below(&rng, 2) ? 77 : 3000;
+        else if (kind == 3)
+            moving[i] = ext[dh_test_rng_below(&rng, 2)];
+        if (i < n && kind == 1)
+            fixed[i] = 500;
+    }
+    int32_t flo, fhi, lo = -100, hi = 1900;
+    dh_jhist_minmax(fixed, is_signed, n, NULL, &flo, &fhi);
+    dh_jaxis fa;
+    ck_assert_int_eq(dh_jaxis_init(&fa, bf, flo, fhi), 0);
+    uint64_t marg[256];
+    uint64_t valid = dh_jhist_bin_fixed(fixed, is_signed, n, NULL, &fa, fbins, marg);
+    double fsum = dh_mi_sum_terms_u64(marg, bf, valid, dh_mi_log((double)valid));
+    dh_jhist_gpu *g = NULL;
+    char msg[512];
+    ck_assert_msg(dh_jhist_gpu_create(fbins, n, bf, bm, k, valid, fsum, NULL, &g, msg,
+                                      sizeof msg) == 0, "%s", msg);
+    dh_mi_values *got = malloc(k * sizeof *got);
+    ck_assert_msg(dh_jhist_gpu_evaluate_host(g, moving, is_signed, n, k, NULL, 0, NULL, has_range,
+                                             lo, hi, 0, got, msg, sizeof msg) == 0, "%s", msg);
+    uint32_t *want = malloc((size_t)bf * bm * 4), *gj = malloc((size_t)bf * bm * 4);
+    for (uint32_t i = 0; i < k; i++) {
+        const uint16_t *mi = moving + (size_t)i * n;
+        int32_t ilo = lo, ihi = hi;
+        if (!has_range)
+            dh_jhist_minmax(mi, is_signed, n, NULL, &ilo, &ihi);
+        dh_jaxis ma;
+        ck_assert_int_eq(dh_jaxis_init(&ma, bm, ilo, ihi), 0);
+        dh_jhist_cpu(fbins, bf, mi, is_signed, n, NULL, &ma, want);
+        dh_mi_values rec;
+        dh_mi_scores_from_joint(want, bf, bm, valid, &fsum, 0, &rec);
+        rec.moving_lo = ilo, rec.moving_hi = ihi, rec.reserved = 0;
+        ck_assert_int_eq(dh_jhist_gpu_read_joint(g, i, gj, msg, sizeof msg), 0);
+        ck_assert_msg(memcmp(want, gj, (size_t)bf * bm * 4) == 0,
+                      "solo counts differ: bins %u:%u n %zu kind %d item %u", bf, bm, n, kind, i);
+        ck_assert_msg(memcmp(&rec, &got[i], sizeof rec) == 0,
+                      "solo record differs: bins %u:%u kind %d item %u: mi %.17g vs %.17g", bf,
+                      bm, kind, i, rec.mi, got[i].mi);
+    }
+    dh_jhist_gpu_free(g);
+    free(fixed), free(moving), free(fbins), free(got), free(want), free(gj);
+}
+
+START_TEST(test_solo)
+{
+    compare_solo(256, 256, 256 * 256, 140, 0, 1, 0, 300);
+    compare_solo(256, 256, 256 * 256, 133, 1, 0, 0, 301);
+    compare_solo(256, 256, 256 * 256, 133, 0, 0, 1, 302);
+    compare_solo(256, 256, 256 * 256, 133, 1, 1, 1, 303);
+    compare_solo(200, 129, 255 * 251, 140, 0, 0, 2, 304);
+    compare_solo(256, 100, 1001, 133, 1, 0, 3, 305);
+    compare_solo(129, 256, 257 * 255, 140, 0, 1, 3, 306);
+}
+END_TEST
+
 /* Every cluster layout gives the CPU twin's counts and record bits: cluster sizes 4, 8, 16,
  * one to five clusters per image, signed and unsigned samples, given and found ranges. */
 static void compare_layout_bp(uint32_t bins_f, uint32_t bins_m, size_t n, uint32_t cluster,
@@ -477,6 +550,7 @@ int main(void)
     tcase_add_test(tc, test_layouts);
     tcase_add_test(tc, test_repeats);
     tcase_add_test(tc, test_float32);
+    tcase_add_test(tc, test_solo);
     suite_add_tcase(s, tc);
     return dh_test_run(s);
 }
