@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <chrono>
 #include <vector>
 
 /* The exit status of a CUDA error; a benchmark that keeps 1 for "results differ" sets another
@@ -148,6 +149,39 @@ template <class F> static double bench_median_each_us(cudaStream_t s, int warm, 
     CK(cudaEventDestroy(a));
     CK(cudaEventDestroy(b));
     return bench_median(t);
+}
+
+/* Median us of fn(i) followed by a wait for `s`, on the host clock (after 10 untimed): what a
+ * caller that needs the result before going on sees. */
+template <class F> static double bench_host_us(cudaStream_t s, int reps, F fn)
+{
+    std::vector<float> t;
+    for (int i = 0; i < reps + 10; i++) {
+        const auto t0 = std::chrono::steady_clock::now();
+        fn(i);
+        CK(cudaStreamSynchronize(s));
+        const auto t1 = std::chrono::steady_clock::now();
+        if (i >= 10)
+            t.push_back(std::chrono::duration<float, std::micro>(t1 - t0).count());
+    }
+    return bench_median(t);
+}
+
+/* The floor under bench_host_us: an empty kernel launched, and captured as a one-node graph and
+ * replayed, each timed the same way. */
+static void bench_launch_floor(cudaStream_t s, int reps, double *kernel_us, double *graph_us)
+{
+    *kernel_us = bench_host_us(
+        s, reps, [&](int) { bench_read_kernel<<<1, 32, 0, s>>>(nullptr, 0, nullptr); });
+    cudaGraph_t gr;
+    cudaGraphExec_t ex;
+    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    bench_read_kernel<<<1, 32, 0, s>>>(nullptr, 0, nullptr);
+    CK(cudaStreamEndCapture(s, &gr));
+    CK(cudaGraphInstantiate(&ex, gr, 0));
+    *graph_us = bench_host_us(s, reps, [&](int) { CK(cudaGraphLaunch(ex, s)); });
+    CK(cudaGraphExecDestroy(ex));
+    CK(cudaGraphDestroy(gr));
 }
 
 #endif /* DH_BENCH_COMMON_CUH */

@@ -21,8 +21,6 @@
 #include <cub/device/device_histogram.cuh>
 #include <cuda_runtime.h>
 
-#include <chrono>
-
 #include <string>
 #include <stdint.h>
 #include <stdio.h>
@@ -389,21 +387,9 @@ int main(int argc, char **argv)
                     exit(1);
                 }
             };
-            auto host_us = [&](auto fn) { /* median of launch + wait, host clock */
-                std::vector<float> t;
-                for (int i = 0; i < reps + 10; i++) {
-                    const auto t0 = std::chrono::steady_clock::now();
-                    fn(i);
-                    CK(cudaStreamSynchronize(st));
-                    const auto t1 = std::chrono::steady_clock::now();
-                    if (i >= 10)
-                        t.push_back(std::chrono::duration<float, std::micro>(t1 - t0).count());
-                }
-                return bench_median(t);
-            };
-            const double call_host = host_us(call);
-            const double empty_host =
-                host_us([&](int) { bench_read_kernel<<<1, 32, 0, st>>>(nullptr, 0, c.sink); });
+            const double call_host = bench_host_us(st, reps, call);
+            double empty_host, empty_graph_host;
+            bench_launch_floor(st, reps, &empty_host, &empty_graph_host);
             const int graphs = 64;
             std::vector<cudaGraphExec_t> exec(graphs);
             bool captured = true;
@@ -423,20 +409,12 @@ int main(int argc, char **argv)
                 CK(cudaGraphInstantiate(&exec[g], graph, 0));
                 CK(cudaGraphDestroy(graph));
             }
-            cudaGraph_t eg;
-            cudaGraphExec_t empty_exec;
-            CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-            bench_read_kernel<<<1, 32, 0, st>>>(nullptr, 0, c.sink);
-            CK(cudaStreamEndCapture(st, &eg));
-            CK(cudaGraphInstantiate(&empty_exec, eg, 0));
-            const double empty_graph_host =
-                host_us([&](int) { CK(cudaGraphLaunch(empty_exec, st)); });
             printf("  as a caller sees it (own stream, host clock, launch + wait): call %.2f us "
                    "(empty kernel %.2f us)",
                    call_host, empty_host);
             if (captured) {
-                const double graph_host =
-                    host_us([&](int i) { CK(cudaGraphLaunch(exec[i % graphs], st)); });
+                const double graph_host = bench_host_us(
+                    st, reps, [&](int i) { CK(cudaGraphLaunch(exec[i % graphs], st)); });
                 int k = 0;
                 const double graph_ev = bench_median_each_us(
                     st, 10, reps, [&]() { CK(cudaGraphLaunch(exec[k++ % graphs], st)); });
@@ -451,8 +429,6 @@ int main(int argc, char **argv)
             } else {
                 printf("\n");
             }
-            CK(cudaGraphExecDestroy(empty_exec));
-            CK(cudaGraphDestroy(eg));
             CK(cudaStreamDestroy(st));
         }
         /* Shapes of the whole-device kernel for small inputs: samples per block and copies. */

@@ -15,7 +15,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -191,40 +190,9 @@ static double time_single(dh_jhist_gpu *g, const uint16_t *d_mov, size_t stride,
                                 [&] { evaluate(g, d_mov, stride, count, has_range, d_out, s); });
 }
 
-/* Graph replay: one evaluation per graph (median us per replay), and `chain` evaluations in one
- * graph (us per evaluation, launch cost amortized). */
-/* Median us of fn() followed by a wait for the stream, on the host clock: what a caller that
- * needs the result before going on sees. */
-template <class F> static double host_us(cudaStream_t s, int reps, F fn)
-{
-    std::vector<float> t;
-    for (int i = 0; i < reps + 10; i++) {
-        const auto t0 = std::chrono::steady_clock::now();
-        fn();
-        CK(cudaStreamSynchronize(s));
-        const auto t1 = std::chrono::steady_clock::now();
-        if (i >= 10)
-            t.push_back(std::chrono::duration<float, std::micro>(t1 - t0).count());
-    }
-    return bench_median(t);
-}
-
-/* The floor under host_us: an empty kernel launched, and captured as a one-node graph. */
-__global__ void empty_kernel() {}
-static void launch_floor(cudaStream_t s, int reps, double *kernel_us, double *graph_us)
-{
-    *kernel_us = host_us(s, reps, [&] { empty_kernel<<<1, 32, 0, s>>>(); });
-    cudaGraph_t gr;
-    cudaGraphExec_t ex;
-    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-    empty_kernel<<<1, 32, 0, s>>>();
-    CK(cudaStreamEndCapture(s, &gr));
-    CK(cudaGraphInstantiate(&ex, gr, 0));
-    *graph_us = host_us(s, reps, [&] { CK(cudaGraphLaunch(ex, s)); });
-    CK(cudaGraphExecDestroy(ex));
-    CK(cudaGraphDestroy(gr));
-}
-
+/* Graph replay: one evaluation per graph (median us per replay), `chain` evaluations in one
+ * graph (us per evaluation, launch cost amortized), and one replay plus the wait on the host
+ * clock. */
 static void time_graph(dh_jhist_gpu *g, const uint16_t *d_mov, int has_range, dh_mi_values *d_out,
                        cudaStream_t s, int reps, double *one, double *chained, double *seen)
 {
@@ -242,7 +210,7 @@ static void time_graph(dh_jhist_gpu *g, const uint16_t *d_mov, int has_range, dh
     CK(cudaGraphInstantiate(&exn, grn, 0));
     *one = bench_median_each_us(s, 5, reps, [&] { CK(cudaGraphLaunch(ex1, s)); });
     *chained = bench_median_each_us(s, 2, 10, [&] { CK(cudaGraphLaunch(exn, s)); }) / chain;
-    *seen = host_us(s, reps, [&] { CK(cudaGraphLaunch(ex1, s)); });
+    *seen = bench_host_us(s, reps, [&](int) { CK(cudaGraphLaunch(ex1, s)); });
     CK(cudaGraphExecDestroy(ex1));
     CK(cudaGraphExecDestroy(exn));
     CK(cudaGraphDestroy(gr1));
@@ -391,7 +359,7 @@ int main(int argc, char **argv)
            "the image's min..max, still one launch)\n",
            reps);
     double floor_kernel, floor_graph;
-    launch_floor(s, reps, &floor_kernel, &floor_graph);
+    bench_launch_floor(s, reps, &floor_kernel, &floor_graph);
     printf("floor as a caller sees it (host clock, launch + wait): empty kernel %.2f us, empty "
            "one-node graph %.2f us\n",
            floor_kernel, floor_graph);

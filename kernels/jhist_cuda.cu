@@ -320,6 +320,13 @@ __device__ uint32_t count_share(cg::cluster_group &cluster, const eval_args &a, 
     return counted;
 }
 
+/* Words of one block's share of the cluster histogram: 256 / C lanes (1 << lb_shift) of every
+ * row of 256 cells. count_plain's sink word follows them (smem_layout leaves the room). */
+__host__ __device__ __forceinline__ uint32_t owned_words(uint32_t cells, uint32_t lb_shift)
+{
+    return ((cells + 255) >> 8) << lb_shift;
+}
+
 /* count_share for 32-bit counters without a mask (the batched registration case), without a
  * branch per pixel: the bin by one multiply-high (dh_jaxis_mul_bin), and every pixel one
  * increment of 1 (ATOMS.POPC.INC: the hardware merges lanes that hit one cell), a pixel that
@@ -406,8 +413,7 @@ __device__ uint32_t count_stored(cg::cluster_group &cluster, const eval_args &a,
                                  uint32_t width, uint32_t magic)
 {
     if (plain_count<PACKED>(a, val)) { /* returns pixels visited; mi_kernel subtracts the sink */
-        /* the word after this block's share (smem_layout) */
-        uint32_t *sink = red + (((a.cells + 255) >> 8) << a.lb_shift);
+        uint32_t *sink = red + owned_words(a.cells, a.lb_shift);
         return a.is_signed ? count_plain<true>(a, img, hist, sink, part, parts, lo, width)
                            : count_plain<false>(a, img, hist, sink, part, parts, lo, width);
     }
@@ -619,7 +625,7 @@ __global__ void __launch_bounds__(THR, MINB) mi_kernel(eval_args a)
     const uint32_t k = blockIdx.x / P, b = blockIdx.x % P, g = b / C;
     const uint32_t tid = threadIdx.x, T = blockDim.x;
     const uint32_t cells = a.cells, lb_shift = a.lb_shift, LB = 1u << lb_shift;
-    const uint32_t owned = ((cells + 255) >> 8) << lb_shift;
+    const uint32_t owned = owned_words(cells, lb_shift);
     const uint32_t skip = a.skip;
     uint32_t *red = (uint32_t *)(smem + a.region_bytes);
     /* A one-block cluster with 32-bit counters counts straight into its share of the cluster
@@ -861,10 +867,18 @@ __global__ void __launch_bounds__(THR, MINB) mi_kernel(eval_args a)
 
 #include "jhist_cuda_solo.cuh"
 
+uint32_t log2u(uint32_t x)
+{
+    uint32_t s = 0;
+    while ((1u << s) < x)
+        s++;
+    return s;
+}
+
 /* Private region (histogram, later the terms) and owned-share bytes for C blocks per cluster. */
 void smem_layout(uint32_t cells, uint32_t cluster, uint32_t *region, uint32_t *total)
 {
-    const uint32_t lanes = 256 / cluster, owned = (cells + 255) / 256 * lanes;
+    const uint32_t owned = owned_words(cells, log2u(256 / cluster));
     /* The private histogram; none for one-block clusters with 32-bit counters (they count into
      * their share directly). Above 32 rows the region later holds the entropy terms: one row of
      * LB lanes per histogram row, padded by one double (see the kernel); up to 32 rows they are
@@ -875,14 +889,6 @@ void smem_layout(uint32_t cells, uint32_t cluster, uint32_t *region, uint32_t *t
     const uint32_t terms = rows > 32 ? (owned + rows) * 8 : 0;
     *region = ((hist > terms ? hist : terms) + 15) / 16 * 16;
     *total = *region + owned * 4 + 16; /* + count_plain's sink word */
-}
-
-uint32_t log2u(uint32_t x)
-{
-    uint32_t s = 0;
-    while ((1u << s) < x)
-        s++;
-    return s;
 }
 
 } // namespace
@@ -1080,23 +1086,22 @@ extern "C" int dh_jhist_gpu_create(const uint16_t *fixed_bins, size_t n, uint32_
         return dh_cuda_fail(msg, msg_len, "", "fitting a thread-block cluster (sm_90 needed)",
                             err);
     }
-    /* Slices up to a megapixel in calls of one image per SM or more: one block per image (the
-     * layout of small images in batches), where nothing in the tuning fixes the layout. */
+    /* Calls of one image per SM or more run one block per image where nothing in the tuning
+     * fixes the layout: slices up to a megapixel with 32-bit counters in mi_kernel's one-block
+     * layout, images up to 65536 pixels with packed counters in the solo kernel. */
     int sms = 0, dev = 0;
-    if (!g->packed && g->cluster != 1 && n <= (1u << 20) && max_batch > 1 &&
-        !(tuning && (tuning->cluster || tuning->threads || tuning->blocks_per_sm)) &&
-        cudaGetDevice(&dev) == cudaSuccess &&
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess) {
+    const bool fixed = tuning && (tuning->cluster || tuning->threads || tuning->blocks_per_sm);
+    const bool per_call =
+        max_batch > 1 && !fixed && cudaGetDevice(&dev) == cudaSuccess &&
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess;
+    if (per_call && !g->packed && g->cluster != 1 && n <= (1u << 20)) {
         smem_layout(g->cells, 1, &g->batch_region, &g->batch_smem);
         if (configure(kernel_for(false, 1, 512, AUTO_BLOCKS_PER_SM), g->batch_smem) ==
                 cudaSuccess &&
             active_clusters(false, 1, 512, AUTO_BLOCKS_PER_SM, g->batch_smem) > 0)
             g->batch_from = (uint32_t)sms;
     }
-    if (g->packed && n <= SOLO_MAX_PIXELS && max_batch > 1 && !g->skip &&
-        !(tuning && (tuning->cluster || tuning->threads || tuning->blocks_per_sm)) &&
-        cudaGetDevice(&dev) == cudaSuccess &&
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess) {
+    if (per_call && g->packed && n <= SOLO_MAX_PIXELS && !g->skip) {
         g->solo_smem = solo_smem_bytes(g->cells);
         int fit = 0;
         if (configure(mi_solo_kernel<false>, g->solo_smem) == cudaSuccess &&
