@@ -10,11 +10,13 @@
  *
  * Usage: bench_mi [--quick]   (--quick: fewer repetitions, no volume)
  *        bench_mi --stages    (time split by stage, and threads per block)
- *        bench_mi --profile SIDE BINS BATCH CLUSTER   (one configuration, for ncu)
+ *        bench_mi --profile SIDE BINS BATCH CLUSTER   (one configuration, for ncu; with
+ *                 SPREAD_P=P in the environment, the spread kernel with P blocks per image)
  */
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <string>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -239,6 +241,7 @@ static int profile_one(size_t side, uint32_t bins, uint32_t batch, uint32_t cl)
     CK(cudaMalloc(&d_out, batch * sizeof(dh_mi_values)));
     prepared p = prepare(ib.fixed.data(), n, bins);
     dh_jhist_gpu_tuning want = {cl, 0};
+    if (getenv("SPREAD_P")) want.spread_blocks = atoi(getenv("SPREAD_P"));
     dh_jhist_gpu *g = make_gpu(p, n, bins, batch, &want);
     for (int i = 0; i < 4; i++)
         evaluate(g, ib.d_movs, n, batch, 1, d_out, 0);
@@ -330,6 +333,95 @@ static void stage_split(cudaStream_t s, dh_mi_values *d_out, int reps)
     }
 }
 
+/* How a call of `count` images runs (stored values, no masks). */
+static std::string layout_name(const dh_jhist_gpu *g, uint32_t count)
+{
+    dh_jhist_gpu_tuning t;
+    dh_jhist_gpu_get_tuning(g, &t);
+    char b[64];
+    switch (dh_jhist_gpu_layout(g, count, 0, 0)) {
+    case DH_JHIST_LAYOUT_SPREAD:
+        snprintf(b, sizeof b, "spread");
+        break;
+    case DH_JHIST_LAYOUT_BATCH:
+        snprintf(b, sizeof b, "one block per image");
+        break;
+    case DH_JHIST_LAYOUT_SOLO:
+        snprintf(b, sizeof b, "one block per image (solo)");
+        break;
+    default:
+        snprintf(b, sizeof b, "%u x %u clusters", t.cluster, t.clusters_per_image);
+    }
+    return b;
+}
+
+/* Calls of fewer images than SMs: the automatic layout, the spread kernel forced and the cluster
+ * layout (tuning no_spread) in the same run, device time and, for one image, a graph replay plus
+ * its wait on the host clock; then the spread kernel's blocks per image. */
+static void few_images(cudaStream_t s, dh_mi_values *d_out, int reps)
+{
+    printf("\n## Few images: spread kernel and cluster layout (range given; device us per "
+           "launch, median of %d; checked)\n",
+           reps);
+    printf("| size | bins | images | layout | check | us per launch | graph replay + wait, host "
+           "clock |\n|---|---|---|---|---|---|---|\n");
+    for (size_t side : {256, 512}) {
+        const size_t n = side * side;
+        const uint32_t most = 64;
+        image_batch ib = make_batch(side, most);
+        for (uint32_t bins : {32u, 64u, 128u}) {
+            prepared p = prepare(ib.fixed.data(), n, bins);
+            /* automatic; the spread kernel forced (one vector per thread); clusters */
+            for (uint32_t mode : {0u, 1u, 2u}) {
+                dh_jhist_gpu_tuning want = {};
+                want.spread_blocks = mode == 1 ? (uint32_t)((n + 8191) / 8192) : 0;
+                want.no_spread = mode == 2;
+                dh_jhist_gpu *g = make_gpu(p, n, bins, most, &want);
+                for (uint32_t count : {1u, 4u, 16u, 64u}) {
+                    evaluate(g, ib.d_movs, n, count, 1, d_out, s);
+                    bool ok = check(g, p, ib.movs.data(), n, bins, 1, d_out, 0) &&
+                              check(g, p, ib.movs.data() + (size_t)(count - 1) * n, n, bins, 1,
+                                    d_out, count - 1);
+                    double us = time_single(g, ib.d_movs, n, count, 1, d_out, s, reps);
+                    char seen_s[32] = "-";
+                    if (count == 1) {
+                        double one, chained, seen;
+                        time_graph(g, ib.d_movs, 1, d_out, s, reps, &one, &chained, &seen);
+                        snprintf(seen_s, sizeof seen_s, "%.2f", seen);
+                    }
+                    printf("| %zux%zu | %u | %u | %s%s | %s | %.2f | %s |\n", side, side, bins,
+                           count, mode == 0 ? "auto: " : "", layout_name(g, count).c_str(),
+                           ok ? "ok" : "MISMATCH", us, seen_s);
+                    fflush(stdout);
+                }
+                dh_jhist_gpu_free(g);
+            }
+        }
+        if (side == 512) {
+            printf("\n| 512x512, 64 bins, one image | blocks per image | check | us per launch "
+                   "| graph replay + wait, host clock |\n|---|---|---|---|---|\n");
+            prepared p = prepare(ib.fixed.data(), n, 64);
+            for (uint32_t P : {8u, 16u, 32u, 64u, 96u, 128u}) {
+                dh_jhist_gpu_tuning want = {};
+                want.spread_blocks = P;
+                dh_jhist_gpu *g = make_gpu(p, n, 64, 1, &want);
+                evaluate(g, ib.d_movs, n, 1, 1, d_out, s);
+                bool ok = check(g, p, ib.movs.data(), n, 64, 1, d_out, 0);
+                evaluate(g, ib.d_movs, n, 1, 0, d_out, s);
+                ok = check(g, p, ib.movs.data(), n, 64, 0, d_out, 0) && ok;
+                double us = time_single(g, ib.d_movs, n, 1, 1, d_out, s, reps);
+                double one, chained, seen;
+                time_graph(g, ib.d_movs, 1, d_out, s, reps, &one, &chained, &seen);
+                printf("| spread | %u | %s | %.2f | %.2f |\n", P, ok ? "ok" : "MISMATCH", us,
+                       seen);
+                fflush(stdout);
+                dh_jhist_gpu_free(g);
+            }
+        }
+        CK(cudaFree(ib.d_movs));
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 6 && !strcmp(argv[1], "--profile"))
@@ -363,7 +455,7 @@ int main(int argc, char **argv)
     printf("floor as a caller sees it (host clock, launch + wait): empty kernel %.2f us, empty "
            "one-node graph %.2f us\n",
            floor_kernel, floor_graph);
-    printf("| size | bins | C x G | check | single, range given | single, range found | graph "
+    printf("| size | bins | layout | check | single, range given | single, range found | graph "
            "replay | graph, 100 chained (per eval) | graph replay + wait, host clock |\n"
            "|---|---|---|---|---|---|---|---|---|\n");
     const uint32_t bins_list[] = {32, 64, 256};
@@ -386,14 +478,16 @@ int main(int argc, char **argv)
             double found = time_single(g, d_mov, 0, 1, 0, d_out, s, reps);
             double one, chained, seen;
             time_graph(g, d_mov, 1, d_out, s, reps, &one, &chained, &seen);
-            printf("| %zux%zu | %u | %u x %u | %s | %.2f | %.2f | %.2f | %.2f | %.2f |\n", side,
-                   side, bins, t.cluster, t.clusters_per_image, ok ? "ok" : "MISMATCH", given,
-                   found, one, chained, seen);
+            printf("| %zux%zu | %u | %s | %s | %.2f | %.2f | %.2f | %.2f | %.2f |\n", side,
+                   side, bins, layout_name(g, 1).c_str(), ok ? "ok" : "MISMATCH", given, found, one,
+                   chained, seen);
             fflush(stdout);
             dh_jhist_gpu_free(g);
         }
         CK(cudaFree(d_mov));
     }
+
+    few_images(s, d_out, reps);
 
     /* 2. batched throughput, 256x256 */
     printf("\n## Batched 256x256 pairs (range given; evaluations per second, median of 20 "

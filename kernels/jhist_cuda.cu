@@ -2,7 +2,13 @@
 /*
  * jhist_cuda.cu: joint histograms and mutual-information scores on the GPU (jhist_cuda.h), the
  * twin of jhist_cpu.c + mi_scores.c. One evaluation of K moving images is ONE launch: no zeroing
- * pass, no global atomics on counts, no host synchronization, nothing allocated.
+ * pass, no host synchronization, nothing allocated. dh_jhist_gpu_layout picks, per call, one of:
+ *  - one block per image for calls of at least one image per SM (mi_kernel with one-block
+ *    clusters; jhist_cuda_solo.cuh above 16384 cells);
+ *  - P plain blocks per image for calls of fewer (jhist_cuda_spread.cuh: global atomics into a
+ *    per-image accumulator, the last block scores), except for large images at more than 64 x
+ *    64 bins, which keep the clusters below;
+ *  - a thread-block cluster per image, described here.
  *
  * Each image is scored by one thread-block cluster (Hopper; C = 1, 2, 4, 8 or 16 blocks):
  *   1. every block zeroes a private joint histogram in shared memory: 32-bit counters up to
@@ -67,6 +73,8 @@ constexpr uint32_t RANGE_BLOCKS = 128; /* per image, for multi-cluster images */
 constexpr uint32_t AUTO_BLOCKS_PER_SM = 4;
 
 
+struct spread_slot; /* jhist_cuda_spread.cuh */
+
 struct eval_args {
     const uint16_t *fixed_bins;
     const uint16_t *moving; /* image k at moving + k * stride */
@@ -98,6 +106,11 @@ struct eval_args {
     const float *moving_f32;
     uint32_t fbins;
     float flo, fhi, fwidth;
+    /* the spread kernel (jhist_cuda_spread.cuh): P blocks per image, each image's state and
+     * 32-bit accumulator, all zero between evaluations */
+    uint32_t spread_blocks;
+    spread_slot *spread_slots;
+    uint32_t *spread_acc;
 };
 
 __device__ __forceinline__ int32_t sample(uint32_t raw, int is_signed)
@@ -510,6 +523,34 @@ __device__ uint32_t count_share_f32(cg::cluster_group &cluster, const eval_args 
     return counted;
 }
 
+/* Counts block `part` of `parts`' share of image k (its samples at img, or float32 ones) into
+ * hist, and returns how many of that share's pixels count, to every thread, after a barrier.
+ * s_count: a shared word, zero before. count_plain returns the pixels visited; its sink (the word
+ * after red's owned words) holds those that did not count. */
+template <bool PACKED>
+__device__ unsigned long long count_block(cg::cluster_group &cluster, const eval_args &a,
+                                          uint32_t k, const uint16_t *img, const uint8_t *val,
+                                          uint32_t *hist, uint32_t *red, size_t part,
+                                          size_t parts, int32_t lo, uint32_t width,
+                                          uint32_t magic, bool count,
+                                          unsigned long long *s_count)
+{
+    unsigned long long counted = 0;
+    if (count)
+        counted = a.moving_f32
+                      ? count_share_f32<PACKED>(cluster, a, a.moving_f32 + (size_t)k * a.stride,
+                                                val, hist, red, part, parts)
+                      : count_stored<PACKED>(cluster, a, img, val, hist, red, part, parts, lo,
+                                             width, magic);
+    for (int o = 16; o > 0; o >>= 1)
+        counted += __shfl_xor_sync(0xFFFFFFFFu, counted, o);
+    if ((threadIdx.x & 31) == 0 && counted)
+        atomicAdd(s_count, counted);
+    __syncthreads();
+    return *s_count -
+           (plain_count<PACKED>(a, val) ? red[owned_words(a.cells, a.lb_shift)] : 0u);
+}
+
 /* The natural cell index of owned slot l of block `rank`. */
 __device__ __forceinline__ uint32_t owned_cell(uint32_t l, uint32_t rank, uint32_t lb_shift)
 {
@@ -577,6 +618,18 @@ __device__ __forceinline__ void marginal_terms(const eval_args &a, unsigned long
     }
 }
 
+/* Image k's record from N and the three term sums. */
+__device__ __forceinline__ void write_record(const eval_args &a, uint32_t k, uint64_t n, double sf,
+                                             double sm, double sj, int32_t lo, int32_t hi)
+{
+    dh_mi_values r;
+    dh_mi_finish(n, sf, sm, sj, a.log2, &r);
+    r.moving_lo = lo;
+    r.moving_hi = hi;
+    r.reserved = 0;
+    a.out[k] = r;
+}
+
 /* Warp 0: the three 256-lane trees (marginal terms, lane sums) and image k's record. */
 __device__ __forceinline__ void lane_trees_record(const eval_args &a, uint32_t k,
                                                   const unsigned long long *tot_f,
@@ -591,14 +644,8 @@ __device__ __forceinline__ void lane_trees_record(const eval_args &a, uint32_t k
         sm = warp_tree256([&](uint32_t t) { return __longlong_as_double(tot_m[t]); });
         sj = warp_tree256([&](uint32_t t) { return lanes[t]; });
     }
-    if (threadIdx.x == 0 && finish) {
-        dh_mi_values r;
-        dh_mi_finish(n, sf, sm, sj, a.log2, &r);
-        r.moving_lo = lo;
-        r.moving_hi = hi;
-        r.reserved = 0;
-        a.out[k] = r;
-    }
+    if (threadIdx.x == 0 && finish)
+        write_record(a, k, n, sf, sm, sj, lo, hi);
 }
 
 /* PACKED: 16-bit counters; THR, MINB: the launch bounds (512 threads and 3 or 4 blocks per SM
@@ -688,20 +735,9 @@ __global__ void __launch_bounds__(THR, MINB) mi_kernel(eval_args a)
 
     /* 3. count; N of a one-cluster image is the pixels its blocks counted (no pass over the
      * cells for it) */
-    unsigned long long counted = 0;
-    if (!(skip & DH_JHIST_STAGE_COUNT))
-        counted = a.moving_f32
-                      ? count_share_f32<PACKED>(cluster, a, a.moving_f32 + (size_t)k * a.stride,
-                                                val, hist, red, b, P)
-                      : count_stored<PACKED>(cluster, a, img, val, hist, red, b, P, lo, width,
-                                             magic);
-    for (int o = 16; o > 0; o >>= 1)
-        counted += __shfl_xor_sync(0xFFFFFFFFu, counted, o);
-    if ((tid & 31) == 0 && counted)
-        atomicAdd(&s_count, counted);
-    __syncthreads();
-    /* count_plain gave the pixels visited; its sink holds those that did not count */
-    const unsigned long long block_n = s_count - (plain_count<PACKED>(a, val) ? red[owned] : 0);
+    const unsigned long long block_n =
+        count_block<PACKED>(cluster, a, k, img, val, hist, red, b, P, lo, width, magic,
+                            !(skip & DH_JHIST_STAGE_COUNT), &s_count);
     if (a.clusters == 1 && tid < C && block_n)
         atomicAdd(cluster.map_shared_rank(&s_n, tid), block_n);
     /* 4. flush into the owners' shares */
@@ -865,7 +901,9 @@ __global__ void __launch_bounds__(THR, MINB) mi_kernel(eval_args a)
                           !(skip & DH_JHIST_STAGE_TREES), !(skip & DH_JHIST_STAGE_FINISH));
 }
 
+#include "jhist_cuda_score.cuh"
 #include "jhist_cuda_solo.cuh"
+#include "jhist_cuda_spread.cuh"
 
 uint32_t log2u(uint32_t x)
 {
@@ -912,12 +950,19 @@ struct dh_jhist_gpu {
     /* Calls of at least solo_from images (0: never) without masks, of stored values, with
      * packed counters and at most 65536 pixels: one block per image (jhist_cuda_solo.cuh). */
     uint32_t solo_from, solo_smem;
+    /* Calls of at most spread_slots images (0: never) with 32-bit counters and no layout fixed
+     * by the tuning, below batch_from: the spread kernel (jhist_cuda_spread.cuh), P blocks per
+     * image, at most spread_resident blocks in all (co-resident, one launch). */
+    uint32_t spread_slots, spread_smem, spread_resident, spread_blocks;
+    uint32_t sms; /* the device's multiprocessors */
     bool packed;
     uint16_t *d_fixed_bins;
     uint32_t *d_joint;
     uint32_t *d_partials; /* G > 1 */
     unsigned *d_counters;
     int2 *d_range_parts; /* G > 1 */
+    spread_slot *d_spread_slots; /* spread_slots of them, zero between evaluations */
+    uint32_t *d_spread_acc;      /* spread_slots x spread_acc_words(cells), likewise */
     /* host path staging, grown on demand */
     void *d_stage;
     size_t stage_bytes;
@@ -1124,6 +1169,25 @@ extern "C" int dh_jhist_gpu_create(const uint16_t *fixed_bins, size_t n, uint32_
             clusters = 1;
     }
     g->clusters = clusters;
+    /* Few images of up to a megapixel with 32-bit counters: the spread kernel, unless the tuning
+     * fixes a layout or asks for the cluster one. */
+    const bool spread_fixed = fixed || (tuning && (tuning->clusters_per_image || tuning->no_spread));
+    if (!spread_fixed && !g->packed && !g->skip && n <= (1u << 20) &&
+        cudaGetDevice(&dev) == cudaSuccess &&
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess) {
+        g->spread_smem = spread_smem_bytes(g->cells);
+        int fit = 0;
+        if (configure(mi_spread_kernel, g->spread_smem) == cudaSuccess &&
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, mi_spread_kernel, SPREAD_THREADS,
+                                                          g->spread_smem) == cudaSuccess &&
+            fit > 0) {
+            g->spread_resident = (uint32_t)(sms * fit);
+            g->sms = (uint32_t)sms;
+            g->spread_slots = max_batch < g->spread_resident ? max_batch : g->spread_resident;
+            g->spread_blocks = tuning ? tuning->spread_blocks : 0;
+        }
+    }
+    (void)cudaGetLastError();
 
     const size_t cells = g->cells;
     if ((err = cudaMalloc(&g->d_fixed_bins, n * sizeof(uint16_t))) != cudaSuccess ||
@@ -1149,6 +1213,18 @@ extern "C" int dh_jhist_gpu_create(const uint16_t *fixed_bins, size_t n, uint32_
         dh_jhist_gpu_free(g);
         return dh_cuda_fail(msg, msg_len, "", "allocating the multi-cluster workspace", err);
     }
+    if (g->spread_slots &&
+        ((err = cudaMalloc(&g->d_spread_slots, g->spread_slots * sizeof(spread_slot))) !=
+             cudaSuccess ||
+         (err = cudaMemset(g->d_spread_slots, 0, g->spread_slots * sizeof(spread_slot))) !=
+             cudaSuccess ||
+         (err = cudaMalloc(&g->d_spread_acc, g->spread_slots * spread_acc_words(g->cells) *
+                                                 sizeof(uint32_t))) != cudaSuccess ||
+         (err = cudaMemset(g->d_spread_acc, 0, g->spread_slots * spread_acc_words(g->cells) *
+                                                   sizeof(uint32_t))) != cudaSuccess)) {
+        dh_jhist_gpu_free(g);
+        return dh_cuda_fail(msg, msg_len, "", "allocating the spread workspace", err);
+    }
     /* The memsets above run on the legacy default stream, asynchronously; an evaluation on a
      * non-blocking stream does not wait for them, and a late memset of d_joint used to zero
      * joint histograms an evaluation had just written. Wait for them here, once. */
@@ -1169,6 +1245,8 @@ extern "C" void dh_jhist_gpu_free(dh_jhist_gpu *g)
     cudaFree(g->d_partials);
     cudaFree(g->d_counters);
     cudaFree(g->d_range_parts);
+    cudaFree(g->d_spread_slots);
+    cudaFree(g->d_spread_acc);
     cudaFree(g->d_stage);
     delete g;
 }
@@ -1182,6 +1260,27 @@ extern "C" void dh_jhist_gpu_get_tuning(const dh_jhist_gpu *g, dh_jhist_gpu_tuni
     t->blocks_per_sm = g->blocks_per_sm;
     t->no_run_merge = g->no_merge;
     t->classic_count = g->classic_count;
+    t->no_spread = !g->spread_slots;
+    t->spread_blocks = g->spread_blocks;
+}
+
+extern "C" dh_jhist_layout dh_jhist_gpu_layout(const dh_jhist_gpu *g, uint32_t count, int masked,
+                                               int float32)
+{
+    if (g->solo_from && count >= g->solo_from && !float32 && !masked)
+        return DH_JHIST_LAYOUT_SOLO;
+    if (g->batch_from && count >= g->batch_from)
+        return DH_JHIST_LAYOUT_BATCH;
+    /* The spread kernel for few images, except where its one scoring block has much more to do
+     * than the counting: above 64 x 64 bins, images above 2^17 pixels stay in their 16-block
+     * clusters until those no longer fit the device in one wave (one 512x512 slice at 128 x 128
+     * bins: 21 us as a cluster, 29 us spread; at 64 x 64 bins 19.4 us spread, 19.8 us as a
+     * cluster; bench_mi's few-images table, run 52) */
+    if (g->spread_slots && count <= g->spread_slots &&
+        (g->spread_blocks || g->n <= (1u << 17) || g->cells <= 4096 ||
+         (size_t)count * g->cluster * g->clusters > g->sms))
+        return DH_JHIST_LAYOUT_SPREAD;
+    return DH_JHIST_LAYOUT_CLUSTER;
 }
 
 extern "C" int dh_jhist_gpu_evaluate(dh_jhist_gpu *g, const void *d_moving, int is_signed,
@@ -1196,7 +1295,9 @@ extern "C" int dh_jhist_gpu_evaluate(dh_jhist_gpu *g, const void *d_moving, int 
         stride = 0;
         valid_stride = 0;
     }
-    const bool batch = g->batch_from && count >= g->batch_from;
+    const dh_jhist_layout layout = dh_jhist_gpu_layout(g, count, d_valid != nullptr,
+                                                       float_axis != nullptr);
+    const bool batch = layout == DH_JHIST_LAYOUT_BATCH;
     const uint32_t cluster = batch ? 1 : g->cluster, threads = batch ? 512 : g->threads;
     const uint32_t per_sm = batch ? AUTO_BLOCKS_PER_SM : g->blocks_per_sm;
     eval_args a = {};
@@ -1243,12 +1344,39 @@ extern "C" int dh_jhist_gpu_evaluate(dh_jhist_gpu *g, const void *d_moving, int 
     }
 
     cudaError_t err;
-    if (g->solo_from && count >= g->solo_from && !float_axis && !d_valid) {
+    if (layout == DH_JHIST_LAYOUT_SOLO) {
         if (is_signed)
             mi_solo_kernel<true><<<count, SOLO_THREADS, g->solo_smem, s>>>(a);
         else
             mi_solo_kernel<false><<<count, SOLO_THREADS, g->solo_smem, s>>>(a);
         if ((err = cudaGetLastError()) != cudaSuccess)
+            return dh_cuda_fail(msg, msg_len, "", "launching the joint-histogram kernel", err);
+        return 0;
+    }
+    if (layout == DH_JHIST_LAYOUT_SPREAD) {
+        /* P blocks per image: SPREAD_PIXELS_PER_BLOCK each, as many as the device holds */
+        size_t P = g->spread_blocks ? g->spread_blocks
+                                    : (g->n + SPREAD_PIXELS_PER_BLOCK - 1) / SPREAD_PIXELS_PER_BLOCK;
+        const size_t most = g->spread_resident / count;
+        P = P < 1 ? 1 : P > most ? most : P;
+        a.spread_blocks = (uint32_t)P;
+        a.spread_slots = g->d_spread_slots;
+        a.spread_acc = g->d_spread_acc;
+        a.lb_shift = 8;
+        cudaLaunchConfig_t cfg = {};
+        cudaLaunchAttribute attr;
+        attr.id = cudaLaunchAttributeCooperative; /* the blocks of an image meet (step 2) */
+        attr.val.cooperative = 1;
+        cfg.gridDim = dim3((unsigned)(count * P), 1, 1);
+        cfg.blockDim = dim3(SPREAD_THREADS, 1, 1);
+        cfg.dynamicSmemBytes = g->spread_smem;
+        cfg.stream = s;
+        cfg.attrs = &attr;
+        cfg.numAttrs = !has_range && P > 1;
+        err = cudaLaunchKernelEx(&cfg, mi_spread_kernel, a);
+        if (err == cudaSuccess)
+            err = cudaGetLastError();
+        if (err != cudaSuccess)
             return dh_cuda_fail(msg, msg_len, "", "launching the joint-histogram kernel", err);
         return 0;
     }

@@ -28,8 +28,9 @@ typedef struct dh_jhist_gpu dh_jhist_gpu;
 /* How an evaluation is spread over the GPU; 0 = chosen from the image size and the device (and,
  * with cluster, threads and blocks_per_sm all 0, from each call's image count: one block per image
  * for calls of at least one image per SM; above 16384 cells, images of at most 65536 pixels without
- * masks, jhist_cuda_solo.cuh's kernel). For benchmarks and tests: every choice gives the same
- * bits. */
+ * masks, jhist_cuda_solo.cuh's kernel; fewer images, up to 16384 cells and a megapixel, the spread
+ * kernel, jhist_cuda_spread.cuh; dh_jhist_gpu_layout says which). For benchmarks and tests: every
+ * choice gives the same bits. */
 typedef struct dh_jhist_gpu_tuning {
     uint32_t cluster;            /* blocks per thread-block cluster: 1, 2, 4, 8 or 16 */
     uint32_t clusters_per_image; /* 1, or more for large images (a second, deterministic stage) */
@@ -45,6 +46,10 @@ typedef struct dh_jhist_gpu_tuning {
                                     masked images and packed counters) */
     uint32_t classic_count;      /* 1: 32-bit counters without a mask count with that loop too,
                                     not the branch-free one (the default before run 28) */
+    uint32_t no_spread;          /* 1: calls of few images take the cluster layouts, not the
+                                    spread kernel (jhist_cuda_spread.cuh; the default before run
+                                    49); reads back 1 wherever the spread kernel is never taken */
+    uint32_t spread_blocks;      /* the spread kernel's blocks per image (0: automatic) */
 } dh_jhist_gpu_tuning;
 
 /* Stages of one evaluation, for stage_skip (timing, never for results). */
@@ -71,6 +76,19 @@ void dh_jhist_gpu_free(dh_jhist_gpu *gpu);
 void dh_jhist_gpu_get_tuning(const dh_jhist_gpu *gpu, dh_jhist_gpu_tuning *tuning);
 
 struct dh_faxis;
+
+/* How a call of `count` images runs (masked: with validity masks; float32: float moving images):
+ * a thread-block cluster per image (or G of them), one block per image (batch: 32-bit counters;
+ * solo: packed counters, jhist_cuda_solo.cuh), or P plain blocks per image whose last one scores
+ * it (spread, jhist_cuda_spread.cuh). dh_jhist_gpu_evaluate asks this too. */
+typedef enum dh_jhist_layout {
+    DH_JHIST_LAYOUT_CLUSTER,
+    DH_JHIST_LAYOUT_BATCH,
+    DH_JHIST_LAYOUT_SOLO,
+    DH_JHIST_LAYOUT_SPREAD
+} dh_jhist_layout;
+dh_jhist_layout dh_jhist_gpu_layout(const dh_jhist_gpu *gpu, uint32_t count, int masked,
+                                    int float32);
 
 /* Scores count images at d_moving + k * stride samples (validity bytes at d_valid +
  * k * valid_stride, or d_valid NULL) into d_out[count] (device), on stream; the moving range is

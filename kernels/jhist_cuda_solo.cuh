@@ -2,8 +2,7 @@
 /*
  * jhist_cuda_solo.cuh: one block per image for batches at more than 16384 cells (up to 256 x 256
  * bins) of images of at most 65536 pixels, included by jhist_cuda.cu inside its namespace (it
- * uses eval_args, sample, share_minmax, thread_tree, cell_term, marginal_terms and
- * lane_trees_record from there).
+ * uses eval_args, sample, share_minmax and jhist_cuda_score.cuh's score_counts from there).
  *
  * The cluster layout gives each of 4 blocks a 128 KB packed private histogram and a 64 KB share
  * per image, zeroes and flushes both for 16K pixels each: the fixed cost of an image is several
@@ -14,18 +13,14 @@
  *    pixel 0's cell aside, added back wherever a count is read (cnt);
  *  - every pixel one increment (the bin by dh_jaxis_mul, a predicate; pixels that do not count go
  *    to a sink word), N the pixels visited less the sink, plus pixel 0 when it counts;
- *  - the joint histogram written back, the row and column sums from it (integers);
- *  - the lanes' trees of mi_scores.h: lane L adds the terms of cells j * 256 + L over j in its
- *    tree order; the tree over 256 entries splits into four subtrees of the entries j = q mod 4,
- *    which threads q * 256 + L add depth first (thread_tree<4, 256>), joined as (q0 + q2) +
- *    (q1 + q3), the tree's last two levels; missing rows are +0.0, which changes no bit;
- *  - the marginals' terms and the three 256-lane trees by one warp, as mi_kernel's block 0 does.
- * Every addition is the CPU twin's, so the records are bit-identical (test_mi_cuda).
+ *  - scored from them by score_counts (jhist_cuda_score.cuh): the joint histogram written back,
+ *    the sums, the lanes' trees and the record, every addition the CPU twin's.
+ * The records are bit-identical to the CPU's (test_mi_cuda).
  */
 #ifndef DH_KERNELS_JHIST_CUDA_SOLO_CUH
 #define DH_KERNELS_JHIST_CUDA_SOLO_CUH
 
-constexpr uint32_t SOLO_THREADS = 1024;
+constexpr uint32_t SOLO_THREADS = SCORE_THREADS;
 constexpr size_t SOLO_MAX_PIXELS = 65536;
 
 /* Dynamic shared memory of the solo kernel: the packed counters (16-byte multiple), the four
@@ -39,15 +34,10 @@ template <bool SIGNED>
 __global__ void __launch_bounds__(SOLO_THREADS, 1) mi_solo_kernel(eval_args a)
 {
     extern __shared__ __align__(16) unsigned char smem[];
-    /* Row and column sums (each at most n <= 65536: 32-bit, native shared atomics), later
-     * their terms as doubles in rowp/colp. */
-    __shared__ uint32_t row32[DH_MI_LANES], col32[DH_MI_LANES];
-    __shared__ unsigned long long rowp[DH_MI_LANES], colp[DH_MI_LANES];
     __shared__ unsigned long long s_visited;
     __shared__ uint32_t s_c0;
-    __shared__ double s_ln_n;
 
-    const uint32_t cells = a.cells, words = (cells + 1) / 2, bm = a.bins_moving;
+    const uint32_t words = (a.cells + 1) / 2, bm = a.bins_moving;
     uint32_t *hist = (uint32_t *)smem;
     double *part = (double *)(smem + (words * 4 + 15) / 16 * 16); /* [4][256] */
     uint32_t *sink = (uint32_t *)(part + 4 * 256);
@@ -58,8 +48,6 @@ __global__ void __launch_bounds__(SOLO_THREADS, 1) mi_solo_kernel(eval_args a)
     const uint4 zero = make_uint4(0, 0, 0, 0);
     for (uint32_t w = tid; w < (words + 3) / 4; w += T)
         ((uint4 *)hist)[w] = zero;
-    for (uint32_t t = tid; t < DH_MI_LANES; t += T)
-        row32[t] = col32[t] = 0;
     if (tid == 0) {
         s_visited = 0;
         *sink = 0;
@@ -136,55 +124,8 @@ __global__ void __launch_bounds__(SOLO_THREADS, 1) mi_solo_kernel(eval_args a)
         return ((hist[c >> 1] >> ((c & 1u) << 4)) & 0xFFFFu) + (c == c0);
     };
 
-    /* 4. the joint histogram back, row and column sums: a warp's 32 cells lie in one row when
-     * bm is a multiple of 32 (then so is cells: whole warps run each turn), so their sum takes
-     * one atomic; each lane's column is its own */
-    uint32_t *joint = a.joint + (size_t)k * cells;
-    const bool row_per_warp = bm % 32 == 0;
-    for (uint32_t c = tid; c < cells; c += T) {
-        const uint32_t x = cnt(c);
-        joint[c] = x;
-        if (x)
-            atomicAdd(&col32[c % bm], x);
-        if (row_per_warp) {
-            const uint32_t r = __reduce_add_sync(0xFFFFFFFFu, x);
-            if ((tid & 31) == 0 && r)
-                atomicAdd(&row32[c / bm], r);
-        } else if (x) {
-            atomicAdd(&row32[c / bm], x);
-        }
-    }
-    if (tid == 0)
-        s_ln_n = nn ? dh_mi_log((double)nn) : 0.0;
-    __syncthreads();
-    const double ln_n = s_ln_n;
-    for (uint32_t t = tid; t < DH_MI_LANES; t += T) {
-        rowp[t] = row32[t];
-        colp[t] = col32[t];
-    }
-
-    /* 5. the lanes' trees: quarter q of lane L in thread q * 256 + L */
-    const uint32_t rows = (cells + 255) >> 8, L = tid & 255u, q = tid >> 8;
-    if (q < 4) {
-        auto get = [&](uint32_t j) -> double {
-            const uint32_t c = (j << 8) | L;
-            const uint32_t x = j < rows && c < cells ? cnt(c) : 0u;
-            return x ? cell_term(x, nn, ln_n) : 0.0; /* most cells are empty: no call */
-        };
-        part[q * 256 + L] = thread_tree<4, 256>(get, q);
-    }
-    /* the marginals' terms, the tree's last two levels */
-    const bool need_f = nn != a.fixed_valid;
-    __syncthreads();
-    marginal_terms(a, rowp, colp, need_f, nn, ln_n);
-    if (tid < 256)
-        part[tid] = __dadd_rn(__dadd_rn(part[tid], part[512 + tid]),
-                              __dadd_rn(part[256 + tid], part[768 + tid]));
-    __syncthreads();
-
-    /* 6. the three 256-lane trees, the record */
-    if (tid < 32)
-        lane_trees_record(a, k, rowp, colp, part, need_f, nn, lo, hi, true, true);
+    /* 4. scored straight from the counters */
+    score_counts(a, k, cnt, nn, lo, hi, part);
 }
 
 #endif /* DH_KERNELS_JHIST_CUDA_SOLO_CUH */

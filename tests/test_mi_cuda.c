@@ -137,6 +137,21 @@ START_TEST(test_bins)
 }
 END_TEST
 
+/* Bins the fixed image over its own min..max (bf bins) into fbins; returns the pixels that can
+ * count and their term sum in *fsum, as dh_mi_fixed_create caches them. */
+static uint64_t bin_fixed(const uint16_t *fixed, int is_signed, size_t n, uint32_t bf,
+                          uint16_t *fbins, double *fsum)
+{
+    int32_t flo, fhi;
+    dh_jhist_minmax(fixed, is_signed, n, NULL, &flo, &fhi);
+    dh_jaxis fa;
+    ck_assert_int_eq(dh_jaxis_init(&fa, bf, flo, fhi), 0);
+    uint64_t marg[256];
+    uint64_t valid = dh_jhist_bin_fixed(fixed, is_signed, n, NULL, &fa, fbins, marg);
+    *fsum = dh_mi_sum_terms_u64(marg, bf, valid, dh_mi_log((double)valid));
+    return valid;
+}
+
 /* One block per image with packed counters (jhist_cuda_solo.cuh), taken by calls of at least one
  * image per SM: every record and joint histogram of a batch against the CPU twin, signed and
  * unsigned, given and found ranges; kind 0 CT-like pairs, 1 constant fixed and moving images (all
@@ -161,13 +176,9 @@ static void compare_solo(uint32_t bf, uint32_t bm, size_t n, uint32_t k, int is_
         if (i < n && kind == 1)
             fixed[i] = 500;
     }
-    int32_t flo, fhi, lo = -100, hi = 1900;
-    dh_jhist_minmax(fixed, is_signed, n, NULL, &flo, &fhi);
-    dh_jaxis fa;
-    ck_assert_int_eq(dh_jaxis_init(&fa, bf, flo, fhi), 0);
-    uint64_t marg[256];
-    uint64_t valid = dh_jhist_bin_fixed(fixed, is_signed, n, NULL, &fa, fbins, marg);
-    double fsum = dh_mi_sum_terms_u64(marg, bf, valid, dh_mi_log((double)valid));
+    int32_t lo = -100, hi = 1900;
+    double fsum;
+    uint64_t valid = bin_fixed(fixed, is_signed, n, bf, fbins, &fsum);
     dh_jhist_gpu *g = NULL;
     char msg[512];
     ck_assert_msg(dh_jhist_gpu_create(fbins, n, bf, bm, k, valid, fsum, NULL, &g, msg,
@@ -210,6 +221,123 @@ START_TEST(test_solo)
 }
 END_TEST
 
+/* The spread kernel (jhist_cuda_spread.cuh), taken by calls of fewer images than SMs with 32-bit
+ * counters: its per-image state and accumulators must be back at zero after every evaluation, so
+ * each case runs 8 evaluations back to back on a non-blocking stream, alternating two sets of
+ * moving images and given and found ranges, with the records poisoned first, and compares every
+ * record and joint histogram with the CPU twin each time. Blocks per image P (0: automatic, which
+ * takes the spread kernel for such calls only where the image is small or the calls many),
+ * signed and unsigned samples, masks; kind 0 CT-like, 1 constant (every pixel in one cell, added
+ * up across all P blocks), 2 two values, 3 the sample type's extremes, 4 masked with image 0
+ * having no valid pixel (found range 0:0, nothing counts). */
+static void compare_spread(uint32_t bf, uint32_t bm, size_t n, uint32_t k, uint32_t P,
+                           int is_signed, int kind, uint64_t seed)
+{
+    enum { SETS = 2, REPS = 8 };
+    const size_t cells = (size_t)bf * bm, total = (size_t)SETS * k * n;
+    uint16_t *fixed = malloc(n * 2), *moving = malloc(total * 2), *fbins = malloc(n * 2);
+    uint8_t *valid = malloc(total);
+    dh_test_rng rng;
+    dh_test_rng_seed(&rng, seed);
+    const uint16_t ext[2] = {is_signed ? 0x8000u : 0u, is_signed ? 0x7FFFu : 0xFFFFu};
+    dh_test_fill_ct_like(fixed, n, seed);
+    dh_test_fill_ct_like(moving, total, seed + 1);
+    for (size_t i = 0; i < total; i++) {
+        if (kind == 1)
+            moving[i] = (uint16_t)(1000 + i / n); /* one value per image */
+        else if (kind == 2)
+            moving[i] = dh_test_rng_below(&rng, 2) ? 77 : 3000;
+        else if (kind == 3)
+            moving[i] = ext[dh_test_rng_below(&rng, 2)];
+        valid[i] = kind == 4 ? (i % ((size_t)k * n) >= n && dh_test_rng_below(&rng, 5) != 0) : 1;
+    }
+    if (kind == 1)
+        for (size_t i = 0; i < n; i++)
+            fixed[i] = 500;
+    const uint8_t *vh = kind == 4 ? valid : NULL;
+    double fsum;
+    uint64_t fvalid = bin_fixed(fixed, is_signed, n, bf, fbins, &fsum);
+    /* the CPU twin of every image, with the given range (-100..1900) and with its own */
+    uint32_t *want = malloc(2 * total / n * cells * 4), *got = malloc(cells * 4);
+    dh_mi_values *rec = malloc(2 * total / n * sizeof *rec);
+    for (size_t r = 0; r < 2; r++)
+        for (size_t i = 0; i < total / n; i++) {
+            const size_t w = r * (total / n) + i;
+            int32_t lo = -100, hi = 1900;
+            if (r == 1 && !dh_jhist_minmax(moving + i * n, is_signed, n, vh ? vh + i * n : NULL,
+                                           &lo, &hi))
+                lo = hi = 0;
+            dh_jaxis ma;
+            ck_assert_int_eq(dh_jaxis_init(&ma, bm, lo, hi), 0);
+            dh_jhist_cpu(fbins, bf, moving + i * n, is_signed, n, vh ? vh + i * n : NULL, &ma,
+                         want + w * cells);
+            dh_mi_scores_from_joint(want + w * cells, bf, bm, fvalid, &fsum, 0, &rec[w]);
+            rec[w].moving_lo = lo, rec[w].moving_hi = hi, rec[w].reserved = 0;
+        }
+    dh_jhist_gpu_tuning t = {0};
+    t.spread_blocks = P;
+    dh_jhist_gpu *g = NULL;
+    char msg[512];
+    ck_assert_msg(dh_jhist_gpu_create(fbins, n, bf, bm, k, fvalid, fsum, &t, &g, msg,
+                                      sizeof msg) == 0, "%s", msg);
+    ck_assert_msg(dh_jhist_gpu_layout(g, k, kind == 4, 0) == DH_JHIST_LAYOUT_SPREAD,
+                  "the spread kernel should take %u images of %zu pixels", k, n);
+    cudaStream_t stream;
+    ck_assert_int_eq(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+    void *d_moving = NULL, *d_valid = NULL, *d_out = NULL;
+    ck_assert_int_eq(cudaMalloc(&d_moving, total * 2), cudaSuccess);
+    ck_assert_int_eq(cudaMalloc(&d_valid, total), cudaSuccess);
+    ck_assert_int_eq(cudaMalloc(&d_out, k * sizeof(dh_mi_values)), cudaSuccess);
+    ck_assert_int_eq(cudaMemcpy(d_moving, moving, total * 2, cudaMemcpyHostToDevice), cudaSuccess);
+    ck_assert_int_eq(cudaMemcpy(d_valid, valid, total, cudaMemcpyHostToDevice), cudaSuccess);
+    dh_mi_values *out = malloc(k * sizeof *out);
+    for (int rep = 0; rep < REPS; rep++) {
+        const size_t set = (size_t)rep % SETS, found = (size_t)(rep / SETS) % 2;
+        ck_assert_int_eq(cudaMemsetAsync(d_out, 0xFF, k * sizeof *out, stream), cudaSuccess);
+        ck_assert_msg(dh_jhist_gpu_evaluate(g, (const uint16_t *)d_moving + set * k * n,
+                                            is_signed, n, k,
+                                            vh ? (const uint8_t *)d_valid + set * k * n : NULL, n,
+                                            NULL, !found, -100, 1900, 0, d_out, stream, msg,
+                                            sizeof msg) == 0, "%s", msg);
+        ck_assert_int_eq(cudaStreamSynchronize(stream), cudaSuccess);
+        ck_assert_int_eq(cudaMemcpy(out, d_out, k * sizeof *out, cudaMemcpyDeviceToHost),
+                         cudaSuccess);
+        for (uint32_t i = 0; i < k; i++) {
+            const size_t w = found * (total / n) + set * k + i;
+            ck_assert_int_eq(dh_jhist_gpu_read_joint(g, i, got, msg, sizeof msg), 0);
+            ck_assert_msg(memcmp(want + w * cells, got, cells * 4) == 0,
+                          "spread counts differ: bins %u:%u n %zu P %u kind %d rep %d item %u", bf,
+                          bm, n, P, kind, rep, i);
+            ck_assert_msg(memcmp(&rec[w], &out[i], sizeof out[i]) == 0,
+                          "spread record differs: bins %u:%u n %zu P %u kind %d rep %d item %u: "
+                          "mi %.17g vs %.17g, n %llu vs %llu",
+                          bf, bm, n, P, kind, rep, i, rec[w].mi, out[i].mi,
+                          (unsigned long long)rec[w].n, (unsigned long long)out[i].n);
+        }
+    }
+    dh_jhist_gpu_free(g);
+    cudaFree(d_moving), cudaFree(d_valid), cudaFree(d_out);
+    cudaStreamDestroy(stream);
+    free(fixed), free(moving), free(fbins), free(valid), free(want), free(got), free(rec),
+        free(out);
+}
+
+START_TEST(test_spread)
+{
+    compare_spread(64, 64, 512 * 512, 1, 32, 0, 0, 400); /* one 512x512 slice */
+    compare_spread(64, 64, 512 * 512, 1, 128, 1, 1, 401);
+    compare_spread(64, 64, 256 * 256, 3, 0, 1, 3, 402);
+    compare_spread(32, 100, 300 * 301, 2, 7, 0, 2, 403);
+    compare_spread(128, 128, 400 * 400, 5, 33, 1, 0, 404);
+    compare_spread(64, 64, 200 * 203, 4, 1, 0, 1, 405);  /* one block per image: no gathering */
+    compare_spread(64, 64, 200 * 203, 4, 0, 0, 4, 406);  /* masks, an image with none valid */
+    compare_spread(50, 64, 1024 * 1024, 2, 66, 1, 4, 407);
+    compare_spread(64, 64, 512 * 512, 9, 0, 0, 0, 410); /* clusters of 16 would need 144 SMs */
+    compare_spread(2, 3, 1001, 2, 3, 0, 0, 408);
+    compare_spread(16, 16, 5, 3, 0, 1, 3, 409);          /* smaller than one vector */
+}
+END_TEST
+
 /* Every cluster layout gives the CPU twin's counts and record bits: cluster sizes 4, 8, 16,
  * one to five clusters per image, signed and unsigned samples, given and found ranges. */
 static void compare_layout_bp(uint32_t bins_f, uint32_t bins_m, size_t n, uint32_t cluster,
@@ -243,7 +371,7 @@ static void compare_layout_bp(uint32_t bins_f, uint32_t bins_m, size_t n, uint32
     /* no_merge bit 0: no_run_merge; bit 1: classic_count (the run-merging loop for 32-bit
      * counters without a mask, instead of the branch-free one) */
     dh_jhist_gpu_tuning t = {cluster, per_image, threads, 0, blocks_per_sm, no_merge & 1,
-                             no_merge >> 1};
+                             no_merge >> 1, 0, 0};
     dh_jhist_gpu *g = NULL;
     char msg[512];
     ck_assert_msg(dh_jhist_gpu_create(fbins, n, bins_f, bins_m, 1, valid, fsum, &t, &g, msg,
@@ -373,7 +501,7 @@ static void repeat_layout(uint32_t bins, uint32_t cluster, uint32_t per_image, s
     ck_assert_int_eq(cudaMalloc(&d_out, K * sizeof(dh_mi_values)), cudaSuccess);
     ck_assert_int_eq(cudaMemcpy(d_moving, moving, (size_t)SETS * K * n * 2,
                                 cudaMemcpyHostToDevice), cudaSuccess);
-    dh_jhist_gpu_tuning t = {cluster, per_image, 0, 0, 0, 0, 0};
+    dh_jhist_gpu_tuning t = {cluster, per_image, 0, 0, 0, 0, 0, 0, 0};
     dh_jhist_gpu *g = NULL;
     char msg[512];
     ck_assert_msg(dh_jhist_gpu_create(fbins, n, bins, bins, 256, valid, fsum, &t, &g, msg,
@@ -551,6 +679,7 @@ int main(void)
     tcase_add_test(tc, test_repeats);
     tcase_add_test(tc, test_float32);
     tcase_add_test(tc, test_solo);
+    tcase_add_test(tc, test_spread);
     suite_add_tcase(s, tc);
     return dh_test_run(s);
 }

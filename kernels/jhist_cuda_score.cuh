@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: MIT
+/*
+ * jhist_cuda_score.cuh: one block of 1024 threads scores one image whose counts it can read
+ * whole (cnt(c) for every cell c), included by jhist_cuda.cu inside its namespace (it uses
+ * eval_args, thread_tree, cell_term, marginal_terms and lane_trees_record from there). The solo
+ * kernel reads its packed shared counters this way, the spread kernel the 32-bit counts its last
+ * block gathered.
+ *  - the joint histogram written back, the row and column sums from it (integers, 32-bit: the
+ *    callers count fewer than 2^32 pixels);
+ *  - the lanes' trees of mi_scores.h: lane L adds the terms of cells j * 256 + L over its rows j
+ *    in its tree order; that tree (W leaves, W the rows rounded up to a power of two, at least 4;
+ *    missing rows are +0.0, which changes no bit) splits into four subtrees of the entries
+ *    j = q mod 4, which threads q * 256 + L add depth first (thread_tree<4, W>), joined as
+ *    (q0 + q2) + (q1 + q3), the tree's last two levels;
+ *  - the marginals' terms, and the three 256-lane trees by three warps at once (mi_kernel's block 0
+ *    runs them in one warp: the same additions).
+ * Every addition is the CPU twin's, so the records are bit-identical (test_mi_cuda).
+ */
+#ifndef DH_KERNELS_JHIST_CUDA_SCORE_CUH
+#define DH_KERNELS_JHIST_CUDA_SCORE_CUH
+
+constexpr uint32_t SCORE_THREADS = 1024;
+
+/* Lane L's quarter q of its rows' tree of W leaves. */
+template <uint32_t W, class Get>
+__device__ __forceinline__ double quarter_tree(const Get &get, uint32_t q)
+{
+    return thread_tree<4, W>(get, q);
+}
+
+/* Scores image k from cnt(c) (every cell, nn the pixels that count, lo..hi the moving range of
+ * its record) into a.out[k] and writes its joint histogram back. part: 4 x 256 doubles of shared
+ * memory. Called by all SCORE_THREADS threads of the block; ends without a barrier. */
+template <class Cnt>
+__device__ void score_counts(const eval_args &a, uint32_t k, const Cnt &cnt, uint64_t nn,
+                             int32_t lo, int32_t hi, double *part)
+{
+    __shared__ uint32_t row32[DH_MI_LANES], col32[DH_MI_LANES];
+    __shared__ unsigned long long rowp[DH_MI_LANES], colp[DH_MI_LANES];
+    __shared__ double s_ln_n;
+    const uint32_t cells = a.cells, bm = a.bins_moving;
+    const uint32_t tid = threadIdx.x, T = blockDim.x;
+    for (uint32_t t = tid; t < DH_MI_LANES; t += T)
+        row32[t] = col32[t] = 0;
+    if (tid == 0)
+        s_ln_n = nn ? dh_mi_log((double)nn) : 0.0;
+    __syncthreads();
+
+    /* the joint histogram back, row and column sums: a warp's 32 cells lie in one row when bm is
+     * a multiple of 32 (then so is cells: whole warps run each turn), so their sum takes one
+     * atomic; each lane's column is its own */
+    uint32_t *joint = a.joint + (size_t)k * cells;
+    const bool row_per_warp = bm % 32 == 0;
+    for (uint32_t c = tid; c < cells; c += T) {
+        const uint32_t x = cnt(c);
+        joint[c] = x;
+        if (x)
+            atomicAdd(&col32[c % bm], x);
+        if (row_per_warp) {
+            const uint32_t r = __reduce_add_sync(0xFFFFFFFFu, x);
+            if ((tid & 31) == 0 && r)
+                atomicAdd(&row32[c / bm], r);
+        } else if (x) {
+            atomicAdd(&row32[c / bm], x);
+        }
+    }
+    __syncthreads();
+    const double ln_n = s_ln_n;
+    for (uint32_t t = tid; t < DH_MI_LANES; t += T) {
+        rowp[t] = row32[t];
+        colp[t] = col32[t];
+    }
+
+    /* the lanes' trees: quarter q of lane L in thread q * 256 + L; in the same pass the
+     * marginals' terms (their sums are complete) */
+    const uint32_t rows = (cells + 255) >> 8, L = tid & 255u, q = tid >> 8;
+    if (q < 4) {
+        auto get = [&](uint32_t j) -> double {
+            const uint32_t c = (j << 8) | L;
+            const uint32_t x = j < rows && c < cells ? cnt(c) : 0u;
+            return x ? cell_term(x, nn, ln_n) : 0.0; /* most cells are empty: no call */
+        };
+        part[q * 256 + L] = rows <= 4    ? quarter_tree<4>(get, q)
+                            : rows <= 8  ? quarter_tree<8>(get, q)
+                            : rows <= 16 ? quarter_tree<16>(get, q)
+                            : rows <= 32 ? quarter_tree<32>(get, q)
+                            : rows <= 64 ? quarter_tree<64>(get, q)
+                            : rows <= 128 ? quarter_tree<128>(get, q)
+                                          : quarter_tree<256>(get, q);
+    }
+    const bool need_f = nn != a.fixed_valid;
+    marginal_terms(a, rowp, colp, need_f, nn, ln_n);
+    __syncthreads();
+    /* the tree's last two levels */
+    if (tid < 256)
+        part[tid] = __dadd_rn(__dadd_rn(part[tid], part[512 + tid]),
+                              __dadd_rn(part[256 + tid], part[768 + tid]));
+    __syncthreads();
+
+    /* the three 256-lane trees by three warps at once, then the record */
+    __shared__ double s_sum[3];
+    const uint32_t w = tid >> 5;
+    if (w < 3) {
+        double v = a.fixed_sum;
+        if (w == 0 && need_f)
+            v = warp_tree256([&](uint32_t t) { return __longlong_as_double(rowp[t]); });
+        else if (w == 1)
+            v = warp_tree256([&](uint32_t t) { return __longlong_as_double(colp[t]); });
+        else if (w == 2)
+            v = warp_tree256([&](uint32_t t) { return part[t]; });
+        if ((tid & 31) == 0)
+            s_sum[w] = v;
+    }
+    __syncthreads();
+    if (tid == 0)
+        write_record(a, k, nn, s_sum[0], s_sum[1], s_sum[2], lo, hi);
+}
+
+#endif /* DH_KERNELS_JHIST_CUDA_SCORE_CUH */
