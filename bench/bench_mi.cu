@@ -233,6 +233,26 @@ __global__ void read_only(const uint4 *x, const uint4 *y, size_t units, unsigned
 
 /* --profile SIDE BINS BATCH CLUSTER: a few evaluations of one configuration and nothing else,
  * for a profiler (ncu -k regex:mi_kernel); checks the last one against the CPU twin. */
+/* One row "| bins | label | check | us per launch | evaluations/s |" of a table of batches: the
+ * whole batch scored with the tuning `want`, its first and last records checked, median of 20. */
+static void batch_row(const image_batch &ib, size_t side, uint32_t bins, uint32_t batch,
+                      const dh_jhist_gpu_tuning &want, const char *label, dh_mi_values *d_out,
+                      cudaStream_t s)
+{
+    const size_t n = side * side;
+    prepared p = prepare(ib.fixed.data(), n, bins);
+    dh_jhist_gpu *g = make_gpu(p, n, bins, batch, &want);
+    evaluate(g, ib.d_movs, n, batch, 1, d_out, s);
+    bool ok = check(g, p, ib.movs.data(), n, bins, 1, d_out, 0) &&
+              check(g, p, ib.movs.data() + (size_t)(batch - 1) * n, n, bins, 1, d_out,
+                    batch - 1);
+    double us = time_single(g, ib.d_movs, n, batch, 1, d_out, s, 20);
+    printf("| %u | %s | %s | %.1f | %.3g |\n", bins, label, ok ? "ok" : "MISMATCH", us,
+           batch / (us * 1e-6));
+    fflush(stdout);
+    dh_jhist_gpu_free(g);
+}
+
 static int profile_one(size_t side, uint32_t bins, uint32_t batch, uint32_t cl)
 {
     const size_t n = side * side;
@@ -262,8 +282,8 @@ static void stage_split(cudaStream_t s, dh_mi_values *d_out, int reps)
     struct cfg_t {
         size_t side;
         uint32_t bins, batch, cluster;
-    } cfgs[] = {{256, 64, 1, 0}, {512, 64, 1, 0}, {512, 256, 1, 0}, {256, 64, 1024, 1},
-                {256, 256, 1024, 4}};
+    } cfgs[] = {{256, 64, 1, 0},    {256, 128, 1, 0},   {512, 64, 1, 0}, {512, 256, 1, 0},
+                {256, 64, 1024, 1}, {256, 256, 1024, 0}};
     const struct {
         uint32_t bit;
         const char *name;
@@ -556,19 +576,22 @@ int main(int argc, char **argv)
                "|---|---|---|---|---|\n");
         for (uint32_t bins : {64u, 256u})
             for (uint32_t nm : {0u, 2u, 3u}) {
-                prepared p = prepare(ib.fixed.data(), n, bins);
                 dh_jhist_gpu_tuning want = {0, 0, 0, 0, 0, nm & 1u, nm >> 1};
-                dh_jhist_gpu *g = make_gpu(p, n, bins, max_batch, &want);
-                evaluate(g, d_movs, n, max_batch, 1, d_out, s);
-                bool ok = check(g, p, movs, n, bins, 1, d_out, 0) &&
-                          check(g, p, movs + (size_t)(max_batch - 1) * n, n, bins, 1, d_out,
-                                max_batch - 1);
-                double us = time_single(g, d_movs, n, max_batch, 1, d_out, s, 20);
-                printf("| %u | %s | %s | %.1f | %.3g |\n", bins,
-                       nm == 0 ? "default" : nm == 2 ? "classic, per run" : "classic, per pixel",
-                       ok ? "ok" : "MISMATCH", us, max_batch / (us * 1e-6));
-                fflush(stdout);
-                dh_jhist_gpu_free(g);
+                batch_row(ib, side, bins, max_batch, want,
+                          nm == 0 ? "default" : nm == 2 ? "classic, per run" : "classic, per pixel",
+                          d_out, s);
+            }
+        /* The entropy terms: logarithms of counts read from the table (default) or computed
+         * for every non-zero cell (direct_terms, the default before run 54). */
+        printf("\n## Entropy terms, 256x256 batch 1024 (us per launch, median of 20; automatic "
+               "layout)\n| bins | logarithms | check | us per launch | evaluations/s |\n"
+               "|---|---|---|---|---|\n");
+        for (uint32_t bins : {64u, 128u, 256u})
+            for (uint32_t direct : {0u, 1u}) {
+                dh_jhist_gpu_tuning want = {};
+                want.direct_terms = direct;
+                batch_row(ib, side, bins, max_batch, want, direct ? "computed" : "table", d_out,
+                          s);
             }
         CK(cudaFree(ib.d_movs));
     }

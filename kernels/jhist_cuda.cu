@@ -65,6 +65,7 @@ constexpr int THREADS = 1024;
 constexpr uint32_t PACKED_ROUND_TILES = 65535u / (THREADS * 8u);
 constexpr uint32_t PACKED_ABOVE_CELLS = 16384; /* 32-bit counters up to 64 KB */
 constexpr uint32_t NO_CELL = 0xFFFFFFFFu;
+constexpr uint32_t LN_TABLE_MAX = 65536; /* logarithms of counts 0 .. 65535 (cell_term) */
 constexpr int RANGE_THREADS = 512;
 constexpr uint32_t RANGE_BLOCKS = 128; /* per image, for multi-cluster images */
 /* Blocks per SM for one-block images of 512 threads (dh_jhist_gpu_tuning): 4, registers capped
@@ -111,7 +112,20 @@ struct eval_args {
     uint32_t spread_blocks;
     spread_slot *spread_slots;
     uint32_t *spread_acc;
+    uint32_t bm_div; /* 2^32 / bins_moving + 1: cell c's fixed bin is row_of(c) */
+    /* ln_tab[x] = dh_mi_log(x) for x < ln_len (cell_term); ln_len 0: every term computes its own */
+    const double *ln_tab;
+    uint32_t ln_len;
 };
+
+/* Cell c's fixed bin, c / bins_moving without a division (about 20 instructions for a divisor
+ * known only at run time, twice per cell in the scoring passes): with m = floor(2^32 / d) + 1,
+ * __umulhi(c, m) = floor(c / d + c e / 2^32) for some 0 < e <= 1, exact while c d < 2^32 (cells
+ * hold at most 65536 x 256). */
+__device__ __forceinline__ uint32_t row_of(const eval_args &a, uint32_t c)
+{
+    return __umulhi(c, a.bm_div);
+}
 
 __device__ __forceinline__ int32_t sample(uint32_t raw, int is_signed)
 {
@@ -594,9 +608,31 @@ __device__ __forceinline__ double thread_tree(const Get &get, uint32_t t)
 }
 
 /* dh_mi_term as one call: thread_tree inlines a leaf per row, and the logarithm once is enough. */
-__device__ __noinline__ double cell_term(uint32_t c, uint64_t n, double ln_n)
+__device__ __noinline__ double term_direct(uint64_t c, uint64_t n, double ln_n)
 {
     return dh_mi_term(c, n, ln_n);
+}
+
+/* dh_mi_term(c, n, ln_n) with the logarithm of c read from the table where it holds it:
+ * ln_tab[c] = dh_mi_log(c) for c < ln_len (ln_table_kernel, the same code on the same device,
+ * so the same bits), and the term's own two steps are dh_mi_term's, c ln(n / c) = c (ln n - ln c)
+ * for c <= n - c (c = 0: 0 x ln n = +0.0, dh_mi_term's 0.0). A logarithm is about 60 FP64 steps
+ * and a warp pays them for any one lane with a non-zero cell: batches of 1024 256x256 pairs took
+ * 102 -> 88 us at 64 bins, 520 -> 400 us at 256 (bench/NOTES.md runs 54-55). Larger counts and
+ * the dominant cell compute theirs. */
+__device__ __forceinline__ double cell_term(const eval_args &a, uint64_t c, uint64_t n,
+                                            double ln_n)
+{
+    if (c < a.ln_len && c <= n - c)
+        return __dmul_rn((double)c, __dsub_rn(ln_n, __ldg(a.ln_tab + c)));
+    return term_direct(c, n, ln_n);
+}
+
+/* ln_tab[x] = dh_mi_log(x) for x < len (0 for x = 0), once per prepared fixed image. */
+__global__ void ln_table_kernel(double *tab, uint32_t len)
+{
+    for (uint32_t x = blockIdx.x * blockDim.x + threadIdx.x; x < len; x += gridDim.x * blockDim.x)
+        tab[x] = x ? dh_mi_log((double)x) : 0.0;
 }
 
 /* The marginals' sums turned into their entropy terms in place (doubles in the 64-bit words;
@@ -610,9 +646,9 @@ __device__ __forceinline__ void marginal_terms(const eval_args &a, unsigned long
         if (i < DH_MI_LANES) {
             if (need_f)
                 tot_f[t] = __double_as_longlong(
-                    t < a.bins_fixed ? dh_mi_term(tot_f[t], n, ln_n) : 0.0);
+                    t < a.bins_fixed ? cell_term(a, tot_f[t], n, ln_n) : 0.0);
         } else {
-            tot_m[t] = __double_as_longlong(t < a.bins_moving ? dh_mi_term(tot_m[t], n, ln_n)
+            tot_m[t] = __double_as_longlong(t < a.bins_moving ? cell_term(a, tot_m[t], n, ln_n)
                                                               : 0.0);
         }
     }
@@ -799,8 +835,9 @@ __global__ void __launch_bounds__(THR, MINB) mi_kernel(eval_args a)
         if (!(skip & DH_JHIST_STAGE_WRITE))
             joint[c] = x;
         if (x && !(skip & DH_JHIST_STAGE_MARGINALS)) {
-            atomicAdd(&rowp[c / bm], (unsigned long long)x);
-            atomicAdd(&colp[c % bm], (unsigned long long)x);
+            const uint32_t r = row_of(a, c);
+            atomicAdd(&rowp[r], (unsigned long long)x);
+            atomicAdd(&colp[c - r * bm], (unsigned long long)x);
         }
     }
     __syncthreads();
@@ -825,7 +862,7 @@ __global__ void __launch_bounds__(THR, MINB) mi_kernel(eval_args a)
         for (uint32_t l = tid; l < owned; l += T) {
             uint32_t c = owned_cell(l, rank, lb_shift);
             terms[(l >> lb_shift) * (LB + 1) + (l & (LB - 1))] =
-                c < cells ? dh_mi_term(red[l], n, ln_n) : 0.0;
+                c < cells ? cell_term(a, red[l], n, ln_n) : 0.0;
         }
     __syncthreads();
     /* The entropy term of owned row j, lane L: up to 32 rows computed where the tree needs it
@@ -836,7 +873,7 @@ __global__ void __launch_bounds__(THR, MINB) mi_kernel(eval_args a)
             return 0.0;
         if (PACKED || rows > 32) /* packed counters always have 256+ rows */
             return terms[j * (LB + 1) + L];
-        return owned_cell(l, rank, lb_shift) < cells ? dh_mi_term(red[l], n, ln_n) : 0.0;
+        return owned_cell(l, rank, lb_shift) < cells ? cell_term(a, red[l], n, ln_n) : 0.0;
     };
 
     /* 5c. each owned lane's rows as mi_scores.h's tree; the lane sum goes straight into block
@@ -855,7 +892,7 @@ __global__ void __launch_bounds__(THR, MINB) mi_kernel(eval_args a)
             for (uint32_t L = tid; L < LB; L += T) {
                 auto get = [&](uint32_t j) -> double {
                     const uint32_t l = (j << 8) | L;
-                    return j < rows && with_terms && l < cells ? cell_term(red[l], n, ln_n)
+                    return j < rows && with_terms && l < cells ? cell_term(a, red[l], n, ln_n)
                                                                : 0.0;
                 };
                 lanes0[L] = rows <= 1   ? get(0)
@@ -948,7 +985,7 @@ struct dh_jhist_gpu {
      * many (bench_mi, batches of 256x256 pairs: 2-16 times the rate). */
     uint32_t batch_from, batch_region, batch_smem;
     /* Calls of at least solo_from images (0: never) without masks, of stored values, with
-     * packed counters and at most 65536 pixels: one block per image (jhist_cuda_solo.cuh). */
+     * packed counters and at most SOLO_MAX_PIXELS: one block per image (jhist_cuda_solo.cuh). */
     uint32_t solo_from, solo_smem;
     /* Calls of at most spread_slots images (0: never) with 32-bit counters and no layout fixed
      * by the tuning, below batch_from: the spread kernel (jhist_cuda_spread.cuh), P blocks per
@@ -963,6 +1000,8 @@ struct dh_jhist_gpu {
     int2 *d_range_parts; /* G > 1 */
     spread_slot *d_spread_slots; /* spread_slots of them, zero between evaluations */
     uint32_t *d_spread_acc;      /* spread_slots x spread_acc_words(cells), likewise */
+    double *d_ln_tab;            /* ln_len logarithms (cell_term); none with direct_terms */
+    uint32_t ln_len;
     /* host path staging, grown on demand */
     void *d_stage;
     size_t stage_bytes;
@@ -1008,6 +1047,13 @@ void (*kernel_for(bool packed, uint32_t cluster, uint32_t threads,
     if (cluster == 1 && threads == 256 && blocks_per_sm == 8)
         return mi_kernel<false, 256, 8>;
     return mi_kernel<false, THREADS, 1>;
+}
+
+/* The solo kernel for signed or unsigned samples, counting runs of one cell (merge) or pixels. */
+void (*solo_kernel_for(bool is_signed, bool merge))(eval_args)
+{
+    return is_signed ? (merge ? mi_solo_kernel<true, true> : mi_solo_kernel<true, false>)
+                     : (merge ? mi_solo_kernel<false, true> : mi_solo_kernel<false, false>);
 }
 
 /* The most dynamic shared memory one block may have on this device (0 if unknown). */
@@ -1070,6 +1116,11 @@ extern "C" int dh_jhist_gpu_create(const uint16_t *fixed_bins, size_t n, uint32_
     g->skip = tuning ? tuning->stage_skip : 0;
     g->no_merge = tuning ? tuning->no_run_merge : 0;
     g->classic_count = tuning ? tuning->classic_count : 0;
+    /* a cell counts at most n pixels, and most counts are small: 65536 logarithms (512 KB, read
+     * through L1 and L2) cover every count of an image up to 256x256 */
+    g->ln_len = tuning && tuning->direct_terms ? 0
+                : n < LN_TABLE_MAX                 ? (uint32_t)n + 1
+                                                   : LN_TABLE_MAX;
 
     /* Cluster size: a batch of small images wants the smallest cluster that fits (the fixed
      * cost of scoring is paid once per image instead of once per block of it, and more images
@@ -1133,7 +1184,7 @@ extern "C" int dh_jhist_gpu_create(const uint16_t *fixed_bins, size_t n, uint32_
     }
     /* Calls of one image per SM or more run one block per image where nothing in the tuning
      * fixes the layout: slices up to a megapixel with 32-bit counters in mi_kernel's one-block
-     * layout, images up to 65536 pixels with packed counters in the solo kernel. */
+     * layout, images up to 512x512 with packed counters in the solo kernel. */
     int sms = 0, dev = 0;
     const bool fixed = tuning && (tuning->cluster || tuning->threads || tuning->blocks_per_sm);
     const bool per_call =
@@ -1146,12 +1197,14 @@ extern "C" int dh_jhist_gpu_create(const uint16_t *fixed_bins, size_t n, uint32_
             active_clusters(false, 1, 512, AUTO_BLOCKS_PER_SM, g->batch_smem) > 0)
             g->batch_from = (uint32_t)sms;
     }
-    if (per_call && g->packed && n <= SOLO_MAX_PIXELS && !g->skip) {
+    if (per_call && g->packed && n <= SOLO_MAX_PIXELS) { /* honours stage_skip */
         g->solo_smem = solo_smem_bytes(g->cells);
         int fit = 0;
-        if (configure(mi_solo_kernel<false>, g->solo_smem) == cudaSuccess &&
-            configure(mi_solo_kernel<true>, g->solo_smem) == cudaSuccess &&
-            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, mi_solo_kernel<false>,
+        bool ok = true;
+        for (int v = 0; v < 4; v++)
+            ok = ok && configure(solo_kernel_for(v & 1, v & 2), g->solo_smem) == cudaSuccess;
+        if (ok &&
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, solo_kernel_for(false, false),
                                                           SOLO_THREADS, g->solo_smem) ==
                 cudaSuccess &&
             fit > 0)
@@ -1225,6 +1278,16 @@ extern "C" int dh_jhist_gpu_create(const uint16_t *fixed_bins, size_t n, uint32_
         dh_jhist_gpu_free(g);
         return dh_cuda_fail(msg, msg_len, "", "allocating the spread workspace", err);
     }
+    if (g->ln_len) {
+        if ((err = cudaMalloc(&g->d_ln_tab, g->ln_len * sizeof(double))) == cudaSuccess) {
+            ln_table_kernel<<<(g->ln_len + 255) / 256, 256>>>(g->d_ln_tab, g->ln_len);
+            err = cudaGetLastError();
+        }
+        if (err != cudaSuccess) {
+            dh_jhist_gpu_free(g);
+            return dh_cuda_fail(msg, msg_len, "", "making the logarithm table", err);
+        }
+    }
     /* The memsets above run on the legacy default stream, asynchronously; an evaluation on a
      * non-blocking stream does not wait for them, and a late memset of d_joint used to zero
      * joint histograms an evaluation had just written. Wait for them here, once. */
@@ -1247,6 +1310,7 @@ extern "C" void dh_jhist_gpu_free(dh_jhist_gpu *g)
     cudaFree(g->d_range_parts);
     cudaFree(g->d_spread_slots);
     cudaFree(g->d_spread_acc);
+    cudaFree(g->d_ln_tab);
     cudaFree(g->d_stage);
     delete g;
 }
@@ -1261,6 +1325,7 @@ extern "C" void dh_jhist_gpu_get_tuning(const dh_jhist_gpu *g, dh_jhist_gpu_tuni
     t->no_run_merge = g->no_merge;
     t->classic_count = g->classic_count;
     t->no_spread = !g->spread_slots;
+    t->direct_terms = !g->ln_len;
     t->spread_blocks = g->spread_blocks;
 }
 
@@ -1312,6 +1377,7 @@ extern "C" int dh_jhist_gpu_evaluate(dh_jhist_gpu *g, const void *d_moving, int 
             (!d_valid || ((uintptr_t)d_valid % 8 == 0 && valid_stride % 8 == 0));
     a.bins_fixed = g->bins_fixed;
     a.bins_moving = g->bins_moving;
+    a.bm_div = (uint32_t)((1ull << 32) / g->bins_moving + 1);
     a.cells = g->cells;
     a.lb_shift = log2u(256 / cluster);
     a.region_bytes = batch ? g->batch_region : g->region_bytes;
@@ -1330,6 +1396,8 @@ extern "C" int dh_jhist_gpu_evaluate(dh_jhist_gpu *g, const void *d_moving, int 
     a.skip = g->skip;
     a.no_merge = (int)g->no_merge;
     a.classic_count = (int)g->classic_count;
+    a.ln_tab = g->d_ln_tab;
+    a.ln_len = g->ln_len;
     if (float_axis) { /* the range is given: no range pass, the record's integer range is 0:0 */
         a.moving_f32 = (const float *)d_moving;
         a.fbins = float_axis->bins;
@@ -1345,10 +1413,7 @@ extern "C" int dh_jhist_gpu_evaluate(dh_jhist_gpu *g, const void *d_moving, int 
 
     cudaError_t err;
     if (layout == DH_JHIST_LAYOUT_SOLO) {
-        if (is_signed)
-            mi_solo_kernel<true><<<count, SOLO_THREADS, g->solo_smem, s>>>(a);
-        else
-            mi_solo_kernel<false><<<count, SOLO_THREADS, g->solo_smem, s>>>(a);
+        solo_kernel_for(is_signed, !a.no_merge)<<<count, SOLO_THREADS, g->solo_smem, s>>>(a);
         if ((err = cudaGetLastError()) != cudaSuccess)
             return dh_cuda_fail(msg, msg_len, "", "launching the joint-histogram kernel", err);
         return 0;

@@ -27,8 +27,8 @@ typedef struct dh_jhist_gpu dh_jhist_gpu;
 
 /* How an evaluation is spread over the GPU; 0 = chosen from the image size and the device (and,
  * with cluster, threads and blocks_per_sm all 0, from each call's image count: one block per image
- * for calls of at least one image per SM; above 16384 cells, images of at most 65536 pixels without
- * masks, jhist_cuda_solo.cuh's kernel; fewer images, up to 16384 cells and a megapixel, the spread
+ * for calls of at least one image per SM; above 16384 cells, images of at most 512x512 pixels
+ * without masks, jhist_cuda_solo.cuh's kernel; fewer images, up to 16384 cells and a megapixel, the spread
  * kernel, jhist_cuda_spread.cuh; dh_jhist_gpu_layout says which). For benchmarks and tests: every
  * choice gives the same bits. */
 typedef struct dh_jhist_gpu_tuning {
@@ -50,6 +50,8 @@ typedef struct dh_jhist_gpu_tuning {
                                     spread kernel (jhist_cuda_spread.cuh; the default before run
                                     49); reads back 1 wherever the spread kernel is never taken */
     uint32_t spread_blocks;      /* the spread kernel's blocks per image (0: automatic) */
+    uint32_t direct_terms;       /* 1: every entropy term computes its logarithm, no table of
+                                    them (the default before run 54) */
 } dh_jhist_gpu_tuning;
 
 /* Stages of one evaluation, for stage_skip (timing, never for results). */

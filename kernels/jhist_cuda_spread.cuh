@@ -161,7 +161,10 @@ __global__ void __launch_bounds__(SPREAD_THREADS, 1) mi_spread_kernel(eval_args 
         __syncthreads();
         nn = s_count;
     }
-    score_counts(a, k, [&](uint32_t c) -> uint32_t { return hist[c]; }, nn, lo, hi, part);
+    score_counts(
+        a, k, [&](uint32_t c) -> uint32_t { return hist[c]; },
+        [&](uint32_t c) -> uint4 { return *(const uint4 *)(hist + c); }, nn, lo, hi, part,
+        true);
 }
 
 #endif /* DH_KERNELS_JHIST_CUDA_SPREAD_CUH */

@@ -156,9 +156,11 @@ static uint64_t bin_fixed(const uint16_t *fixed, int is_signed, size_t n, uint32
  * image per SM: every record and joint histogram of a batch against the CPU twin, signed and
  * unsigned, given and found ranges; kind 0 CT-like pairs, 1 constant fixed and moving images (all
  * n pixels in one cell: 65536 counts, one more than a 16-bit counter holds), 2 two values, 3 the
- * sample type's extremes. */
+ * sample type's extremes (images of more than 65536 pixels count in rounds). variant bit 0: every entropy term computes its logarithm (tuning's
+ * direct_terms) instead of reading the table; bit 1: one add per pixel, not per run of one cell
+ * (no_run_merge). */
 static void compare_solo(uint32_t bf, uint32_t bm, size_t n, uint32_t k, int is_signed,
-                         int has_range, int kind, uint64_t seed)
+                         int has_range, int kind, int variant, uint64_t seed)
 {
     uint16_t *fixed = malloc(n * 2), *moving = malloc((size_t)k * n * 2), *fbins = malloc(n * 2);
     dh_test_rng rng;
@@ -181,8 +183,10 @@ static void compare_solo(uint32_t bf, uint32_t bm, size_t n, uint32_t k, int is_
     uint64_t valid = bin_fixed(fixed, is_signed, n, bf, fbins, &fsum);
     dh_jhist_gpu *g = NULL;
     char msg[512];
-    ck_assert_msg(dh_jhist_gpu_create(fbins, n, bf, bm, k, valid, fsum, NULL, &g, msg,
+    dh_jhist_gpu_tuning t = {.direct_terms = variant & 1, .no_run_merge = variant >> 1};
+    ck_assert_msg(dh_jhist_gpu_create(fbins, n, bf, bm, k, valid, fsum, &t, &g, msg,
                                       sizeof msg) == 0, "%s", msg);
+    ck_assert_int_eq(dh_jhist_gpu_layout(g, k, 0, 0), DH_JHIST_LAYOUT_SOLO);
     dh_mi_values *got = malloc(k * sizeof *got);
     ck_assert_msg(dh_jhist_gpu_evaluate_host(g, moving, is_signed, n, k, NULL, 0, NULL, has_range,
                                              lo, hi, 0, got, msg, sizeof msg) == 0, "%s", msg);
@@ -211,13 +215,25 @@ static void compare_solo(uint32_t bf, uint32_t bm, size_t n, uint32_t k, int is_
 
 START_TEST(test_solo)
 {
-    compare_solo(256, 256, 256 * 256, 140, 0, 1, 0, 300);
-    compare_solo(256, 256, 256 * 256, 133, 1, 0, 0, 301);
-    compare_solo(256, 256, 256 * 256, 133, 0, 0, 1, 302);
-    compare_solo(256, 256, 256 * 256, 133, 1, 1, 1, 303);
-    compare_solo(200, 129, 255 * 251, 140, 0, 0, 2, 304);
-    compare_solo(256, 100, 1001, 133, 1, 0, 3, 305);
-    compare_solo(129, 256, 257 * 255, 140, 0, 1, 3, 306);
+    compare_solo(256, 256, 256 * 256, 140, 0, 1, 0, 0, 300);
+    compare_solo(256, 256, 256 * 256, 133, 1, 0, 0, 0, 301);
+    compare_solo(256, 256, 256 * 256, 133, 0, 0, 1, 0, 302);
+    compare_solo(256, 256, 256 * 256, 133, 1, 1, 1, 0, 303);
+    compare_solo(200, 129, 255 * 251, 140, 0, 0, 2, 0, 304);
+    compare_solo(256, 100, 1001, 133, 1, 0, 3, 0, 305);
+    compare_solo(129, 256, 257 * 255, 140, 0, 1, 3, 0, 306);
+    compare_solo(256, 256, 256 * 256, 133, 1, 0, 0, 1, 307);
+    compare_solo(255, 129, 300 * 211, 133, 0, 0, 0, 0, 308); /* an odd number of cells */
+    compare_solo(256, 256, 256 * 256, 133, 0, 0, 1, 2, 309);
+    compare_solo(200, 129, 255 * 251, 140, 1, 1, 0, 2, 310);
+    /* images of several rounds of 65536 pixels, added up in the joint histogram: 512x512
+     * (4 rounds; constant: 4 x 65536 in one cell), 300x300 (2, the last one short), 511x509 (4,
+     * no 16-byte loads: every pixel one by one) */
+    compare_solo(256, 256, 512 * 512, 133, 0, 1, 0, 0, 311);
+    compare_solo(256, 256, 512 * 512, 133, 1, 0, 1, 0, 312);
+    compare_solo(256, 200, 300 * 300, 140, 0, 0, 2, 2, 313);
+    compare_solo(129, 256, 511 * 509, 133, 1, 0, 3, 0, 314);
+    compare_solo(256, 256, 511 * 509, 133, 0, 1, 0, 2, 315);
 }
 END_TEST
 
@@ -229,7 +245,8 @@ END_TEST
  * takes the spread kernel for such calls only where the image is small or the calls many),
  * signed and unsigned samples, masks; kind 0 CT-like, 1 constant (every pixel in one cell, added
  * up across all P blocks), 2 two values, 3 the sample type's extremes, 4 masked with image 0
- * having no valid pixel (found range 0:0, nothing counts). */
+ * having no valid pixel (found range 0:0, nothing counts), 5 two fixed values in halves against a
+ * constant moving image (two cells of n / 2: counts past the logarithm table, not dominant). */
 static void compare_spread(uint32_t bf, uint32_t bm, size_t n, uint32_t k, uint32_t P,
                            int is_signed, int kind, uint64_t seed)
 {
@@ -251,9 +268,12 @@ static void compare_spread(uint32_t bf, uint32_t bm, size_t n, uint32_t k, uint3
             moving[i] = ext[dh_test_rng_below(&rng, 2)];
         valid[i] = kind == 4 ? (i % ((size_t)k * n) >= n && dh_test_rng_below(&rng, 5) != 0) : 1;
     }
-    if (kind == 1)
-        for (size_t i = 0; i < n; i++)
-            fixed[i] = 500;
+    for (size_t i = 0; i < total; i++)
+        if (kind == 5)
+            moving[i] = 1234;
+    for (size_t i = 0; i < n; i++)
+        if (kind == 1 || kind == 5)
+            fixed[i] = kind == 1 || i % 2 ? 500 : 1500;
     const uint8_t *vh = kind == 4 ? valid : NULL;
     double fsum;
     uint64_t fvalid = bin_fixed(fixed, is_signed, n, bf, fbins, &fsum);
@@ -335,6 +355,7 @@ START_TEST(test_spread)
     compare_spread(64, 64, 512 * 512, 9, 0, 0, 0, 410); /* clusters of 16 would need 144 SMs */
     compare_spread(2, 3, 1001, 2, 3, 0, 0, 408);
     compare_spread(16, 16, 5, 3, 0, 1, 3, 409);          /* smaller than one vector */
+    compare_spread(64, 64, 512 * 512, 1, 0, 1, 5, 411);  /* cells of n / 2 */
 }
 END_TEST
 
@@ -370,8 +391,9 @@ static void compare_layout_bp(uint32_t bins_f, uint32_t bins_m, size_t n, uint32
 
     /* no_merge bit 0: no_run_merge; bit 1: classic_count (the run-merging loop for 32-bit
      * counters without a mask, instead of the branch-free one) */
-    dh_jhist_gpu_tuning t = {cluster, per_image, threads, 0, blocks_per_sm, no_merge & 1,
-                             no_merge >> 1, 0, 0};
+    dh_jhist_gpu_tuning t = {.cluster = cluster, .clusters_per_image = per_image,
+                             .threads = threads, .blocks_per_sm = blocks_per_sm,
+                             .no_run_merge = no_merge & 1, .classic_count = no_merge >> 1};
     dh_jhist_gpu *g = NULL;
     char msg[512];
     ck_assert_msg(dh_jhist_gpu_create(fbins, n, bins_f, bins_m, 1, valid, fsum, &t, &g, msg,
@@ -501,7 +523,7 @@ static void repeat_layout(uint32_t bins, uint32_t cluster, uint32_t per_image, s
     ck_assert_int_eq(cudaMalloc(&d_out, K * sizeof(dh_mi_values)), cudaSuccess);
     ck_assert_int_eq(cudaMemcpy(d_moving, moving, (size_t)SETS * K * n * 2,
                                 cudaMemcpyHostToDevice), cudaSuccess);
-    dh_jhist_gpu_tuning t = {cluster, per_image, 0, 0, 0, 0, 0, 0, 0};
+    dh_jhist_gpu_tuning t = {.cluster = cluster, .clusters_per_image = per_image};
     dh_jhist_gpu *g = NULL;
     char msg[512];
     ck_assert_msg(dh_jhist_gpu_create(fbins, n, bins, bins, 256, valid, fsum, &t, &g, msg,
