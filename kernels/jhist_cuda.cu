@@ -1049,11 +1049,19 @@ void (*kernel_for(bool packed, uint32_t cluster, uint32_t threads,
     return mi_kernel<false, THREADS, 1>;
 }
 
-/* The solo kernel for signed or unsigned samples, counting runs of one cell (merge) or pixels. */
-void (*solo_kernel_for(bool is_signed, bool merge))(eval_args)
+/* The solo kernel for signed or unsigned samples, counting runs of one cell (merge) or pixels,
+ * images of one round of 65536 pixels or more (multi). */
+template <bool MULTI> void (*solo_kernel_of(bool is_signed, bool merge))(eval_args)
 {
-    return is_signed ? (merge ? mi_solo_kernel<true, true> : mi_solo_kernel<true, false>)
-                     : (merge ? mi_solo_kernel<false, true> : mi_solo_kernel<false, false>);
+    return is_signed ? (merge ? mi_solo_kernel<true, true, MULTI>
+                              : mi_solo_kernel<true, false, MULTI>)
+                     : (merge ? mi_solo_kernel<false, true, MULTI>
+                              : mi_solo_kernel<false, false, MULTI>);
+}
+
+void (*solo_kernel_for(bool is_signed, bool merge, bool multi))(eval_args)
+{
+    return multi ? solo_kernel_of<true>(is_signed, merge) : solo_kernel_of<false>(is_signed, merge);
 }
 
 /* The most dynamic shared memory one block may have on this device (0 if unknown). */
@@ -1201,10 +1209,10 @@ extern "C" int dh_jhist_gpu_create(const uint16_t *fixed_bins, size_t n, uint32_
         g->solo_smem = solo_smem_bytes(g->cells);
         int fit = 0;
         bool ok = true;
-        for (int v = 0; v < 4; v++)
-            ok = ok && configure(solo_kernel_for(v & 1, v & 2), g->solo_smem) == cudaSuccess;
+        for (int v = 0; v < 8; v++)
+            ok = ok && configure(solo_kernel_for(v & 1, v & 2, v & 4), g->solo_smem) == cudaSuccess;
         if (ok &&
-            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, solo_kernel_for(false, false),
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, solo_kernel_for(false, false, true),
                                                           SOLO_THREADS, g->solo_smem) ==
                 cudaSuccess &&
             fit > 0)
@@ -1413,7 +1421,8 @@ extern "C" int dh_jhist_gpu_evaluate(dh_jhist_gpu *g, const void *d_moving, int 
 
     cudaError_t err;
     if (layout == DH_JHIST_LAYOUT_SOLO) {
-        solo_kernel_for(is_signed, !a.no_merge)<<<count, SOLO_THREADS, g->solo_smem, s>>>(a);
+        solo_kernel_for(is_signed, !a.no_merge, g->n > SOLO_ROUND_PIXELS)<<<count, SOLO_THREADS,
+                                                                          g->solo_smem, s>>>(a);
         if ((err = cudaGetLastError()) != cudaSuccess)
             return dh_cuda_fail(msg, msg_len, "", "launching the joint-histogram kernel", err);
         return 0;

@@ -64,7 +64,9 @@ __device__ void solo_flush(uint32_t *hist, uint32_t *joint, uint32_t cells, bool
         hist[w] = 0;
 }
 
-template <bool SIGNED, bool MERGE>
+/* MULTI: images of more than one round (a kernel of its own, so that one-round images run the
+ * code they ran before rounds existed: 3% faster, bench/NOTES.md run 61). */
+template <bool SIGNED, bool MERGE, bool MULTI>
 __global__ void __launch_bounds__(SOLO_THREADS, 1) mi_solo_kernel(eval_args a)
 {
     if (a.skip & DH_JHIST_STAGE_ALL)
@@ -80,7 +82,8 @@ __global__ void __launch_bounds__(SOLO_THREADS, 1) mi_solo_kernel(eval_args a)
     const uint32_t tid = threadIdx.x, T = blockDim.x, k = blockIdx.x;
     const uint16_t *img = a.moving + (size_t)k * a.stride;
     uint32_t *joint = a.joint + (size_t)k * cells;
-    const uint32_t rounds = (uint32_t)((a.n + SOLO_ROUND_PIXELS - 1) / SOLO_ROUND_PIXELS);
+    const uint32_t rounds =
+        MULTI ? (uint32_t)((a.n + SOLO_ROUND_PIXELS - 1) / SOLO_ROUND_PIXELS) : a.n > 0;
 
     /* 1. zero */
     const uint4 zero = make_uint4(0, 0, 0, 0);
@@ -188,7 +191,7 @@ __global__ void __launch_bounds__(SOLO_THREADS, 1) mi_solo_kernel(eval_args a)
             add(a.fixed_bins[i], img[i], i % SOLO_ROUND_PIXELS != 0);
             visited++;
         }
-        if (rounds > 1 && !(a.skip & DH_JHIST_STAGE_WRITE)) { /* block-uniform */
+        if (MULTI && !(a.skip & DH_JHIST_STAGE_WRITE)) { /* block-uniform */
             __syncthreads();
             solo_flush(hist, joint, cells, r > 0);
             __syncthreads();
@@ -201,7 +204,7 @@ __global__ void __launch_bounds__(SOLO_THREADS, 1) mi_solo_kernel(eval_args a)
     uint64_t aside = 0;
     for (uint32_t r = 0; r < rounds; r++)
         aside += s_aside[r] != NO_CELL;
-    if (rounds > 1 && tid == 0) /* after the last flush's barrier */
+    if (MULTI && tid == 0) /* after the last flush's barrier */
         for (uint32_t r = 0; r < rounds; r++)
             if (s_aside[r] != NO_CELL)
                 joint[s_aside[r]]++;
@@ -209,7 +212,7 @@ __global__ void __launch_bounds__(SOLO_THREADS, 1) mi_solo_kernel(eval_args a)
     const uint64_t nn = s_visited - *sink + aside;
 
     /* 4. scored straight from the counters, or from the joint histogram the rounds added up */
-    if (rounds <= 1) {
+    if (!MULTI) {
         const uint32_t c0 = s_aside[0];
         auto cnt = [&](uint32_t c) -> uint32_t {
             return ((hist[c >> 1] >> ((c & 1u) << 4)) & 0xFFFFu) + (c == c0);
