@@ -30,7 +30,8 @@ __device__ __forceinline__ double quarter_tree(const Get &get, uint32_t q)
 
 /* Scores image k from cnt(c) (every cell, nn the pixels that count, lo..hi the moving range of
  * its record) into a.out[k], and with write_back its joint histogram into a.joint (without, cnt
- * reads it there). part: 4 x 256 doubles of shared memory. Called by all SCORE_THREADS threads of the block; ends without a barrier. */
+ * reads it there). part: 4 x 256 doubles of shared memory. Called by all SCORE_THREADS threads
+ * of the block; ends without a barrier. */
 template <class Cnt, class Cnt4>
 __device__ void score_counts(const eval_args &a, uint32_t k, const Cnt &cnt, const Cnt4 &cnt4,
                              uint64_t nn, int32_t lo, int32_t hi, double *part, bool write_back)
@@ -49,25 +50,7 @@ __device__ void score_counts(const eval_args &a, uint32_t k, const Cnt &cnt, con
 
     const uint32_t skip = a.skip;
     uint32_t *joint = a.joint + (size_t)k * cells;
-    const bool row_per_warp = bm % 32 == 0;
     const uint32_t rows = (cells + 255) >> 8, L = tid & 255u, q = tid >> 8;
-    /* cell c's part of the row and column sums: a warp's 32 cells are consecutive, so they lie
-     * in one fixed bin's row when bm is a multiple of 32 (then so is cells, and whole warps take
-     * each cell): their sum takes one atomic */
-    auto sums = [&](uint32_t c, uint32_t x) {
-        if (skip & DH_JHIST_STAGE_MARGINALS)
-            return;
-        const uint32_t row = row_of(a, c);
-        if (x)
-            atomicAdd(&col32[c - row * bm], x);
-        if (row_per_warp) {
-            const uint32_t r = __reduce_add_sync(0xFFFFFFFFu, x);
-            if ((tid & 31) == 0 && r)
-                atomicAdd(&row32[row], r);
-        } else if (x) {
-            atomicAdd(&row32[row], x);
-        }
-    };
     /* the joint histogram back, the row and column sums: four cells at a time where a row holds
      * whole fours (one load, one 16-byte store; at 256 x 256 bins most fours are empty and take
      * no atomic: 8 of 100 warps' turns had a non-zero cell, bench/NOTES.md run 58) */
@@ -96,7 +79,11 @@ __device__ void score_counts(const eval_args &a, uint32_t k, const Cnt &cnt, con
             const uint32_t x = cnt(c);
             if (write_back && !(skip & DH_JHIST_STAGE_WRITE))
                 joint[c] = x;
-            sums(c, x);
+            if (x && !(skip & DH_JHIST_STAGE_MARGINALS)) {
+                const uint32_t row = row_of(a, c);
+                atomicAdd(&row32[row], x);
+                atomicAdd(&col32[c - row * bm], x);
+            }
         }
     }
     __syncthreads();

@@ -206,8 +206,8 @@ __global__ void __launch_bounds__(SOLO_THREADS, 1) mi_solo_kernel(eval_args a)
         aside += s_aside[r] != NO_CELL;
     if (MULTI && tid == 0) /* after the last flush's barrier */
         for (uint32_t r = 0; r < rounds; r++)
-            if (s_aside[r] != NO_CELL)
-                joint[s_aside[r]]++;
+            if (s_aside[r] != NO_CELL) /* the L2's copy, as everywhere the rounds add */
+                joint[s_aside[r]] = __ldcg(joint + s_aside[r]) + 1;
     __syncthreads();
     const uint64_t nn = s_visited - *sink + aside;
 
