@@ -231,8 +231,6 @@ __global__ void read_only(const uint4 *x, const uint4 *y, size_t units, unsigned
         sink[0] = acc;
 }
 
-/* --profile SIDE BINS BATCH CLUSTER: a few evaluations of one configuration and nothing else,
- * for a profiler (ncu -k regex:mi_kernel); checks the last one against the CPU twin. */
 /* One row "| bins | label | check | us per launch | evaluations/s |" of a table of batches: the
  * whole batch scored with the tuning `want`, its first and last records checked, median of 20. */
 static void batch_row(const image_batch &ib, size_t side, uint32_t bins, uint32_t batch,
@@ -253,6 +251,8 @@ static void batch_row(const image_batch &ib, size_t side, uint32_t bins, uint32_
     dh_jhist_gpu_free(g);
 }
 
+/* --profile SIDE BINS BATCH CLUSTER: a few evaluations of one configuration and nothing else,
+ * for a profiler (ncu -k regex:mi_kernel); checks the last one against the CPU twin. */
 static int profile_one(size_t side, uint32_t bins, uint32_t batch, uint32_t cl)
 {
     const size_t n = side * side;
@@ -600,23 +600,13 @@ int main(int argc, char **argv)
     printf("\n## Batched 512x512 pairs, batch 256 (range given; median of 20 launches)\n"
            "| bins | layout | check | us per launch | evaluations/s |\n|---|---|---|---|---|\n");
     {
-        const size_t side = 512, n = side * side;
+        const size_t side = 512;
         const uint32_t batch = 256;
         image_batch ib = make_batch(side, batch);
         for (uint32_t bins : {64u, 256u})
             for (uint32_t cl : {0u, 16u}) {
-                prepared p = prepare(ib.fixed.data(), n, bins);
                 dh_jhist_gpu_tuning want = {cl, 0};
-                dh_jhist_gpu *g = make_gpu(p, n, bins, batch, &want);
-                evaluate(g, ib.d_movs, n, batch, 1, d_out, s);
-                bool ok = check(g, p, ib.movs.data(), n, bins, 1, d_out, 0) &&
-                          check(g, p, ib.movs.data() + (size_t)(batch - 1) * n, n, bins, 1,
-                                d_out, batch - 1);
-                double us = time_single(g, ib.d_movs, n, batch, 1, d_out, s, 20);
-                printf("| %u | %s | %s | %.1f | %.3g |\n", bins, cl ? "cluster of 16" : "auto",
-                       ok ? "ok" : "MISMATCH", us, batch / (us * 1e-6));
-                fflush(stdout);
-                dh_jhist_gpu_free(g);
+                batch_row(ib, side, bins, batch, want, cl ? "cluster of 16" : "auto", d_out, s);
             }
         CK(cudaFree(ib.d_movs));
     }

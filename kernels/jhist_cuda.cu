@@ -1051,17 +1051,14 @@ void (*kernel_for(bool packed, uint32_t cluster, uint32_t threads,
 
 /* The solo kernel for signed or unsigned samples, counting runs of one cell (merge) or pixels,
  * images of one round of 65536 pixels or more (multi). */
-template <bool MULTI> void (*solo_kernel_of(bool is_signed, bool merge))(eval_args)
-{
-    return is_signed ? (merge ? mi_solo_kernel<true, true, MULTI>
-                              : mi_solo_kernel<true, false, MULTI>)
-                     : (merge ? mi_solo_kernel<false, true, MULTI>
-                              : mi_solo_kernel<false, false, MULTI>);
-}
-
 void (*solo_kernel_for(bool is_signed, bool merge, bool multi))(eval_args)
 {
-    return multi ? solo_kernel_of<true>(is_signed, merge) : solo_kernel_of<false>(is_signed, merge);
+    static void (*const kernels[8])(eval_args) = {
+        mi_solo_kernel<false, false, false>, mi_solo_kernel<true, false, false>,
+        mi_solo_kernel<false, true, false>,  mi_solo_kernel<true, true, false>,
+        mi_solo_kernel<false, false, true>,  mi_solo_kernel<true, false, true>,
+        mi_solo_kernel<false, true, true>,   mi_solo_kernel<true, true, true>};
+    return kernels[is_signed | merge << 1 | multi << 2];
 }
 
 /* The most dynamic shared memory one block may have on this device (0 if unknown). */

@@ -28,9 +28,9 @@ typedef struct dh_jhist_gpu dh_jhist_gpu;
 /* How an evaluation is spread over the GPU; 0 = chosen from the image size and the device (and,
  * with cluster, threads and blocks_per_sm all 0, from each call's image count: one block per image
  * for calls of at least one image per SM; above 16384 cells, images of at most 512x512 pixels
- * without masks, jhist_cuda_solo.cuh's kernel; fewer images, up to 16384 cells and a megapixel, the spread
- * kernel, jhist_cuda_spread.cuh; dh_jhist_gpu_layout says which). For benchmarks and tests: every
- * choice gives the same bits. */
+ * without masks, jhist_cuda_solo.cuh's kernel; fewer images, up to 16384 cells and a megapixel,
+ * the spread kernel, jhist_cuda_spread.cuh; dh_jhist_gpu_layout says which). For benchmarks and
+ * tests: every choice gives the same bits. */
 typedef struct dh_jhist_gpu_tuning {
     uint32_t cluster;            /* blocks per thread-block cluster: 1, 2, 4, 8 or 16 */
     uint32_t clusters_per_image; /* 1, or more for large images (a second, deterministic stage) */

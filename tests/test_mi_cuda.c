@@ -156,9 +156,9 @@ static uint64_t bin_fixed(const uint16_t *fixed, int is_signed, size_t n, uint32
  * image per SM: every record and joint histogram of a batch against the CPU twin, signed and
  * unsigned, given and found ranges; kind 0 CT-like pairs, 1 constant fixed and moving images (all
  * n pixels in one cell: 65536 counts, one more than a 16-bit counter holds), 2 two values, 3 the
- * sample type's extremes (images of more than 65536 pixels count in rounds). variant bit 0: every entropy term computes its logarithm (tuning's
- * direct_terms) instead of reading the table; bit 1: one add per pixel, not per run of one cell
- * (no_run_merge). */
+ * sample type's extremes (images of more than 65536 pixels count in rounds). variant bit 0:
+ * every entropy term computes its logarithm (tuning's direct_terms) instead of reading the table;
+ * bit 1: one add per pixel, not per run of one cell (no_run_merge). */
 static void compare_solo(uint32_t bf, uint32_t bm, size_t n, uint32_t k, int is_signed,
                          int has_range, int kind, int variant, uint64_t seed)
 {
@@ -266,11 +266,10 @@ static void compare_spread(uint32_t bf, uint32_t bm, size_t n, uint32_t k, uint3
             moving[i] = dh_test_rng_below(&rng, 2) ? 77 : 3000;
         else if (kind == 3)
             moving[i] = ext[dh_test_rng_below(&rng, 2)];
+        else if (kind == 5)
+            moving[i] = 1234;
         valid[i] = kind == 4 ? (i % ((size_t)k * n) >= n && dh_test_rng_below(&rng, 5) != 0) : 1;
     }
-    for (size_t i = 0; i < total; i++)
-        if (kind == 5)
-            moving[i] = 1234;
     for (size_t i = 0; i < n; i++)
         if (kind == 1 || kind == 5)
             fixed[i] = kind == 1 || i % 2 ? 500 : 1500;
