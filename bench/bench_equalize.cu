@@ -6,7 +6,7 @@
  * Data, made on the device: 512^3 CT-like 12-bit samples (256 MiB; the mix of
  * ../shared/docs/gpu.md: 40% air near 24, 15% fat near 924, 30% soft tissue near 1064, 15% bone
  * around 1700), far beyond L2. Equalization runs through the library's own device path, the
- * launchers dh_equalize uses on the GPU (plugin/equalize.c -> kernels/equalize_cuda.cu):
+ * launchers dh_equalize uses on the GPU (plugin/lib/equalize.c -> kernels/equalize_cuda.cu):
  * dh_hist_cuda_device (one bin per stored value) -> dh_eq_lut_build_cuda -> dh_lut_apply_cuda,
  * per volume (one table) and per slice (512 tables), all stages enqueued on one stream.
  *

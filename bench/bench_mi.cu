@@ -25,8 +25,8 @@
 
 #define BENCH_CUDA_ERROR_EXIT 2 /* 1 says a result differs from the CPU twin */
 #include "bench_common.cuh"
-#include "jhist.h"
-#include "jhist_cuda.h"
+#include "mi_joint.h"
+#include "mi_cuda.h"
 #include "mi_scores.h"
 
 static int g_failed = 0;
@@ -118,22 +118,22 @@ static prepared prepare(const uint16_t *fixed, size_t n, uint32_t bins)
 {
     prepared p;
     int32_t lo, hi;
-    dh_jhist_minmax(fixed, 0, n, nullptr, &lo, &hi);
+    dh_mi_minmax(fixed, 0, n, nullptr, &lo, &hi);
     dh_jaxis ax;
     dh_jaxis_init(&ax, bins, lo, hi);
     p.bins.resize(n);
-    uint64_t marg[DH_JHIST_MAX_BINS];
-    p.valid = dh_jhist_bin_fixed(fixed, 0, n, nullptr, &ax, p.bins.data(), marg);
+    uint64_t marg[DH_MI_JOINT_MAX_BINS];
+    p.valid = dh_mi_bin_fixed(fixed, 0, n, nullptr, &ax, p.bins.data(), marg);
     p.sum = dh_mi_sum_terms_u64(marg, bins, p.valid, dh_mi_log((double)p.valid));
     return p;
 }
 
-static dh_jhist_gpu *make_gpu(const prepared &p, size_t n, uint32_t bins, uint32_t batch,
-                              const dh_jhist_gpu_tuning *t)
+static dh_mi_gpu *make_gpu(const prepared &p, size_t n, uint32_t bins, uint32_t batch,
+                              const dh_mi_gpu_tuning *t)
 {
-    dh_jhist_gpu *g = nullptr;
+    dh_mi_gpu *g = nullptr;
     char msg[512];
-    if (dh_jhist_gpu_create(p.bins.data(), n, bins, bins, batch, p.valid, p.sum, t, &g, msg,
+    if (dh_mi_gpu_create(p.bins.data(), n, bins, bins, batch, p.valid, p.sum, t, &g, msg,
                             sizeof msg)) {
         fprintf(stderr, "create: %s\n", msg);
         exit(2);
@@ -141,11 +141,11 @@ static dh_jhist_gpu *make_gpu(const prepared &p, size_t n, uint32_t bins, uint32
     return g;
 }
 
-static void evaluate(dh_jhist_gpu *g, const uint16_t *d_mov, size_t stride, uint32_t count,
+static void evaluate(dh_mi_gpu *g, const uint16_t *d_mov, size_t stride, uint32_t count,
                      int has_range, dh_mi_values *d_out, cudaStream_t s)
 {
     char msg[512];
-    if (dh_jhist_gpu_evaluate(g, d_mov, 0, stride, count, nullptr, 0, nullptr, has_range, 0, 4095,
+    if (dh_mi_gpu_evaluate(g, d_mov, 0, stride, count, nullptr, 0, nullptr, has_range, 0, 4095,
                               0, d_out, s, msg, sizeof msg)) {
         fprintf(stderr, "evaluate: %s\n", msg);
         exit(2);
@@ -153,17 +153,17 @@ static void evaluate(dh_jhist_gpu *g, const uint16_t *d_mov, size_t stride, uint
 }
 
 /* GPU record and counts of image `item` against the CPU twin. */
-static bool check(dh_jhist_gpu *g, const prepared &p, const uint16_t *mov, size_t n, uint32_t bins,
+static bool check(dh_mi_gpu *g, const prepared &p, const uint16_t *mov, size_t n, uint32_t bins,
                   int has_range, const dh_mi_values *d_out, uint32_t item)
 {
     CK(cudaDeviceSynchronize());
     int32_t lo = 0, hi = 4095;
     if (!has_range)
-        dh_jhist_minmax(mov, 0, n, nullptr, &lo, &hi);
+        dh_mi_minmax(mov, 0, n, nullptr, &lo, &hi);
     dh_jaxis ax;
     dh_jaxis_init(&ax, bins, lo, hi);
     std::vector<uint32_t> cpu((size_t)bins * bins), gpu((size_t)bins * bins);
-    dh_jhist_cpu(p.bins.data(), bins, mov, 0, n, nullptr, &ax, cpu.data());
+    dh_mi_joint_cpu(p.bins.data(), bins, mov, 0, n, nullptr, &ax, cpu.data());
     dh_mi_values want, got;
     dh_mi_scores_from_joint(cpu.data(), bins, bins, p.valid, &p.sum, 0, &want);
     want.moving_lo = lo;
@@ -171,7 +171,7 @@ static bool check(dh_jhist_gpu *g, const prepared &p, const uint16_t *mov, size_
     want.reserved = 0;
     char msg[512];
     CK(cudaMemcpy(&got, d_out + item, sizeof got, cudaMemcpyDeviceToHost));
-    if (dh_jhist_gpu_read_joint(g, item, gpu.data(), msg, sizeof msg)) {
+    if (dh_mi_gpu_read_joint(g, item, gpu.data(), msg, sizeof msg)) {
         fprintf(stderr, "read_joint: %s\n", msg);
         exit(2);
     }
@@ -185,7 +185,7 @@ static bool check(dh_jhist_gpu *g, const prepared &p, const uint16_t *mov, size_
 }
 
 /* Median device time (us) of `reps` single evaluations, each timed alone after 10 untimed. */
-static double time_single(dh_jhist_gpu *g, const uint16_t *d_mov, size_t stride, uint32_t count,
+static double time_single(dh_mi_gpu *g, const uint16_t *d_mov, size_t stride, uint32_t count,
                           int has_range, dh_mi_values *d_out, cudaStream_t s, int reps)
 {
     return bench_median_each_us(s, 10, reps,
@@ -195,7 +195,7 @@ static double time_single(dh_jhist_gpu *g, const uint16_t *d_mov, size_t stride,
 /* Graph replay: one evaluation per graph (median us per replay), `chain` evaluations in one
  * graph (us per evaluation, launch cost amortized), and one replay plus the wait on the host
  * clock. */
-static void time_graph(dh_jhist_gpu *g, const uint16_t *d_mov, int has_range, dh_mi_values *d_out,
+static void time_graph(dh_mi_gpu *g, const uint16_t *d_mov, int has_range, dh_mi_values *d_out,
                        cudaStream_t s, int reps, double *one, double *chained, double *seen)
 {
     const int chain = 100;
@@ -234,12 +234,12 @@ __global__ void read_only(const uint4 *x, const uint4 *y, size_t units, unsigned
 /* One row "| bins | label | check | us per launch | evaluations/s |" of a table of batches: the
  * whole batch scored with the tuning `want`, its first and last records checked, median of 20. */
 static void batch_row(const image_batch &ib, size_t side, uint32_t bins, uint32_t batch,
-                      const dh_jhist_gpu_tuning &want, const char *label, dh_mi_values *d_out,
+                      const dh_mi_gpu_tuning &want, const char *label, dh_mi_values *d_out,
                       cudaStream_t s)
 {
     const size_t n = side * side;
     prepared p = prepare(ib.fixed.data(), n, bins);
-    dh_jhist_gpu *g = make_gpu(p, n, bins, batch, &want);
+    dh_mi_gpu *g = make_gpu(p, n, bins, batch, &want);
     evaluate(g, ib.d_movs, n, batch, 1, d_out, s);
     bool ok = check(g, p, ib.movs.data(), n, bins, 1, d_out, 0) &&
               check(g, p, ib.movs.data() + (size_t)(batch - 1) * n, n, bins, 1, d_out,
@@ -248,7 +248,7 @@ static void batch_row(const image_batch &ib, size_t side, uint32_t bins, uint32_
     printf("| %u | %s | %s | %.1f | %.3g |\n", bins, label, ok ? "ok" : "MISMATCH", us,
            batch / (us * 1e-6));
     fflush(stdout);
-    dh_jhist_gpu_free(g);
+    dh_mi_gpu_free(g);
 }
 
 /* --profile SIDE BINS BATCH CLUSTER: a few evaluations of one configuration and nothing else,
@@ -260,13 +260,13 @@ static int profile_one(size_t side, uint32_t bins, uint32_t batch, uint32_t cl)
     dh_mi_values *d_out;
     CK(cudaMalloc(&d_out, batch * sizeof(dh_mi_values)));
     prepared p = prepare(ib.fixed.data(), n, bins);
-    dh_jhist_gpu_tuning want = {cl, 0};
+    dh_mi_gpu_tuning want = {cl, 0};
     if (getenv("SPREAD_P")) want.spread_blocks = atoi(getenv("SPREAD_P"));
-    dh_jhist_gpu *g = make_gpu(p, n, bins, batch, &want);
+    dh_mi_gpu *g = make_gpu(p, n, bins, batch, &want);
     for (int i = 0; i < 4; i++)
         evaluate(g, ib.d_movs, n, batch, 1, d_out, 0);
     bool ok = check(g, p, ib.movs.data(), n, bins, 1, d_out, 0);
-    dh_jhist_gpu_free(g);
+    dh_mi_gpu_free(g);
     CK(cudaFree(ib.d_movs));
     CK(cudaFree(d_out));
     printf("profile %zux%zu bins %u batch %u cluster %u: %s\n", side, side, bins, batch, cl,
@@ -274,7 +274,7 @@ static int profile_one(size_t side, uint32_t bins, uint32_t batch, uint32_t cl)
     return ok ? 0 : 1;
 }
 
-/* --stages: where the time of one evaluation goes. Each DH_JHIST_STAGE_* bit left out in turn
+/* --stages: where the time of one evaluation goes. Each DH_MI_STAGE_* bit left out in turn
  * (the results are then wrong and not checked), for single evaluations and a batch; then the
  * threads per block. */
 static void stage_split(cudaStream_t s, dh_mi_values *d_out, int reps)
@@ -288,16 +288,16 @@ static void stage_split(cudaStream_t s, dh_mi_values *d_out, int reps)
         uint32_t bit;
         const char *name;
     } stages[] = {{0, "nothing (full evaluation)"},
-                  {DH_JHIST_STAGE_ZERO, "zeroing"},
-                  {DH_JHIST_STAGE_COUNT, "counting"},
-                  {DH_JHIST_STAGE_REDUCE, "cluster reduction"},
-                  {DH_JHIST_STAGE_TERMS, "joint entropy terms"},
-                  {DH_JHIST_STAGE_MARGINALS, "row/column sums + their terms"},
-                  {DH_JHIST_STAGE_TREES, "tree sums"},
-                  {DH_JHIST_STAGE_WRITE, "joint write-back"},
-                  {DH_JHIST_STAGE_FINISH, "record"},
+                  {DH_MI_STAGE_ZERO, "zeroing"},
+                  {DH_MI_STAGE_COUNT, "counting"},
+                  {DH_MI_STAGE_REDUCE, "cluster reduction"},
+                  {DH_MI_STAGE_TERMS, "joint entropy terms"},
+                  {DH_MI_STAGE_MARGINALS, "row/column sums + their terms"},
+                  {DH_MI_STAGE_TREES, "tree sums"},
+                  {DH_MI_STAGE_WRITE, "joint write-back"},
+                  {DH_MI_STAGE_FINISH, "record"},
                   {0xFFu, "all stages (barriers, range, launch remain)"},
-                  {DH_JHIST_STAGE_ALL, "everything (empty kernel, same launch)"}};
+                  {DH_MI_STAGE_ALL, "everything (empty kernel, same launch)"}};
     printf("\n## Stage split: device us with one stage left out (median of %d; wrong results, "
            "timing only)\n| left out |",
            reps);
@@ -313,10 +313,10 @@ static void stage_split(cudaStream_t s, dh_mi_values *d_out, int reps)
         image_batch ib = make_batch(c.side, c.batch);
         prepared p = prepare(ib.fixed.data(), n, c.bins);
         for (size_t si = 0; si < sizeof stages / sizeof stages[0]; si++) {
-            dh_jhist_gpu_tuning want = {c.cluster, 0, 0, stages[si].bit};
-            dh_jhist_gpu *g = make_gpu(p, n, c.bins, c.batch, &want);
+            dh_mi_gpu_tuning want = {c.cluster, 0, 0, stages[si].bit};
+            dh_mi_gpu *g = make_gpu(p, n, c.bins, c.batch, &want);
             t[si].push_back(time_single(g, ib.d_movs, n, c.batch, 1, d_out, s, reps));
-            dh_jhist_gpu_free(g);
+            dh_mi_gpu_free(g);
         }
         CK(cudaFree(ib.d_movs));
     }
@@ -335,10 +335,10 @@ static void stage_split(cudaStream_t s, dh_mi_values *d_out, int reps)
         const uint16_t *d_movs = ib.d_movs, *movs = ib.movs.data();
         prepared p = prepare(ib.fixed.data(), n, c.bins);
         for (uint32_t th : {256u, 512u, 1024u}) {
-            dh_jhist_gpu_tuning want = {c.cluster, 0, th, 0};
-            dh_jhist_gpu *g = make_gpu(p, n, c.bins, c.batch, &want);
-            dh_jhist_gpu_tuning got;
-            dh_jhist_gpu_get_tuning(g, &got);
+            dh_mi_gpu_tuning want = {c.cluster, 0, th, 0};
+            dh_mi_gpu *g = make_gpu(p, n, c.bins, c.batch, &want);
+            dh_mi_gpu_tuning got;
+            dh_mi_gpu_get_tuning(g, &got);
             evaluate(g, d_movs, n, c.batch, 1, d_out, s);
             bool ok = check(g, p, movs, n, c.bins, 1, d_out, 0) &&
                       check(g, p, movs + (size_t)(c.batch - 1) * n, n, c.bins, 1, d_out,
@@ -347,26 +347,26 @@ static void stage_split(cudaStream_t s, dh_mi_values *d_out, int reps)
                    c.batch, got.cluster, got.threads, ok ? "ok" : "MISMATCH",
                    time_single(g, d_movs, n, c.batch, 1, d_out, s, c.batch > 1 ? 20 : reps));
             fflush(stdout);
-            dh_jhist_gpu_free(g);
+            dh_mi_gpu_free(g);
         }
         CK(cudaFree(ib.d_movs));
     }
 }
 
 /* How a call of `count` images runs (stored values, no masks). */
-static std::string layout_name(const dh_jhist_gpu *g, uint32_t count)
+static std::string layout_name(const dh_mi_gpu *g, uint32_t count)
 {
-    dh_jhist_gpu_tuning t;
-    dh_jhist_gpu_get_tuning(g, &t);
+    dh_mi_gpu_tuning t;
+    dh_mi_gpu_get_tuning(g, &t);
     char b[64];
-    switch (dh_jhist_gpu_layout(g, count, 0, 0)) {
-    case DH_JHIST_LAYOUT_SPREAD:
+    switch (dh_mi_gpu_layout(g, count, 0, 0)) {
+    case DH_MI_LAYOUT_SPREAD:
         snprintf(b, sizeof b, "spread");
         break;
-    case DH_JHIST_LAYOUT_BATCH:
+    case DH_MI_LAYOUT_BATCH:
         snprintf(b, sizeof b, "one block per image");
         break;
-    case DH_JHIST_LAYOUT_SOLO:
+    case DH_MI_LAYOUT_SOLO:
         snprintf(b, sizeof b, "one block per image (solo)");
         break;
     default:
@@ -393,10 +393,10 @@ static void few_images(cudaStream_t s, dh_mi_values *d_out, int reps)
             prepared p = prepare(ib.fixed.data(), n, bins);
             /* automatic; the spread kernel forced (one vector per thread); clusters */
             for (uint32_t mode : {0u, 1u, 2u}) {
-                dh_jhist_gpu_tuning want = {};
+                dh_mi_gpu_tuning want = {};
                 want.spread_blocks = mode == 1 ? (uint32_t)((n + 8191) / 8192) : 0;
                 want.no_spread = mode == 2;
-                dh_jhist_gpu *g = make_gpu(p, n, bins, most, &want);
+                dh_mi_gpu *g = make_gpu(p, n, bins, most, &want);
                 for (uint32_t count : {1u, 4u, 16u, 64u}) {
                     evaluate(g, ib.d_movs, n, count, 1, d_out, s);
                     bool ok = check(g, p, ib.movs.data(), n, bins, 1, d_out, 0) &&
@@ -414,7 +414,7 @@ static void few_images(cudaStream_t s, dh_mi_values *d_out, int reps)
                            ok ? "ok" : "MISMATCH", us, seen_s);
                     fflush(stdout);
                 }
-                dh_jhist_gpu_free(g);
+                dh_mi_gpu_free(g);
             }
         }
         if (side == 512) {
@@ -422,9 +422,9 @@ static void few_images(cudaStream_t s, dh_mi_values *d_out, int reps)
                    "| graph replay + wait, host clock |\n|---|---|---|---|---|\n");
             prepared p = prepare(ib.fixed.data(), n, 64);
             for (uint32_t P : {8u, 16u, 32u, 64u, 96u, 128u}) {
-                dh_jhist_gpu_tuning want = {};
+                dh_mi_gpu_tuning want = {};
                 want.spread_blocks = P;
-                dh_jhist_gpu *g = make_gpu(p, n, 64, 1, &want);
+                dh_mi_gpu *g = make_gpu(p, n, 64, 1, &want);
                 evaluate(g, ib.d_movs, n, 1, 1, d_out, s);
                 bool ok = check(g, p, ib.movs.data(), n, 64, 1, d_out, 0);
                 evaluate(g, ib.d_movs, n, 1, 0, d_out, s);
@@ -435,7 +435,7 @@ static void few_images(cudaStream_t s, dh_mi_values *d_out, int reps)
                 printf("| spread | %u | %s | %.2f | %.2f |\n", P, ok ? "ok" : "MISMATCH", us,
                        seen);
                 fflush(stdout);
-                dh_jhist_gpu_free(g);
+                dh_mi_gpu_free(g);
             }
         }
         CK(cudaFree(ib.d_movs));
@@ -487,9 +487,9 @@ int main(int argc, char **argv)
         uint16_t *d_mov = upload(mov);
         for (uint32_t bins : bins_list) {
             prepared p = prepare(fixed.data(), n, bins);
-            dh_jhist_gpu *g = make_gpu(p, n, bins, 1, nullptr);
-            dh_jhist_gpu_tuning t;
-            dh_jhist_gpu_get_tuning(g, &t);
+            dh_mi_gpu *g = make_gpu(p, n, bins, 1, nullptr);
+            dh_mi_gpu_tuning t;
+            dh_mi_gpu_get_tuning(g, &t);
             evaluate(g, d_mov, 0, 1, 1, d_out, s);
             bool ok = check(g, p, mov.data(), n, bins, 1, d_out, 0);
             evaluate(g, d_mov, 0, 1, 0, d_out, s);
@@ -502,7 +502,7 @@ int main(int argc, char **argv)
                    side, bins, layout_name(g, 1).c_str(), ok ? "ok" : "MISMATCH", given, found, one,
                    chained, seen);
             fflush(stdout);
-            dh_jhist_gpu_free(g);
+            dh_mi_gpu_free(g);
         }
         CK(cudaFree(d_mov));
     }
@@ -522,16 +522,16 @@ int main(int argc, char **argv)
         for (uint32_t bins : {64u, 256u}) {
             prepared p = prepare(ib.fixed.data(), n, bins);
             for (uint32_t cl : {0u, 1u, 2u, 4u, 8u, 16u}) {
-                dh_jhist_gpu_tuning want = {cl, 0};
-                dh_jhist_gpu *g = make_gpu(p, n, bins, max_batch, &want);
-                dh_jhist_gpu_tuning got;
-                dh_jhist_gpu_get_tuning(g, &got);
+                dh_mi_gpu_tuning want = {cl, 0};
+                dh_mi_gpu *g = make_gpu(p, n, bins, max_batch, &want);
+                dh_mi_gpu_tuning got;
+                dh_mi_gpu_get_tuning(g, &got);
                 if (cl && got.cluster != cl) { /* does not fit: the size above it is measured */
-                    dh_jhist_gpu_free(g);
+                    dh_mi_gpu_free(g);
                     continue;
                 }
-                dh_jhist_gpu_tuning t;
-                dh_jhist_gpu_get_tuning(g, &t);
+                dh_mi_gpu_tuning t;
+                dh_mi_gpu_get_tuning(g, &t);
                 for (uint32_t batch : {64u, 256u, 1024u}) {
                     evaluate(g, d_movs, n, batch, 1, d_out, s);
                     bool ok = check(g, p, movs, n, bins, 1, d_out, 0) &&
@@ -543,10 +543,10 @@ int main(int argc, char **argv)
                            batch / (us * 1e-6));
                     fflush(stdout);
                 }
-                dh_jhist_gpu_free(g);
+                dh_mi_gpu_free(g);
             }
         }
-        /* blocks per SM for one-block images (dh_jhist_gpu_tuning.blocks_per_sm) */
+        /* blocks per SM for one-block images (dh_mi_gpu_tuning.blocks_per_sm) */
         printf("\n## Blocks per SM, 256x256 batches, one block of 512 threads per image "
                "(evaluations per second, median of 20 launches)\n");
         printf("| bins | batch | blocks per SM | check | us per launch | evaluations/s |\n"
@@ -554,8 +554,8 @@ int main(int argc, char **argv)
         for (uint32_t bins : {32u, 64u})
             for (uint32_t bp : {2u, 3u, 4u, 8u}) { /* 8: blocks of 256 threads */
                 prepared p = prepare(ib.fixed.data(), n, bins);
-                dh_jhist_gpu_tuning want = {1, 0, bp == 8 ? 256u : 512u, 0, bp};
-                dh_jhist_gpu *g = make_gpu(p, n, bins, max_batch, &want);
+                dh_mi_gpu_tuning want = {1, 0, bp == 8 ? 256u : 512u, 0, bp};
+                dh_mi_gpu *g = make_gpu(p, n, bins, max_batch, &want);
                 for (uint32_t batch : {256u, 1024u}) {
                     evaluate(g, d_movs, n, batch, 1, d_out, s);
                     bool ok = check(g, p, movs, n, bins, 1, d_out, 0) &&
@@ -566,7 +566,7 @@ int main(int argc, char **argv)
                            ok ? "ok" : "MISMATCH", us, batch / (us * 1e-6));
                     fflush(stdout);
                 }
-                dh_jhist_gpu_free(g);
+                dh_mi_gpu_free(g);
             }
         /* The count loops: the branch-free one (default for 32-bit counters without a mask),
          * the run-merging one (classic_count, the default before run 28) with one shared atomic
@@ -576,7 +576,7 @@ int main(int argc, char **argv)
                "|---|---|---|---|---|\n");
         for (uint32_t bins : {64u, 256u})
             for (uint32_t nm : {0u, 2u, 3u}) {
-                dh_jhist_gpu_tuning want = {0, 0, 0, 0, 0, nm & 1u, nm >> 1};
+                dh_mi_gpu_tuning want = {0, 0, 0, 0, 0, nm & 1u, nm >> 1};
                 batch_row(ib, side, bins, max_batch, want,
                           nm == 0 ? "default" : nm == 2 ? "classic, per run" : "classic, per pixel",
                           d_out, s);
@@ -588,7 +588,7 @@ int main(int argc, char **argv)
                "|---|---|---|---|---|\n");
         for (uint32_t bins : {64u, 128u, 256u})
             for (uint32_t direct : {0u, 1u}) {
-                dh_jhist_gpu_tuning want = {};
+                dh_mi_gpu_tuning want = {};
                 want.direct_terms = direct;
                 batch_row(ib, side, bins, max_batch, want, direct ? "computed" : "table", d_out,
                           s);
@@ -605,7 +605,7 @@ int main(int argc, char **argv)
         image_batch ib = make_batch(side, batch);
         for (uint32_t bins : {64u, 256u})
             for (uint32_t cl : {0u, 16u}) {
-                dh_jhist_gpu_tuning want = {cl, 0};
+                dh_mi_gpu_tuning want = {cl, 0};
                 batch_row(ib, side, bins, batch, want, cl ? "cluster of 16" : "auto", d_out, s);
             }
         CK(cudaFree(ib.d_movs));
@@ -626,10 +626,10 @@ int main(int argc, char **argv)
             for (uint32_t cl : {2u, 4u, 8u, 16u})
                 for (uint32_t gc : {1u, 2u, 4u, 8u, 101u}) {
                     /* 101: one cluster per image, one atomic per pixel */
-                    dh_jhist_gpu_tuning want = {cl, gc % 100, 0, 0, 0, gc / 100};
-                    dh_jhist_gpu *g = make_gpu(p, n, bins, 1, &want);
-                    dh_jhist_gpu_tuning t;
-                    dh_jhist_gpu_get_tuning(g, &t);
+                    dh_mi_gpu_tuning want = {cl, gc % 100, 0, 0, 0, gc / 100};
+                    dh_mi_gpu *g = make_gpu(p, n, bins, 1, &want);
+                    dh_mi_gpu_tuning t;
+                    dh_mi_gpu_get_tuning(g, &t);
                     evaluate(g, d_mov, 0, 1, 1, d_out, s);
                     bool ok = check(g, p, mov.data(), n, bins, 1, d_out, 0);
                     evaluate(g, d_mov, 0, 1, 0, d_out, s); /* G > 1: the range kernel too */
@@ -638,7 +638,7 @@ int main(int argc, char **argv)
                            t.clusters_per_image, gc > 100 ? " pixel" : "", ok ? "ok" : "MISMATCH",
                            time_single(g, d_mov, 0, 1, 1, d_out, s, reps / 2));
                     fflush(stdout);
-                    dh_jhist_gpu_free(g);
+                    dh_mi_gpu_free(g);
                 }
         }
         CK(cudaFree(d_mov));
@@ -669,10 +669,10 @@ int main(int argc, char **argv)
         const double gb = 4.0 * n / 1e9;
         printf("| read-only kernel, 16-byte loads | - | - | %.1f | %.0f | 1.00 |\n", ro, gb / (ro * 1e-6));
         for (uint32_t cl : {0u, 8u, 16u}) {
-            dh_jhist_gpu_tuning want = {cl, 0};
-            dh_jhist_gpu *g = make_gpu(p, n, 64, 1, &want);
-            dh_jhist_gpu_tuning t;
-            dh_jhist_gpu_get_tuning(g, &t);
+            dh_mi_gpu_tuning want = {cl, 0};
+            dh_mi_gpu *g = make_gpu(p, n, 64, 1, &want);
+            dh_mi_gpu_tuning t;
+            dh_mi_gpu_get_tuning(g, &t);
             evaluate(g, d_mov, 0, 1, 1, d_out, s);
             bool ok = check(g, p, mov.data(), n, 64, 1, d_out, 0);
             double us = time_single(g, d_mov, 0, 1, 1, d_out, s, 20);
@@ -685,7 +685,7 @@ int main(int argc, char **argv)
                        t.cluster, t.clusters_per_image, found, gb / (found * 1e-6), found / ro);
             }
             fflush(stdout);
-            dh_jhist_gpu_free(g);
+            dh_mi_gpu_free(g);
         }
         CK(cudaFree(d_mov));
         CK(cudaFree(d_fixed_copy));

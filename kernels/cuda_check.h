@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * cuda_check.h: how the CUDA host code (hist_cuda.cu, jhist_cuda.cu, equalize_cuda.cu) reports a
+ * cuda_check.h: how the CUDA host code (hist_cuda.cu, mi_cuda.cu, equalize_cuda.cu) reports a
  * failed runtime call. The message names what failed and CUDA's error; CUDA's last error is
  * cleared (when it is not sticky), so that a later cudaGetLastError() after some other launch,
  * in this engine or another, does not report the same failure again as its own.

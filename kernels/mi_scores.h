@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * mi_scores.h: entropies, mutual information, NMI and ECC from joint-histogram counts, defined so
- * that the CPU (mi_scores.c) and the GPU (jhist_cuda.cu) produce the same bits.
+ * that the CPU (mi_scores.c) and the GPU (mi_cuda.cu) produce the same bits.
  *
  * Bit-identity needs three things, all fixed here and shared by both sides:
  *   - one logarithm, dh_mi_log, built from IEEE-exact steps (frexp, +, -, *, /) instead of the
@@ -55,7 +55,7 @@ extern "C" {
 #define DH_MI_FLAG_EMPTY 1u             /* no pixel counted: every score is NaN */
 #define DH_MI_FLAG_ZERO_JOINT_ENTROPY 2u /* one joint bin holds everything: NMI, ECC are NaN */
 
-/* One score record; the layout of the public dh_mi_scores (plugin/mi.c checks it). */
+/* One score record; the layout of the public dh_mi_scores (plugin/lib/mi.c checks it). */
 typedef struct dh_mi_values {
     double mi, nmi, ecc;
     double h_fixed, h_moving, h_joint;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * test_hist_cuda.c: the CUDA histogram (kernels/hist_cuda.h, plugin/histogram_device.c) against
+ * test_hist_cuda.c: the CUDA histogram (kernels/hist_cuda.h, plugin/lib/histogram_device.c) against
  * its CPU twin dh_hist_cpu, which test_hist_cpu checks against the naive loop. Every kernel path
  * (shift, division and table maps; wide counters with many copies and with one, in blocks of
  * 512 and 1024 threads; guarded packed 16-bit counters, their count pairs flushed or not;

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "dicomhist.h"
-#include "jhist.h"
+#include "mi_joint.h"
 #include "test_support.h"
 
 static dh_mi_fixed *prepare(dh_ctx *ctx, const void *fixed, int is_signed, size_t n,
@@ -29,7 +29,7 @@ static void reference(const void *fixed, int fs, const uint8_t *fmask, const dh_
                       size_t n, uint32_t *joint, double *mi, double *hf, double *hm, double *hj,
                       uint64_t *count)
 {
-    dh_jhist_naive(fixed, fs, fmask, fa, moving, ms, valid, ma, n, joint);
+    dh_mi_joint_naive(fixed, fs, fmask, fa, moving, ms, valid, ma, n, joint);
     *count = (uint64_t)dh_test_reference_scores(joint, fa->bins, ma->bins, mi, hf, hm, hj);
 }
 
@@ -71,8 +71,8 @@ START_TEST(test_batch_against_reference)
                 const uint16_t *mk = moving + k * (N + 3);
                 const uint8_t *vk = masked ? valid + k * (N + 1) : NULL;
                 int32_t flo, fhi, mlo, mhi;
-                dh_jhist_minmax(fixed, 0, N, masked ? fmask : NULL, &flo, &fhi);
-                dh_jhist_minmax(mk, 0, N, vk, &mlo, &mhi);
+                dh_mi_minmax(fixed, 0, N, masked ? fmask : NULL, &flo, &fhi);
+                dh_mi_minmax(mk, 0, N, vk, &mlo, &mhi);
                 ck_assert_int_eq(info.fixed_lo, flo);
                 ck_assert_int_eq(info.fixed_hi, fhi);
                 ck_assert_int_eq(out[k].moving_lo, mlo);

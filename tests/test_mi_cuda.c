@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../kernels/jhist.h"
-#include "../kernels/jhist_cuda.h"
+#include "../kernels/mi_joint.h"
+#include "../kernels/mi_cuda.h"
 #include "dicomhist.h"
 #include "test_support.h"
 
@@ -143,16 +143,16 @@ static uint64_t bin_fixed(const uint16_t *fixed, int is_signed, size_t n, uint32
                           uint16_t *fbins, double *fsum)
 {
     int32_t flo, fhi;
-    dh_jhist_minmax(fixed, is_signed, n, NULL, &flo, &fhi);
+    dh_mi_minmax(fixed, is_signed, n, NULL, &flo, &fhi);
     dh_jaxis fa;
     ck_assert_int_eq(dh_jaxis_init(&fa, bf, flo, fhi), 0);
     uint64_t marg[256];
-    uint64_t valid = dh_jhist_bin_fixed(fixed, is_signed, n, NULL, &fa, fbins, marg);
+    uint64_t valid = dh_mi_bin_fixed(fixed, is_signed, n, NULL, &fa, fbins, marg);
     *fsum = dh_mi_sum_terms_u64(marg, bf, valid, dh_mi_log((double)valid));
     return valid;
 }
 
-/* One block per image with packed counters (jhist_cuda_solo.cuh), taken by calls of at least one
+/* One block per image with packed counters (mi_cuda_solo.cuh), taken by calls of at least one
  * image per SM: every record and joint histogram of a batch against the CPU twin, signed and
  * unsigned, given and found ranges; kind 0 CT-like pairs, 1 constant fixed and moving images (all
  * n pixels in one cell: 65536 counts, one more than a 16-bit counter holds), 2 two values, 3 the
@@ -181,35 +181,35 @@ static void compare_solo(uint32_t bf, uint32_t bm, size_t n, uint32_t k, int is_
     int32_t lo = -100, hi = 1900;
     double fsum;
     uint64_t valid = bin_fixed(fixed, is_signed, n, bf, fbins, &fsum);
-    dh_jhist_gpu *g = NULL;
+    dh_mi_gpu *g = NULL;
     char msg[512];
-    dh_jhist_gpu_tuning t = {.direct_terms = variant & 1, .no_run_merge = variant >> 1};
-    ck_assert_msg(dh_jhist_gpu_create(fbins, n, bf, bm, k, valid, fsum, &t, &g, msg,
+    dh_mi_gpu_tuning t = {.direct_terms = variant & 1, .no_run_merge = variant >> 1};
+    ck_assert_msg(dh_mi_gpu_create(fbins, n, bf, bm, k, valid, fsum, &t, &g, msg,
                                       sizeof msg) == 0, "%s", msg);
-    ck_assert_int_eq(dh_jhist_gpu_layout(g, k, 0, 0), DH_JHIST_LAYOUT_SOLO);
+    ck_assert_int_eq(dh_mi_gpu_layout(g, k, 0, 0), DH_MI_LAYOUT_SOLO);
     dh_mi_values *got = malloc(k * sizeof *got);
-    ck_assert_msg(dh_jhist_gpu_evaluate_host(g, moving, is_signed, n, k, NULL, 0, NULL, has_range,
+    ck_assert_msg(dh_mi_gpu_evaluate_host(g, moving, is_signed, n, k, NULL, 0, NULL, has_range,
                                              lo, hi, 0, got, msg, sizeof msg) == 0, "%s", msg);
     uint32_t *want = malloc((size_t)bf * bm * 4), *gj = malloc((size_t)bf * bm * 4);
     for (uint32_t i = 0; i < k; i++) {
         const uint16_t *mi = moving + (size_t)i * n;
         int32_t ilo = lo, ihi = hi;
         if (!has_range)
-            dh_jhist_minmax(mi, is_signed, n, NULL, &ilo, &ihi);
+            dh_mi_minmax(mi, is_signed, n, NULL, &ilo, &ihi);
         dh_jaxis ma;
         ck_assert_int_eq(dh_jaxis_init(&ma, bm, ilo, ihi), 0);
-        dh_jhist_cpu(fbins, bf, mi, is_signed, n, NULL, &ma, want);
+        dh_mi_joint_cpu(fbins, bf, mi, is_signed, n, NULL, &ma, want);
         dh_mi_values rec;
         dh_mi_scores_from_joint(want, bf, bm, valid, &fsum, 0, &rec);
         rec.moving_lo = ilo, rec.moving_hi = ihi, rec.reserved = 0;
-        ck_assert_int_eq(dh_jhist_gpu_read_joint(g, i, gj, msg, sizeof msg), 0);
+        ck_assert_int_eq(dh_mi_gpu_read_joint(g, i, gj, msg, sizeof msg), 0);
         ck_assert_msg(memcmp(want, gj, (size_t)bf * bm * 4) == 0,
                       "solo counts differ: bins %u:%u n %zu kind %d item %u", bf, bm, n, kind, i);
         ck_assert_msg(memcmp(&rec, &got[i], sizeof rec) == 0,
                       "solo record differs: bins %u:%u kind %d item %u: mi %.17g vs %.17g", bf,
                       bm, kind, i, rec.mi, got[i].mi);
     }
-    dh_jhist_gpu_free(g);
+    dh_mi_gpu_free(g);
     free(fixed), free(moving), free(fbins), free(got), free(want), free(gj);
 }
 
@@ -237,7 +237,7 @@ START_TEST(test_solo)
 }
 END_TEST
 
-/* The spread kernel (jhist_cuda_spread.cuh), taken by calls of fewer images than SMs with 32-bit
+/* The spread kernel (mi_cuda_spread.cuh), taken by calls of fewer images than SMs with 32-bit
  * counters: its per-image state and accumulators must be back at zero after every evaluation, so
  * each case runs 8 evaluations back to back on a non-blocking stream, alternating two sets of
  * moving images and given and found ranges, with the records poisoned first, and compares every
@@ -283,23 +283,23 @@ static void compare_spread(uint32_t bf, uint32_t bm, size_t n, uint32_t k, uint3
         for (size_t i = 0; i < total / n; i++) {
             const size_t w = r * (total / n) + i;
             int32_t lo = -100, hi = 1900;
-            if (r == 1 && !dh_jhist_minmax(moving + i * n, is_signed, n, vh ? vh + i * n : NULL,
+            if (r == 1 && !dh_mi_minmax(moving + i * n, is_signed, n, vh ? vh + i * n : NULL,
                                            &lo, &hi))
                 lo = hi = 0;
             dh_jaxis ma;
             ck_assert_int_eq(dh_jaxis_init(&ma, bm, lo, hi), 0);
-            dh_jhist_cpu(fbins, bf, moving + i * n, is_signed, n, vh ? vh + i * n : NULL, &ma,
+            dh_mi_joint_cpu(fbins, bf, moving + i * n, is_signed, n, vh ? vh + i * n : NULL, &ma,
                          want + w * cells);
             dh_mi_scores_from_joint(want + w * cells, bf, bm, fvalid, &fsum, 0, &rec[w]);
             rec[w].moving_lo = lo, rec[w].moving_hi = hi, rec[w].reserved = 0;
         }
-    dh_jhist_gpu_tuning t = {0};
+    dh_mi_gpu_tuning t = {0};
     t.spread_blocks = P;
-    dh_jhist_gpu *g = NULL;
+    dh_mi_gpu *g = NULL;
     char msg[512];
-    ck_assert_msg(dh_jhist_gpu_create(fbins, n, bf, bm, k, fvalid, fsum, &t, &g, msg,
+    ck_assert_msg(dh_mi_gpu_create(fbins, n, bf, bm, k, fvalid, fsum, &t, &g, msg,
                                       sizeof msg) == 0, "%s", msg);
-    ck_assert_msg(dh_jhist_gpu_layout(g, k, kind == 4, 0) == DH_JHIST_LAYOUT_SPREAD,
+    ck_assert_msg(dh_mi_gpu_layout(g, k, kind == 4, 0) == DH_MI_LAYOUT_SPREAD,
                   "the spread kernel should take %u images of %zu pixels", k, n);
     cudaStream_t stream;
     ck_assert_int_eq(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
@@ -313,7 +313,7 @@ static void compare_spread(uint32_t bf, uint32_t bm, size_t n, uint32_t k, uint3
     for (int rep = 0; rep < REPS; rep++) {
         const size_t set = (size_t)rep % SETS, found = (size_t)(rep / SETS) % 2;
         ck_assert_int_eq(cudaMemsetAsync(d_out, 0xFF, k * sizeof *out, stream), cudaSuccess);
-        ck_assert_msg(dh_jhist_gpu_evaluate(g, (const uint16_t *)d_moving + set * k * n,
+        ck_assert_msg(dh_mi_gpu_evaluate(g, (const uint16_t *)d_moving + set * k * n,
                                             is_signed, n, k,
                                             vh ? (const uint8_t *)d_valid + set * k * n : NULL, n,
                                             NULL, !found, -100, 1900, 0, d_out, stream, msg,
@@ -323,7 +323,7 @@ static void compare_spread(uint32_t bf, uint32_t bm, size_t n, uint32_t k, uint3
                          cudaSuccess);
         for (uint32_t i = 0; i < k; i++) {
             const size_t w = found * (total / n) + set * k + i;
-            ck_assert_int_eq(dh_jhist_gpu_read_joint(g, i, got, msg, sizeof msg), 0);
+            ck_assert_int_eq(dh_mi_gpu_read_joint(g, i, got, msg, sizeof msg), 0);
             ck_assert_msg(memcmp(want + w * cells, got, cells * 4) == 0,
                           "spread counts differ: bins %u:%u n %zu P %u kind %d rep %d item %u", bf,
                           bm, n, P, kind, rep, i);
@@ -334,7 +334,7 @@ static void compare_spread(uint32_t bf, uint32_t bm, size_t n, uint32_t k, uint3
                           (unsigned long long)rec[w].n, (unsigned long long)out[i].n);
         }
     }
-    dh_jhist_gpu_free(g);
+    dh_mi_gpu_free(g);
     cudaFree(d_moving), cudaFree(d_valid), cudaFree(d_out);
     cudaStreamDestroy(stream);
     free(fixed), free(moving), free(fbins), free(valid), free(want), free(got), free(rec),
@@ -373,35 +373,35 @@ static void compare_layout_bp(uint32_t bins_f, uint32_t bins_m, size_t n, uint32
             moving[i] = (uint16_t)(int16_t)(moving[i] - 2048);
         }
     int32_t flo, fhi, lo = -100, hi = 1900;
-    dh_jhist_minmax(fixed, is_signed, n, NULL, &flo, &fhi);
+    dh_mi_minmax(fixed, is_signed, n, NULL, &flo, &fhi);
     if (!has_range)
-        dh_jhist_minmax(moving, is_signed, n, NULL, &lo, &hi);
+        dh_mi_minmax(moving, is_signed, n, NULL, &lo, &hi);
     dh_jaxis fa, ma;
     ck_assert_int_eq(dh_jaxis_init(&fa, bins_f, flo, fhi), 0);
     ck_assert_int_eq(dh_jaxis_init(&ma, bins_m, lo, hi), 0);
     uint64_t marg[256];
-    uint64_t valid = dh_jhist_bin_fixed(fixed, is_signed, n, NULL, &fa, fbins, marg);
+    uint64_t valid = dh_mi_bin_fixed(fixed, is_signed, n, NULL, &fa, fbins, marg);
     double fsum = dh_mi_sum_terms_u64(marg, bins_f, valid, dh_mi_log((double)valid));
     uint32_t *want = malloc((size_t)bins_f * bins_m * 4), *got = malloc((size_t)bins_f * bins_m * 4);
-    dh_jhist_cpu(fbins, bins_f, moving, is_signed, n, NULL, &ma, want);
+    dh_mi_joint_cpu(fbins, bins_f, moving, is_signed, n, NULL, &ma, want);
     dh_mi_values rec_want, rec_got;
     dh_mi_scores_from_joint(want, bins_f, bins_m, valid, &fsum, 0, &rec_want);
     rec_want.moving_lo = lo, rec_want.moving_hi = hi, rec_want.reserved = 0;
 
     /* no_merge bit 0: no_run_merge; bit 1: classic_count (the run-merging loop for 32-bit
      * counters without a mask, instead of the branch-free one) */
-    dh_jhist_gpu_tuning t = {.cluster = cluster, .clusters_per_image = per_image,
+    dh_mi_gpu_tuning t = {.cluster = cluster, .clusters_per_image = per_image,
                              .threads = threads, .blocks_per_sm = blocks_per_sm,
                              .no_run_merge = no_merge & 1, .classic_count = no_merge >> 1};
-    dh_jhist_gpu *g = NULL;
+    dh_mi_gpu *g = NULL;
     char msg[512];
-    ck_assert_msg(dh_jhist_gpu_create(fbins, n, bins_f, bins_m, 1, valid, fsum, &t, &g, msg,
+    ck_assert_msg(dh_mi_gpu_create(fbins, n, bins_f, bins_m, 1, valid, fsum, &t, &g, msg,
                                       sizeof msg) == 0, "%s", msg);
     for (int rep = 0; rep < 2; rep++) {
-        ck_assert_msg(dh_jhist_gpu_evaluate_host(g, moving, is_signed, n, 1, NULL, 0, NULL, has_range,
+        ck_assert_msg(dh_mi_gpu_evaluate_host(g, moving, is_signed, n, 1, NULL, 0, NULL, has_range,
                                                  lo, hi, 0, &rec_got, msg, sizeof msg) == 0,
                       "%s", msg);
-        ck_assert_int_eq(dh_jhist_gpu_read_joint(g, 0, got, msg, sizeof msg), 0);
+        ck_assert_int_eq(dh_mi_gpu_read_joint(g, 0, got, msg, sizeof msg), 0);
         ck_assert_msg(memcmp(want, got, (size_t)bins_f * bins_m * 4) == 0,
                       "counts differ: bins %u:%u n %zu cluster %u x %u", bins_f, bins_m, n,
                       cluster, per_image);
@@ -409,7 +409,7 @@ static void compare_layout_bp(uint32_t bins_f, uint32_t bins_m, size_t n, uint32
                       "record differs: cluster %u x %u: mi %.17g vs %.17g", cluster, per_image,
                       rec_want.mi, rec_got.mi);
     }
-    dh_jhist_gpu_free(g);
+    dh_mi_gpu_free(g);
     free(fixed), free(moving), free(fbins), free(want), free(got);
 }
 
@@ -501,17 +501,17 @@ static void repeat_layout(uint32_t bins, uint32_t cluster, uint32_t per_image, s
     dh_test_fill_ct_like(moving, (size_t)SETS * K * n, seed + 1);
     const int32_t lo = 0, hi = 4095;
     int32_t flo, fhi;
-    dh_jhist_minmax(fixed, 0, n, NULL, &flo, &fhi);
+    dh_mi_minmax(fixed, 0, n, NULL, &flo, &fhi);
     dh_jaxis fa, ma;
     ck_assert_int_eq(dh_jaxis_init(&fa, bins, flo, fhi), 0);
     ck_assert_int_eq(dh_jaxis_init(&ma, bins, lo, hi), 0);
     uint64_t marg[256];
-    uint64_t valid = dh_jhist_bin_fixed(fixed, 0, n, NULL, &fa, fbins, marg);
+    uint64_t valid = dh_mi_bin_fixed(fixed, 0, n, NULL, &fa, fbins, marg);
     double fsum = dh_mi_sum_terms_u64(marg, bins, valid, dh_mi_log((double)valid));
     uint32_t *want = malloc((size_t)SETS * K * cells * 4), *got = malloc(cells * 4);
     dh_mi_values rec_want[SETS * K], rec_got[K];
     for (size_t i = 0; i < (size_t)SETS * K; i++) {
-        dh_jhist_cpu(fbins, bins, moving + i * n, 0, n, NULL, &ma, want + i * cells);
+        dh_mi_joint_cpu(fbins, bins, moving + i * n, 0, n, NULL, &ma, want + i * cells);
         dh_mi_scores_from_joint(want + i * cells, bins, bins, valid, &fsum, 0, &rec_want[i]);
         rec_want[i].moving_lo = lo, rec_want[i].moving_hi = hi, rec_want[i].reserved = 0;
     }
@@ -522,16 +522,16 @@ static void repeat_layout(uint32_t bins, uint32_t cluster, uint32_t per_image, s
     ck_assert_int_eq(cudaMalloc(&d_out, K * sizeof(dh_mi_values)), cudaSuccess);
     ck_assert_int_eq(cudaMemcpy(d_moving, moving, (size_t)SETS * K * n * 2,
                                 cudaMemcpyHostToDevice), cudaSuccess);
-    dh_jhist_gpu_tuning t = {.cluster = cluster, .clusters_per_image = per_image};
-    dh_jhist_gpu *g = NULL;
+    dh_mi_gpu_tuning t = {.cluster = cluster, .clusters_per_image = per_image};
+    dh_mi_gpu *g = NULL;
     char msg[512];
-    ck_assert_msg(dh_jhist_gpu_create(fbins, n, bins, bins, 256, valid, fsum, &t, &g, msg,
+    ck_assert_msg(dh_mi_gpu_create(fbins, n, bins, bins, 256, valid, fsum, &t, &g, msg,
                                       sizeof msg) == 0, "%s", msg);
     for (int rep = 0; rep < REPS; rep++) {
         const size_t set = (size_t)rep % SETS;
         ck_assert_int_eq(cudaMemsetAsync(d_out, 0xFF, K * sizeof(dh_mi_values), stream),
                          cudaSuccess);
-        ck_assert_msg(dh_jhist_gpu_evaluate(g, (const uint16_t *)d_moving + set * K * n, 0, n, K,
+        ck_assert_msg(dh_mi_gpu_evaluate(g, (const uint16_t *)d_moving + set * K * n, 0, n, K,
                                             NULL, 0, NULL, 1, lo, hi, 0, d_out, stream, msg,
                                             sizeof msg) == 0, "%s", msg);
         ck_assert_int_eq(cudaStreamSynchronize(stream), cudaSuccess);
@@ -542,13 +542,13 @@ static void repeat_layout(uint32_t bins, uint32_t cluster, uint32_t per_image, s
                           "record differs: bins %u cluster %u x %u rep %d item %u", bins, cluster,
                           per_image, rep, i);
         for (uint32_t i = 0; i < K; i += K - 1) {
-            ck_assert_int_eq(dh_jhist_gpu_read_joint(g, i, got, msg, sizeof msg), 0);
+            ck_assert_int_eq(dh_mi_gpu_read_joint(g, i, got, msg, sizeof msg), 0);
             ck_assert_msg(memcmp(want + (set * K + i) * cells, got, cells * 4) == 0,
                           "counts differ: bins %u cluster %u x %u rep %d item %u", bins, cluster,
                           per_image, rep, i);
         }
     }
-    dh_jhist_gpu_free(g);
+    dh_mi_gpu_free(g);
     cudaFree(d_moving);
     cudaFree(d_out);
     cudaStreamDestroy(stream);

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "dicomhist.h"
-#include "jhist.h"
+#include "mi_joint.h"
 #include "test_support.h"
 
 enum { W = 61, H = 53, N = W * H, K = 3 };
@@ -156,11 +156,11 @@ START_TEST(test_special_values)
     dh_faxis ax;
     ck_assert_int_eq(dh_faxis_init(&ax, 4, -1.0f, 1.0f), 0);
 #define BIN(v) dh_faxis_bin(4, ax.lo, ax.hi, ax.width, (v))
-    ck_assert_uint_eq(BIN(NAN), DH_JHIST_SKIP);
-    ck_assert_uint_eq(BIN(INFINITY), DH_JHIST_SKIP);
-    ck_assert_uint_eq(BIN(-INFINITY), DH_JHIST_SKIP);
-    ck_assert_uint_eq(BIN(nextafterf(-1.0f, -2.0f)), DH_JHIST_SKIP);
-    ck_assert_uint_eq(BIN(nextafterf(1.0f, 2.0f)), DH_JHIST_SKIP);
+    ck_assert_uint_eq(BIN(NAN), DH_MI_JOINT_SKIP);
+    ck_assert_uint_eq(BIN(INFINITY), DH_MI_JOINT_SKIP);
+    ck_assert_uint_eq(BIN(-INFINITY), DH_MI_JOINT_SKIP);
+    ck_assert_uint_eq(BIN(nextafterf(-1.0f, -2.0f)), DH_MI_JOINT_SKIP);
+    ck_assert_uint_eq(BIN(nextafterf(1.0f, 2.0f)), DH_MI_JOINT_SKIP);
     ck_assert_uint_eq(BIN(-1.0f), 0);
     ck_assert_uint_eq(BIN(-0.5f), 1); /* an exact edge opens its bin */
     ck_assert_uint_eq(BIN(nextafterf(-0.5f, -1.0f)), 0);

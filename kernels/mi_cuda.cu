@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * jhist_cuda.cu: joint histograms and mutual-information scores on the GPU (jhist_cuda.h), the
- * twin of jhist_cpu.c + mi_scores.c. One evaluation of K moving images is ONE launch: no zeroing
- * pass, no host synchronization, nothing allocated. dh_jhist_gpu_layout picks, per call, one of:
+ * mi_cuda.cu: joint histograms and mutual-information scores on the GPU (mi_cuda.h), the
+ * twin of mi_joint_cpu.c + mi_scores.c. One evaluation of K moving images is ONE launch: no zeroing
+ * pass, no host synchronization, nothing allocated. dh_mi_gpu_layout picks, per call, one of:
  *  - one block per image for calls of at least one image per SM (mi_kernel with one-block
- *    clusters; jhist_cuda_solo.cuh above 16384 cells);
- *  - P plain blocks per image for calls of fewer (jhist_cuda_spread.cuh: global atomics into a
+ *    clusters; mi_cuda_solo.cuh above 16384 cells);
+ *  - P plain blocks per image for calls of fewer (mi_cuda_spread.cuh: global atomics into a
  *    per-image accumulator, the last block scores), except for large images at more than 64 x
  *    64 bins, which keep the clusters below;
  *  - a thread-block cluster per image, described here.
@@ -51,8 +51,8 @@
 #include <new>
 
 #include "cuda_check.h"
-#include "jhist.h"
-#include "jhist_cuda.h"
+#include "mi_joint.h"
+#include "mi_cuda.h"
 #include "mi_scores.h"
 
 namespace cg = cooperative_groups;
@@ -68,13 +68,13 @@ constexpr uint32_t NO_CELL = 0xFFFFFFFFu;
 constexpr uint32_t LN_TABLE_MAX = 65536; /* logarithms of counts 0 .. 65535 (cell_term) */
 constexpr int RANGE_THREADS = 512;
 constexpr uint32_t RANGE_BLOCKS = 128; /* per image, for multi-cluster images */
-/* Blocks per SM for one-block images of 512 threads (dh_jhist_gpu_tuning): 4, registers capped
+/* Blocks per SM for one-block images of 512 threads (dh_mi_gpu_tuning): 4, registers capped
  * at 32 (a few spill, outside the counting loop), is full occupancy; batch of 1024 256x256 pairs
  * at 64 bins on an H100: 177 us at 2 blocks, 159 at 3, 156 at 4 (bench/NOTES.md run 23). */
 constexpr uint32_t AUTO_BLOCKS_PER_SM = 4;
 
 
-struct spread_slot; /* jhist_cuda_spread.cuh */
+struct spread_slot; /* mi_cuda_spread.cuh */
 
 struct eval_args {
     const uint16_t *fixed_bins;
@@ -99,7 +99,7 @@ struct eval_args {
     unsigned *counters; /* K, zero between evaluations */
     uint32_t *joint;    /* K x cells, written */
     dh_mi_values *out;  /* K records */
-    uint32_t skip;      /* DH_JHIST_STAGE_* bits left out (bench_mi's stage timing only) */
+    uint32_t skip;      /* DH_MI_STAGE_* bits left out (bench_mi's stage timing only) */
     int no_merge;       /* tuning's no_run_merge */
     int classic_count;  /* tuning's classic_count */
     /* float32 moving images (DRRs): image k at moving_f32 + k * stride, binned by dh_faxis_bin
@@ -107,7 +107,7 @@ struct eval_args {
     const float *moving_f32;
     uint32_t fbins;
     float flo, fhi, fwidth;
-    /* the spread kernel (jhist_cuda_spread.cuh): P blocks per image, each image's state and
+    /* the spread kernel (mi_cuda_spread.cuh): P blocks per image, each image's state and
      * 32-bit accumulator, all zero between evaluations */
     uint32_t spread_blocks;
     spread_slot *spread_slots;
@@ -136,10 +136,10 @@ __device__ __forceinline__ int32_t sample(uint32_t raw, int is_signed)
 __device__ __forceinline__ uint32_t cell_of(uint32_t f, uint32_t ok, int32_t v, uint32_t bm,
                                             int32_t lo, uint32_t width, uint32_t magic)
 {
-    if (f == DH_JHIST_SKIP || !ok)
+    if (f == DH_MI_JOINT_SKIP || !ok)
         return NO_CELL;
     uint32_t m = dh_jaxis_bin_fast(bm, lo, width, magic, v);
-    return m == DH_JHIST_SKIP ? NO_CELL : f * bm + m;
+    return m == DH_MI_JOINT_SKIP ? NO_CELL : f * bm + m;
 }
 
 template <bool PACKED> __device__ __forceinline__ void add_private(uint32_t *hist, uint32_t c,
@@ -390,7 +390,7 @@ __device__ uint32_t count_plain(const eval_args &a, const uint16_t *img, uint32_
                 const uint32_t sh = (j & 1) * 16;
                 const uint32_t f = (fw[j >> 1] >> sh) & 0xFFFFu;
                 const uint32_t off = (uint32_t)(sample((mw[j >> 1] >> sh) & 0xFFFFu, SIGNED) - lo);
-                const bool ok = (off < width) & (f != DH_JHIST_SKIP);
+                const bool ok = (off < width) & (f != DH_MI_JOINT_SKIP);
                 atomicAdd(ok ? hist + f * bm + dh_jaxis_mul_bin(mul, off) : sink, 1u);
             }
             visited += 8;
@@ -399,7 +399,7 @@ __device__ uint32_t count_plain(const eval_args &a, const uint16_t *img, uint32_
     for (size_t i = nv * 8 + part * blockDim.x + threadIdx.x; i < n; i += step) {
         const uint32_t f = a.fixed_bins[i];
         const uint32_t off = (uint32_t)(sample(img[i], SIGNED) - lo);
-        const bool ok = (off < width) & (f != DH_JHIST_SKIP);
+        const bool ok = (off < width) & (f != DH_MI_JOINT_SKIP);
         atomicAdd(ok ? hist + f * bm + dh_jaxis_mul_bin(mul, off) : sink, 1u);
         visited++;
     }
@@ -491,8 +491,8 @@ __device__ uint32_t count_share_f32(cg::cluster_group &cluster, const eval_args 
             for (int j = 0; j < 8; j++) {
                 const uint32_t f = (fw[j >> 1] >> ((j & 1) * 16)) & 0xFFFFu;
                 const uint32_t m = dh_faxis_bin(a.fbins, a.flo, a.fhi, a.fwidth, mv[j]);
-                const uint32_t c = f == DH_JHIST_SKIP || !((cok >> (8 * j)) & 0xFFu) ||
-                                           m == DH_JHIST_SKIP
+                const uint32_t c = f == DH_MI_JOINT_SKIP || !((cok >> (8 * j)) & 0xFFu) ||
+                                           m == DH_MI_JOINT_SKIP
                                        ? NO_CELL
                                        : f * bm + m;
                 if (c == prev) {
@@ -520,9 +520,9 @@ __device__ uint32_t count_share_f32(cg::cluster_group &cluster, const eval_args 
     }
     for (size_t base = nv * 8 + part * blockDim.x; base < n; base += step) {
         const size_t i = base + threadIdx.x;
-        if (i < n && a.fixed_bins[i] != DH_JHIST_SKIP && (!val || val[i])) {
+        if (i < n && a.fixed_bins[i] != DH_MI_JOINT_SKIP && (!val || val[i])) {
             const uint32_t m = dh_faxis_bin(a.fbins, a.flo, a.fhi, a.fwidth, img[i]);
-            if (m != DH_JHIST_SKIP) {
+            if (m != DH_MI_JOINT_SKIP) {
                 add_private<PACKED>(hist, a.fixed_bins[i] * bm + m, 1);
                 counted++;
             }
@@ -689,7 +689,7 @@ __device__ __forceinline__ void lane_trees_record(const eval_args &a, uint32_t k
 template <bool PACKED, int THR, int MINB>
 __global__ void __launch_bounds__(THR, MINB) mi_kernel(eval_args a)
 {
-    if (a.skip & DH_JHIST_STAGE_ALL)
+    if (a.skip & DH_MI_STAGE_ALL)
         return;
     cg::cluster_group cluster = cg::this_cluster();
     extern __shared__ __align__(16) unsigned char smem[];
@@ -721,7 +721,7 @@ __global__ void __launch_bounds__(THR, MINB) mi_kernel(eval_args a)
 
     /* 1. zero the private histogram, this block's share of the cluster histogram, the sums
      * (16-byte stores; both regions are whole multiples of 16 bytes) */
-    if (!(skip & DH_JHIST_STAGE_ZERO)) {
+    if (!(skip & DH_MI_STAGE_ZERO)) {
         const uint32_t hist_quads = ((PACKED ? (cells + 1) / 2 : cells) + 3) / 4;
         const uint4 zero = make_uint4(0, 0, 0, 0);
         if (!direct)
@@ -773,11 +773,11 @@ __global__ void __launch_bounds__(THR, MINB) mi_kernel(eval_args a)
      * cells for it) */
     const unsigned long long block_n =
         count_block<PACKED>(cluster, a, k, img, val, hist, red, b, P, lo, width, magic,
-                            !(skip & DH_JHIST_STAGE_COUNT), &s_count);
+                            !(skip & DH_MI_STAGE_COUNT), &s_count);
     if (a.clusters == 1 && tid < C && block_n)
         atomicAdd(cluster.map_shared_rank(&s_n, tid), block_n);
     /* 4. flush into the owners' shares */
-    if (!direct && !(skip & DH_JHIST_STAGE_REDUCE))
+    if (!direct && !(skip & DH_MI_STAGE_REDUCE))
         flush<PACKED>(cluster, hist, red, cells, lb_shift, false);
     cluster.sync(); /* every share and s_n complete; private histograms dead */
 
@@ -832,9 +832,9 @@ __global__ void __launch_bounds__(THR, MINB) mi_kernel(eval_args a)
         if (c >= cells)
             continue;
         uint32_t x = red[l];
-        if (!(skip & DH_JHIST_STAGE_WRITE))
+        if (!(skip & DH_MI_STAGE_WRITE))
             joint[c] = x;
-        if (x && !(skip & DH_JHIST_STAGE_MARGINALS)) {
+        if (x && !(skip & DH_MI_STAGE_MARGINALS)) {
             const uint32_t r = row_of(a, c);
             atomicAdd(&rowp[r], (unsigned long long)x);
             atomicAdd(&colp[c - r * bm], (unsigned long long)x);
@@ -844,7 +844,7 @@ __global__ void __launch_bounds__(THR, MINB) mi_kernel(eval_args a)
     const double ln_n = s_ln_n;
 
     /* 5b. the sums into block 0's totals; the entropy terms of the owned cells, in parallel */
-    if (!(skip & DH_JHIST_STAGE_MARGINALS))
+    if (!(skip & DH_MI_STAGE_MARGINALS))
         for (uint32_t t = tid; t < DH_MI_LANES; t += T) {
             if (rowp[t])
                 atomicAdd(cluster.map_shared_rank(tot_f, 0) + t, rowp[t]);
@@ -852,7 +852,7 @@ __global__ void __launch_bounds__(THR, MINB) mi_kernel(eval_args a)
                 atomicAdd(cluster.map_shared_rank(tot_m, 0) + t, colp[t]);
         }
     const uint32_t rows = (cells + 255) >> 8;
-    const bool with_terms = !(skip & DH_JHIST_STAGE_TERMS);
+    const bool with_terms = !(skip & DH_MI_STAGE_TERMS);
     /* More than 32 rows (one warp per lane below): the terms of the owned cells first, in
      * parallel, into a region padded by one double per row so that the threads of a warp that
      * walk one lane's rows hit different banks (computed inside the tree, the loads of one lane's
@@ -881,7 +881,7 @@ __global__ void __launch_bounds__(THR, MINB) mi_kernel(eval_args a)
      * (thread_tree); up to 32 rows: a segment of W threads per lane (W = rows rounded up to a
      * power of two; the CPU's levels exactly), 32 / W lanes per warp; more rows: one warp per
      * lane. */
-    if (!(skip & DH_JHIST_STAGE_TREES)) {
+    if (!(skip & DH_MI_STAGE_TREES)) {
         double *lanes0 = cluster.map_shared_rank(lane_j, 0) + (rank << lb_shift);
         if (rows <= 16 && LB == 256) {
             /* One-block images: one thread per lane, its rows' tree in registers; each warp
@@ -930,17 +930,17 @@ __global__ void __launch_bounds__(THR, MINB) mi_kernel(eval_args a)
     /* 6. block 0: the marginals' terms (the fixed one only when the cached sum does not apply),
      * the three lane trees, the record */
     const bool need_f = n != a.fixed_valid;
-    if (!(skip & DH_JHIST_STAGE_MARGINALS))
+    if (!(skip & DH_MI_STAGE_MARGINALS))
         marginal_terms(a, tot_f, tot_m, need_f, n, ln_n);
     __syncthreads();
     if (tid < 32)
         lane_trees_record(a, k, tot_f, tot_m, lane_j, need_f, n, lo, hi,
-                          !(skip & DH_JHIST_STAGE_TREES), !(skip & DH_JHIST_STAGE_FINISH));
+                          !(skip & DH_MI_STAGE_TREES), !(skip & DH_MI_STAGE_FINISH));
 }
 
-#include "jhist_cuda_score.cuh"
-#include "jhist_cuda_solo.cuh"
-#include "jhist_cuda_spread.cuh"
+#include "mi_cuda_score.cuh"
+#include "mi_cuda_solo.cuh"
+#include "mi_cuda_spread.cuh"
 
 uint32_t log2u(uint32_t x)
 {
@@ -968,7 +968,7 @@ void smem_layout(uint32_t cells, uint32_t cluster, uint32_t *region, uint32_t *t
 
 } // namespace
 
-struct dh_jhist_gpu {
+struct dh_mi_gpu {
     size_t n;
     uint32_t bins_fixed, bins_moving, cells, max_batch;
     uint64_t fixed_valid;
@@ -985,10 +985,10 @@ struct dh_jhist_gpu {
      * many (bench_mi, batches of 256x256 pairs: 2-16 times the rate). */
     uint32_t batch_from, batch_region, batch_smem;
     /* Calls of at least solo_from images (0: never) without masks, of stored values, with
-     * packed counters and at most SOLO_MAX_PIXELS: one block per image (jhist_cuda_solo.cuh). */
+     * packed counters and at most SOLO_MAX_PIXELS: one block per image (mi_cuda_solo.cuh). */
     uint32_t solo_from, solo_smem;
     /* Calls of at most spread_slots images (0: never) with 32-bit counters and no layout fixed
-     * by the tuning, below batch_from: the spread kernel (jhist_cuda_spread.cuh), P blocks per
+     * by the tuning, below batch_from: the spread kernel (mi_cuda_spread.cuh), P blocks per
      * image, at most spread_resident blocks in all (co-resident, one launch). */
     uint32_t spread_slots, spread_smem, spread_resident, spread_blocks;
     uint32_t sms; /* the device's multiprocessors */
@@ -1099,13 +1099,13 @@ int active_clusters(bool packed, uint32_t cluster, uint32_t threads, uint32_t bl
 
 } // namespace
 
-extern "C" int dh_jhist_gpu_create(const uint16_t *fixed_bins, size_t n, uint32_t bins_fixed,
+extern "C" int dh_mi_gpu_create(const uint16_t *fixed_bins, size_t n, uint32_t bins_fixed,
                                    uint32_t bins_moving, uint32_t max_batch, uint64_t fixed_valid,
-                                   double fixed_sum, const dh_jhist_gpu_tuning *tuning,
-                                   dh_jhist_gpu **out, char *msg, size_t msg_len)
+                                   double fixed_sum, const dh_mi_gpu_tuning *tuning,
+                                   dh_mi_gpu **out, char *msg, size_t msg_len)
 {
     *out = nullptr;
-    dh_jhist_gpu *g = new (std::nothrow) dh_jhist_gpu();
+    dh_mi_gpu *g = new (std::nothrow) dh_mi_gpu();
     if (!g) {
         snprintf(msg, msg_len, "out of host memory");
         return -1;
@@ -1259,7 +1259,7 @@ extern "C" int dh_jhist_gpu_create(const uint16_t *fixed_bins, size_t n, uint32_
                           cudaMemcpyHostToDevice)) != cudaSuccess ||
         (err = cudaMemset(g->d_joint, 0, (size_t)max_batch * cells * sizeof(uint32_t))) !=
             cudaSuccess) {
-        dh_jhist_gpu_free(g);
+        dh_mi_gpu_free(g);
         return dh_cuda_fail(msg, msg_len, "", "allocating the fixed image on the GPU", err);
     }
     if (clusters > 1 &&
@@ -1268,7 +1268,7 @@ extern "C" int dh_jhist_gpu_create(const uint16_t *fixed_bins, size_t n, uint32_
              cudaSuccess ||
          (err = cudaMalloc(&g->d_range_parts,
                            (size_t)max_batch * RANGE_BLOCKS * sizeof(int2))) != cudaSuccess)) {
-        dh_jhist_gpu_free(g);
+        dh_mi_gpu_free(g);
         return dh_cuda_fail(msg, msg_len, "", "allocating the multi-cluster workspace", err);
     }
     if (g->spread_slots &&
@@ -1280,7 +1280,7 @@ extern "C" int dh_jhist_gpu_create(const uint16_t *fixed_bins, size_t n, uint32_
                                                  sizeof(uint32_t))) != cudaSuccess ||
          (err = cudaMemset(g->d_spread_acc, 0, g->spread_slots * spread_acc_words(g->cells) *
                                                    sizeof(uint32_t))) != cudaSuccess)) {
-        dh_jhist_gpu_free(g);
+        dh_mi_gpu_free(g);
         return dh_cuda_fail(msg, msg_len, "", "allocating the spread workspace", err);
     }
     if (g->ln_len) {
@@ -1289,7 +1289,7 @@ extern "C" int dh_jhist_gpu_create(const uint16_t *fixed_bins, size_t n, uint32_
             err = cudaGetLastError();
         }
         if (err != cudaSuccess) {
-            dh_jhist_gpu_free(g);
+            dh_mi_gpu_free(g);
             return dh_cuda_fail(msg, msg_len, "", "making the logarithm table", err);
         }
     }
@@ -1297,14 +1297,14 @@ extern "C" int dh_jhist_gpu_create(const uint16_t *fixed_bins, size_t n, uint32_
      * non-blocking stream does not wait for them, and a late memset of d_joint used to zero
      * joint histograms an evaluation had just written. Wait for them here, once. */
     if ((err = cudaDeviceSynchronize()) != cudaSuccess) {
-        dh_jhist_gpu_free(g);
+        dh_mi_gpu_free(g);
         return dh_cuda_fail(msg, msg_len, "", "preparing the fixed image on the GPU", err);
     }
     *out = g;
     return 0;
 }
 
-extern "C" void dh_jhist_gpu_free(dh_jhist_gpu *g)
+extern "C" void dh_mi_gpu_free(dh_mi_gpu *g)
 {
     if (!g)
         return;
@@ -1320,7 +1320,7 @@ extern "C" void dh_jhist_gpu_free(dh_jhist_gpu *g)
     delete g;
 }
 
-extern "C" void dh_jhist_gpu_get_tuning(const dh_jhist_gpu *g, dh_jhist_gpu_tuning *t)
+extern "C" void dh_mi_gpu_get_tuning(const dh_mi_gpu *g, dh_mi_gpu_tuning *t)
 {
     t->cluster = g->cluster;
     t->clusters_per_image = g->clusters;
@@ -1334,13 +1334,13 @@ extern "C" void dh_jhist_gpu_get_tuning(const dh_jhist_gpu *g, dh_jhist_gpu_tuni
     t->spread_blocks = g->spread_blocks;
 }
 
-extern "C" dh_jhist_layout dh_jhist_gpu_layout(const dh_jhist_gpu *g, uint32_t count, int masked,
+extern "C" dh_mi_layout dh_mi_gpu_layout(const dh_mi_gpu *g, uint32_t count, int masked,
                                                int float32)
 {
     if (g->solo_from && count >= g->solo_from && !float32 && !masked)
-        return DH_JHIST_LAYOUT_SOLO;
+        return DH_MI_LAYOUT_SOLO;
     if (g->batch_from && count >= g->batch_from)
-        return DH_JHIST_LAYOUT_BATCH;
+        return DH_MI_LAYOUT_BATCH;
     /* The spread kernel for few images, except where its one scoring block has much more to do
      * than the counting: above 64 x 64 bins, images above 2^17 pixels stay in their 16-block
      * clusters until those no longer fit the device in one wave (one 512x512 slice at 128 x 128
@@ -1349,11 +1349,11 @@ extern "C" dh_jhist_layout dh_jhist_gpu_layout(const dh_jhist_gpu *g, uint32_t c
     if (g->spread_slots && count <= g->spread_slots &&
         (g->spread_blocks || g->n <= (1u << 17) || g->cells <= 4096 ||
          (size_t)count * g->cluster * g->clusters > g->sms))
-        return DH_JHIST_LAYOUT_SPREAD;
-    return DH_JHIST_LAYOUT_CLUSTER;
+        return DH_MI_LAYOUT_SPREAD;
+    return DH_MI_LAYOUT_CLUSTER;
 }
 
-extern "C" int dh_jhist_gpu_evaluate(dh_jhist_gpu *g, const void *d_moving, int is_signed,
+extern "C" int dh_mi_gpu_evaluate(dh_mi_gpu *g, const void *d_moving, int is_signed,
                                      size_t stride, uint32_t count, const uint8_t *d_valid,
                                      size_t valid_stride, const dh_faxis *float_axis,
                                      int has_range, int32_t lo, int32_t hi,
@@ -1365,9 +1365,9 @@ extern "C" int dh_jhist_gpu_evaluate(dh_jhist_gpu *g, const void *d_moving, int 
         stride = 0;
         valid_stride = 0;
     }
-    const dh_jhist_layout layout = dh_jhist_gpu_layout(g, count, d_valid != nullptr,
+    const dh_mi_layout layout = dh_mi_gpu_layout(g, count, d_valid != nullptr,
                                                        float_axis != nullptr);
-    const bool batch = layout == DH_JHIST_LAYOUT_BATCH;
+    const bool batch = layout == DH_MI_LAYOUT_BATCH;
     const uint32_t cluster = batch ? 1 : g->cluster, threads = batch ? 512 : g->threads;
     const uint32_t per_sm = batch ? AUTO_BLOCKS_PER_SM : g->blocks_per_sm;
     eval_args a = {};
@@ -1417,14 +1417,14 @@ extern "C" int dh_jhist_gpu_evaluate(dh_jhist_gpu *g, const void *d_moving, int 
     }
 
     cudaError_t err;
-    if (layout == DH_JHIST_LAYOUT_SOLO) {
+    if (layout == DH_MI_LAYOUT_SOLO) {
         solo_kernel_for(is_signed, !a.no_merge, g->n > SOLO_ROUND_PIXELS)<<<count, SOLO_THREADS,
                                                                           g->solo_smem, s>>>(a);
         if ((err = cudaGetLastError()) != cudaSuccess)
             return dh_cuda_fail(msg, msg_len, "", "launching the joint-histogram kernel", err);
         return 0;
     }
-    if (layout == DH_JHIST_LAYOUT_SPREAD) {
+    if (layout == DH_MI_LAYOUT_SPREAD) {
         /* P blocks per image: SPREAD_PIXELS_PER_BLOCK each, as many as the device holds */
         size_t P = g->spread_blocks ? g->spread_blocks
                                     : (g->n + SPREAD_PIXELS_PER_BLOCK - 1) / SPREAD_PIXELS_PER_BLOCK;
@@ -1476,7 +1476,7 @@ extern "C" int dh_jhist_gpu_evaluate(dh_jhist_gpu *g, const void *d_moving, int 
     return 0;
 }
 
-extern "C" int dh_jhist_gpu_evaluate_host(dh_jhist_gpu *g, const void *moving, int is_signed,
+extern "C" int dh_mi_gpu_evaluate_host(dh_mi_gpu *g, const void *moving, int is_signed,
                                           size_t stride, uint32_t count, const uint8_t *valid,
                                           size_t valid_stride, const dh_faxis *float_axis,
                                           int has_range, int32_t lo,
@@ -1512,7 +1512,7 @@ extern "C" int dh_jhist_gpu_evaluate_host(dh_jhist_gpu *g, const void *moving, i
     if (valid && (err = cudaMemcpy2D(d_mask, mask_stride, valid, count > 1 ? valid_stride : g->n,
                                      g->n, count, cudaMemcpyHostToDevice)) != cudaSuccess)
         return dh_cuda_fail(msg, msg_len, "", "copying the validity masks", err);
-    if (dh_jhist_gpu_evaluate(g, d_img, is_signed, img_stride, count, d_mask, mask_stride,
+    if (dh_mi_gpu_evaluate(g, d_img, is_signed, img_stride, count, d_mask, mask_stride,
                               float_axis, has_range, lo, hi, log2, d_out, nullptr, msg, msg_len))
         return -1;
     if ((err = cudaMemcpy(out, d_out, (size_t)count * sizeof(dh_mi_values),
@@ -1521,7 +1521,7 @@ extern "C" int dh_jhist_gpu_evaluate_host(dh_jhist_gpu *g, const void *moving, i
     return 0;
 }
 
-extern "C" int dh_jhist_gpu_read_joint(dh_jhist_gpu *g, uint32_t item, uint32_t *counts,
+extern "C" int dh_mi_gpu_read_joint(dh_mi_gpu *g, uint32_t item, uint32_t *counts,
                                        char *msg, size_t msg_len)
 {
     size_t cells = g->cells;

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * jhist_cpu.c: the CPU twin of the joint histogram (kernels/jhist.h): the fixed image binned once,
+ * mi_joint_cpu.c: the CPU twin of the joint histogram (kernels/mi_joint.h): the fixed image binned once,
  * then one pass over each moving image. Counts are integers, so any order gives the same result;
  * the GPU kernels must equal these counts exactly.
  */
-#include "jhist.h"
+#include "mi_joint.h"
 
 #include <math.h>
 #include <string.h>
@@ -14,7 +14,7 @@
 
 int dh_jaxis_init(dh_jaxis *axis, uint32_t bins, int64_t lo, int64_t hi)
 {
-    if (!axis || bins < DH_JHIST_MIN_BINS || bins > DH_JHIST_MAX_BINS || lo > hi ||
+    if (!axis || bins < DH_MI_JOINT_MIN_BINS || bins > DH_MI_JOINT_MAX_BINS || lo > hi ||
         lo < -32768 || hi > 65535 || hi - lo + 1 > 65536)
         return -1;
     axis->bins = bins;
@@ -27,7 +27,7 @@ int dh_jaxis_init(dh_jaxis *axis, uint32_t bins, int64_t lo, int64_t hi)
 
 int dh_faxis_init(dh_faxis *axis, uint32_t bins, float lo, float hi)
 {
-    if (!axis || bins < DH_JHIST_MIN_BINS || bins > DH_JHIST_MAX_BINS || !isfinite(lo) ||
+    if (!axis || bins < DH_MI_JOINT_MIN_BINS || bins > DH_MI_JOINT_MAX_BINS || !isfinite(lo) ||
         !isfinite(hi) || !(lo < hi))
         return -1;
     const float width = hi - lo;
@@ -40,7 +40,7 @@ int dh_faxis_init(dh_faxis *axis, uint32_t bins, float lo, float hi)
     return 0;
 }
 
-size_t dh_jhist_minmax(const void *data, int is_signed, size_t n, const uint8_t *mask,
+size_t dh_mi_minmax(const void *data, int is_signed, size_t n, const uint8_t *mask,
                        int32_t *lo, int32_t *hi)
 {
     size_t seen = 0;
@@ -60,14 +60,14 @@ size_t dh_jhist_minmax(const void *data, int is_signed, size_t n, const uint8_t 
     return seen;
 }
 
-/* The marginal and the count of the prepared bins out[n] (DH_JHIST_SKIP left out). */
+/* The marginal and the count of the prepared bins out[n] (DH_MI_JOINT_SKIP left out). */
 static size_t tally_fixed_bins(const uint16_t *out, size_t n, uint32_t bins, uint64_t *marginal)
 {
     size_t counted = 0;
     if (marginal)
         memset(marginal, 0, bins * sizeof *marginal);
     for (size_t i = 0; i < n; i++)
-        if (out[i] != DH_JHIST_SKIP) {
+        if (out[i] != DH_MI_JOINT_SKIP) {
             counted++;
             if (marginal)
                 marginal[out[i]]++;
@@ -75,16 +75,16 @@ static size_t tally_fixed_bins(const uint16_t *out, size_t n, uint32_t bins, uin
     return counted;
 }
 
-size_t dh_jhist_bin_fixed(const void *data, int is_signed, size_t n, const uint8_t *mask,
+size_t dh_mi_bin_fixed(const void *data, int is_signed, size_t n, const uint8_t *mask,
                           const dh_jaxis *axis, uint16_t *out, uint64_t *marginal)
 {
     for (size_t i = 0; i < n; i++)
-        out[i] = (uint16_t)((mask && !mask[i]) ? DH_JHIST_SKIP
+        out[i] = (uint16_t)((mask && !mask[i]) ? DH_MI_JOINT_SKIP
                                                : dh_jaxis_bin(axis, SAMPLE(data, is_signed, i)));
     return tally_fixed_bins(out, n, axis->bins, marginal);
 }
 
-size_t dh_jhist_cpu(const uint16_t *fixed_bins, uint32_t bins_fixed, const void *moving,
+size_t dh_mi_joint_cpu(const uint16_t *fixed_bins, uint32_t bins_fixed, const void *moving,
                     int moving_signed, size_t n, const uint8_t *valid, const dh_jaxis *moving_axis,
                     uint32_t *joint)
 {
@@ -96,10 +96,10 @@ size_t dh_jhist_cpu(const uint16_t *fixed_bins, uint32_t bins_fixed, const void 
     const int32_t lo = moving_axis->lo;
     for (size_t i = 0; i < n; i++) {
         uint32_t f = fixed_bins[i];
-        if (f == DH_JHIST_SKIP || (valid && !valid[i]))
+        if (f == DH_MI_JOINT_SKIP || (valid && !valid[i]))
             continue;
         uint32_t m = dh_jaxis_bin_fast(bm, lo, width, magic, SAMPLE(moving, moving_signed, i));
-        if (m == DH_JHIST_SKIP)
+        if (m == DH_MI_JOINT_SKIP)
             continue;
         joint[f * bm + m]++;
         counted++;
@@ -107,17 +107,17 @@ size_t dh_jhist_cpu(const uint16_t *fixed_bins, uint32_t bins_fixed, const void 
     return counted;
 }
 
-size_t dh_jhist_bin_fixed_f32(const float *data, size_t n, const uint8_t *mask,
+size_t dh_mi_bin_fixed_f32(const float *data, size_t n, const uint8_t *mask,
                               const dh_faxis *axis, uint16_t *out, uint64_t *marginal)
 {
     for (size_t i = 0; i < n; i++)
         out[i] = (uint16_t)((mask && !mask[i])
-                                ? DH_JHIST_SKIP
+                                ? DH_MI_JOINT_SKIP
                                 : dh_faxis_bin(axis->bins, axis->lo, axis->hi, axis->width, data[i]));
     return tally_fixed_bins(out, n, axis->bins, marginal);
 }
 
-size_t dh_jhist_cpu_f32(const uint16_t *fixed_bins, uint32_t bins_fixed, const float *moving,
+size_t dh_mi_joint_cpu_f32(const uint16_t *fixed_bins, uint32_t bins_fixed, const float *moving,
                         size_t n, const uint8_t *valid, const dh_faxis *moving_axis,
                         uint32_t *joint)
 {
@@ -126,11 +126,11 @@ size_t dh_jhist_cpu_f32(const uint16_t *fixed_bins, uint32_t bins_fixed, const f
     size_t counted = 0;
     for (size_t i = 0; i < n; i++) {
         uint32_t f = fixed_bins[i];
-        if (f == DH_JHIST_SKIP || (valid && !valid[i]))
+        if (f == DH_MI_JOINT_SKIP || (valid && !valid[i]))
             continue;
         uint32_t m = dh_faxis_bin(bm, moving_axis->lo, moving_axis->hi, moving_axis->width,
                                   moving[i]);
-        if (m == DH_JHIST_SKIP)
+        if (m == DH_MI_JOINT_SKIP)
             continue;
         joint[f * bm + m]++;
         counted++;
@@ -138,7 +138,7 @@ size_t dh_jhist_cpu_f32(const uint16_t *fixed_bins, uint32_t bins_fixed, const f
     return counted;
 }
 
-void dh_jhist_naive(const void *fixed, int fixed_signed, const uint8_t *fixed_mask,
+void dh_mi_joint_naive(const void *fixed, int fixed_signed, const uint8_t *fixed_mask,
                     const dh_jaxis *fixed_axis, const void *moving, int moving_signed,
                     const uint8_t *valid, const dh_jaxis *moving_axis, size_t n, uint32_t *joint)
 {

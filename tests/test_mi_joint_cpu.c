@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * test_jhist_cpu.c: the joint-histogram CPU twin and the score arithmetic (kernels/jhist.h,
+ * test_mi_joint_cpu.c: the joint-histogram CPU twin and the score arithmetic (kernels/mi_joint.h,
  * kernels/mi_scores.h) against independent references: the division-free bin against the
  * definition for every 16-bit value, prepared-image counts against the naive double loop, the
  * project's logarithm against libm, and scores against a float64 formula written from the
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jhist.h"
+#include "mi_joint.h"
 #include "mi_scores.h"
 #include "test_support.h"
 
@@ -20,14 +20,14 @@ static void check_axis_all_values(uint32_t bins, int32_t lo, int32_t hi)
     dh_jaxis a;
     ck_assert_int_eq(dh_jaxis_init(&a, bins, lo, hi), 0);
     for (int32_t v = -32768; v <= 65535; v++) {
-        uint32_t want = DH_JHIST_SKIP;
+        uint32_t want = DH_MI_JOINT_SKIP;
         if (v >= lo && v <= hi)
             want = (uint32_t)(((int64_t)v - lo) * bins / ((int64_t)hi - lo + 1));
         uint32_t got = dh_jaxis_bin_fast(a.bins, a.lo, a.width, a.magic, v);
         if (got != want || dh_jaxis_bin(&a, v) != want)
             ck_abort_msg("bins %u range %d:%d value %d: fast %u, def %u, want %u", bins, lo, hi,
                          v, got, dh_jaxis_bin(&a, v), want);
-        if (want != DH_JHIST_SKIP &&
+        if (want != DH_MI_JOINT_SKIP &&
             dh_jaxis_mul_bin(dh_jaxis_mul_init(bins, a.width), (uint32_t)(v - lo)) != want)
             ck_abort_msg("bins %u range %d:%d value %d: multiply form %u, want %u", bins, lo, hi,
                          v, dh_jaxis_mul_bin(dh_jaxis_mul_init(bins, a.width), (uint32_t)(v - lo)),
@@ -135,9 +135,9 @@ static void check_counts(const pair *p, int is_signed, uint32_t bf, uint32_t bm,
     uint32_t *got = malloc((size_t)bf * bm * 4), *want = malloc((size_t)bf * bm * 4);
     uint64_t marginal[256];
     const uint8_t *fm = masks ? p->fmask : NULL, *mv = masks ? p->mvalid : NULL;
-    size_t valid = dh_jhist_bin_fixed(p->fixed, is_signed, p->n, fm, &fa, bins, marginal);
-    size_t counted = dh_jhist_cpu(bins, bf, p->moving, is_signed, p->n, mv, &ma, got);
-    dh_jhist_naive(p->fixed, is_signed, fm, &fa, p->moving, is_signed, mv, &ma, p->n, want);
+    size_t valid = dh_mi_bin_fixed(p->fixed, is_signed, p->n, fm, &fa, bins, marginal);
+    size_t counted = dh_mi_joint_cpu(bins, bf, p->moving, is_signed, p->n, mv, &ma, got);
+    dh_mi_joint_naive(p->fixed, is_signed, fm, &fa, p->moving, is_signed, mv, &ma, p->n, want);
     uint64_t total = 0, marg_total = 0;
     for (size_t i = 0; i < (size_t)bf * bm; i++) {
         if (got[i] != want[i])
@@ -161,8 +161,8 @@ START_TEST(test_counts_match_naive)
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
         pair p = make_pair(sizes[s], 100 + s, s % 2);
         int32_t lo, hi, mlo, mhi;
-        dh_jhist_minmax(p.fixed, 0, p.n, NULL, &lo, &hi);
-        dh_jhist_minmax(p.moving, 0, p.n, NULL, &mlo, &mhi);
+        dh_mi_minmax(p.fixed, 0, p.n, NULL, &lo, &hi);
+        dh_mi_minmax(p.moving, 0, p.n, NULL, &mlo, &mhi);
         for (size_t b = 0; b < sizeof bins / sizeof bins[0]; b++) {
             check_counts(&p, 0, bins[b], bins[b], lo, hi, mlo, mhi, 0);
             check_counts(&p, 0, bins[b], bins[b], lo, hi, mlo, mhi, 1);
@@ -188,12 +188,12 @@ START_TEST(test_minmax)
             want_hi = v > want_hi ? v : want_hi;
             seen++;
         }
-    ck_assert_uint_eq(dh_jhist_minmax(p.fixed, 1, p.n, p.fmask, &lo, &hi), seen);
+    ck_assert_uint_eq(dh_mi_minmax(p.fixed, 1, p.n, p.fmask, &lo, &hi), seen);
     ck_assert_int_eq(lo, want_lo);
     ck_assert_int_eq(hi, want_hi);
     memset(p.fmask, 0, p.n);
     lo = 1, hi = 2;
-    ck_assert_uint_eq(dh_jhist_minmax(p.fixed, 1, p.n, p.fmask, &lo, &hi), 0);
+    ck_assert_uint_eq(dh_mi_minmax(p.fixed, 1, p.n, p.fmask, &lo, &hi), 0);
     ck_assert_int_eq(lo, 1); /* untouched */
     ck_assert_int_eq(hi, 2);
     free_pair(&p);
@@ -284,7 +284,7 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("jhist_cpu");
+    Suite *s = suite_create("mi_joint_cpu");
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_axis_exact);

@@ -2,7 +2,7 @@
 /*
  * mi.c: the public mutual-information API (dicomhist.h section 5): checks arguments, prepares the
  * fixed image once (binned, marginal term sum cached), and runs evaluations on the CPU twin
- * (kernels/jhist_cpu.c, kernels/mi_scores.c) or on the GPU (kernels/jhist_cuda.cu), which gives
+ * (kernels/mi_joint_cpu.c, kernels/mi_scores.c) or on the GPU (kernels/mi_cuda.cu), which gives
  * the same bits.
  */
 #include "mi_internal.h"
@@ -13,7 +13,7 @@
 
 #include "context.h"
 #ifdef DH_HAVE_CUDA
-#include "jhist_cuda.h"
+#include "mi_cuda.h"
 #endif
 
 /* The kernels write dh_mi_values into the caller's dh_mi_scores array: one layout. */
@@ -109,7 +109,7 @@ dh_status dh_mi_fixed_create(dh_ctx *ctx, const void *fixed, int sample_type, si
     *out = NULL;
     if (!fixed || n == 0)
         return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "mi: the fixed image is empty");
-    if (n > DH_JHIST_MAX_PIXELS)
+    if (n > DH_MI_JOINT_MAX_PIXELS)
         return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
                            "mi: %zu pixels per image, more than the 2^32 - 1 supported", n);
     dh_mi_params defaults;
@@ -147,7 +147,7 @@ dh_status dh_mi_fixed_create(dh_ctx *ctx, const void *fixed, int sample_type, si
     int32_t lo = p->fixed_lo, hi = p->fixed_hi;
     if (sample_type == DH_SAMPLE_FLOAT32) /* its range is the float one; this axis is unused */
         lo = hi = 0;
-    else if (!p->has_range_fixed && dh_jhist_minmax(fixed, sample_type, n, mask, &lo, &hi) == 0)
+    else if (!p->has_range_fixed && dh_mi_minmax(fixed, sample_type, n, mask, &lo, &hi) == 0)
         lo = hi = 0;
     if (dh_jaxis_init(&f->axis_fixed, p->bins_fixed, lo, hi)) {
         dh_mi_fixed_free(f);
@@ -156,7 +156,7 @@ dh_status dh_mi_fixed_create(dh_ctx *ctx, const void *fixed, int sample_type, si
     f->info.fixed_lo = lo;
     f->info.fixed_hi = hi;
 
-    uint64_t marginal[DH_JHIST_MAX_BINS];
+    uint64_t marginal[DH_MI_JOINT_MAX_BINS];
     f->bins = malloc(n * sizeof *f->bins);
     if (device == DH_DEVICE_CPU) /* the GPU keeps its joint histograms itself */
         f->joint = calloc((size_t)p->max_batch * p->bins_fixed * p->bins_moving,
@@ -167,8 +167,8 @@ dh_status dh_mi_fixed_create(dh_ctx *ctx, const void *fixed, int sample_type, si
     }
     uint64_t valid =
         sample_type == DH_SAMPLE_FLOAT32
-            ? dh_jhist_bin_fixed_f32(fixed, n, mask, &fixed_faxis, f->bins, marginal)
-            : dh_jhist_bin_fixed(fixed, sample_type, n, mask, &f->axis_fixed, f->bins, marginal);
+            ? dh_mi_bin_fixed_f32(fixed, n, mask, &fixed_faxis, f->bins, marginal)
+            : dh_mi_bin_fixed(fixed, sample_type, n, mask, &f->axis_fixed, f->bins, marginal);
     f->info.fixed_valid = valid;
     f->fixed_sum = valid ? dh_mi_sum_terms_u64(marginal, p->bins_fixed, valid,
                                                   dh_mi_log((double)valid))
@@ -178,7 +178,7 @@ dh_status dh_mi_fixed_create(dh_ctx *ctx, const void *fixed, int sample_type, si
 
 #ifdef DH_HAVE_CUDA
     if (device == DH_DEVICE_CUDA) {
-        if (dh_jhist_gpu_create(f->bins, n, p->bins_fixed, p->bins_moving, p->max_batch, valid,
+        if (dh_mi_gpu_create(f->bins, n, p->bins_fixed, p->bins_moving, p->max_batch, valid,
                                 f->fixed_sum, NULL, &f->gpu, f->msg, sizeof f->msg)) {
             dh_status cuda_status = DH_ERR_CUDA;
             dh_ctx_fail(ctx, cuda_status, "mi: preparing the fixed image on the GPU: %s", f->msg);
@@ -200,7 +200,7 @@ void dh_mi_fixed_free(dh_mi_fixed *fixed)
     if (!fixed)
         return;
 #ifdef DH_HAVE_CUDA
-    dh_jhist_gpu_free(fixed->gpu);
+    dh_mi_gpu_free(fixed->gpu);
 #endif
     free(fixed->bins);
     free(fixed->joint);
@@ -248,15 +248,15 @@ static void evaluate_one_cpu(const dh_mi_fixed *f, const void *moving, int sampl
     int32_t lo = p->moving_lo, hi = p->moving_hi;
     if (sample_type == DH_SAMPLE_FLOAT32) {
         lo = hi = 0; /* the record's integer range: unused for floats */
-        dh_jhist_cpu_f32(f->bins, p->bins_fixed, moving, f->info.pixels, valid, &f->moving_faxis,
+        dh_mi_joint_cpu_f32(f->bins, p->bins_fixed, moving, f->info.pixels, valid, &f->moving_faxis,
                          joint);
     } else {
-        if (!p->has_range_moving && dh_jhist_minmax(moving, sample_type, f->info.pixels, valid,
+        if (!p->has_range_moving && dh_mi_minmax(moving, sample_type, f->info.pixels, valid,
                                                     &lo, &hi) == 0)
             lo = hi = 0; /* no valid pixel: nothing counts, the record says DH_MI_EMPTY */
         dh_jaxis axis;
         dh_jaxis_init(&axis, p->bins_moving, lo, hi); /* cannot fail: checked or a 16-bit min..max */
-        dh_jhist_cpu(f->bins, p->bins_fixed, moving, sample_type, f->info.pixels, valid, &axis,
+        dh_mi_joint_cpu(f->bins, p->bins_fixed, moving, sample_type, f->info.pixels, valid, &axis,
                      joint);
     }
     dh_mi_scores_from_joint(joint, p->bins_fixed, p->bins_moving, f->info.fixed_valid,
@@ -285,7 +285,7 @@ dh_status dh_mi_evaluate(dh_ctx *ctx, dh_mi_fixed *fixed, const void *moving, in
     const size_t sample = sample_bytes(sample_type);
 #ifdef DH_HAVE_CUDA
     if (fixed->gpu) {
-        if (dh_jhist_gpu_evaluate_host(fixed->gpu, moving, sample_type == DH_SAMPLE_INT16, stride,
+        if (dh_mi_gpu_evaluate_host(fixed->gpu, moving, sample_type == DH_SAMPLE_INT16, stride,
                                        count, valid, valid_stride,
                                        moving_float_axis(fixed, sample_type),
                                        fixed->params.has_range_moving, fixed->params.moving_lo,
@@ -318,7 +318,7 @@ dh_status dh_mi_evaluate_device(dh_ctx *ctx, dh_mi_fixed *fixed, const void *d_m
         return st;
 #ifdef DH_HAVE_CUDA
     if (fixed->gpu) {
-        if (dh_jhist_gpu_evaluate(fixed->gpu, d_moving, sample_type == DH_SAMPLE_INT16, stride,
+        if (dh_mi_gpu_evaluate(fixed->gpu, d_moving, sample_type == DH_SAMPLE_INT16, stride,
                                   count, d_valid, valid_stride,
                                   moving_float_axis(fixed, sample_type),
                                   fixed->params.has_range_moving,
@@ -349,7 +349,7 @@ dh_status dh_mi_joint_histogram(dh_ctx *ctx, const dh_mi_fixed *fixed, uint32_t 
 #ifdef DH_HAVE_CUDA
     if (fixed->gpu) {
         dh_mi_fixed *f = (dh_mi_fixed *)fixed; /* only its message buffer is written */
-        if (dh_jhist_gpu_read_joint(f->gpu, item, counts, f->msg, sizeof f->msg))
+        if (dh_mi_gpu_read_joint(f->gpu, item, counts, f->msg, sizeof f->msg))
             return dh_ctx_fail(ctx, DH_ERR_CUDA, "mi: reading the joint histogram: %s", f->msg);
         dh_ctx_clear(ctx);
         return DH_OK;

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * jhist_cuda_score.cuh: one block of 1024 threads scores one image whose counts it can read
+ * mi_cuda_score.cuh: one block of 1024 threads scores one image whose counts it can read
  * whole (cnt(c) for every cell c, cnt4(c) for the four from c = 0 mod 4), included by
- * jhist_cuda.cu inside its namespace (it uses eval_args, row_of, thread_tree, cell_term,
+ * mi_cuda.cu inside its namespace (it uses eval_args, row_of, thread_tree, cell_term,
  * marginal_terms and write_record from there). The solo kernel reads its packed shared counters
  * this way, the spread kernel the 32-bit counts its last block gathered.
  *  - the joint histogram written back, the row and column sums from it (integers, 32-bit: the
@@ -16,8 +16,8 @@
  *    runs them in one warp: the same additions).
  * Every addition is the CPU twin's, so the records are bit-identical (test_mi_cuda).
  */
-#ifndef DH_KERNELS_JHIST_CUDA_SCORE_CUH
-#define DH_KERNELS_JHIST_CUDA_SCORE_CUH
+#ifndef DH_KERNELS_MI_CUDA_SCORE_CUH
+#define DH_KERNELS_MI_CUDA_SCORE_CUH
 
 constexpr uint32_t SCORE_THREADS = 1024;
 
@@ -58,10 +58,10 @@ __device__ void score_counts(const eval_args &a, uint32_t k, const Cnt &cnt, con
         for (uint32_t g = tid; g < cells / 4; g += T) {
             const uint32_t c = g * 4;
             const uint4 x = cnt4(c);
-            if (write_back && !(skip & DH_JHIST_STAGE_WRITE))
+            if (write_back && !(skip & DH_MI_STAGE_WRITE))
                 ((uint4 *)joint)[g] = x;
             const uint32_t sum = x.x + x.y + x.z + x.w;
-            if (sum && !(skip & DH_JHIST_STAGE_MARGINALS)) {
+            if (sum && !(skip & DH_MI_STAGE_MARGINALS)) {
                 const uint32_t row = row_of(a, c), col = c - row * bm;
                 atomicAdd(&row32[row], sum);
                 if (x.x)
@@ -77,9 +77,9 @@ __device__ void score_counts(const eval_args &a, uint32_t k, const Cnt &cnt, con
     } else {
         for (uint32_t c = tid; c < cells; c += T) {
             const uint32_t x = cnt(c);
-            if (write_back && !(skip & DH_JHIST_STAGE_WRITE))
+            if (write_back && !(skip & DH_MI_STAGE_WRITE))
                 joint[c] = x;
-            if (x && !(skip & DH_JHIST_STAGE_MARGINALS)) {
+            if (x && !(skip & DH_MI_STAGE_MARGINALS)) {
                 const uint32_t row = row_of(a, c);
                 atomicAdd(&row32[row], x);
                 atomicAdd(&col32[c - row * bm], x);
@@ -89,12 +89,12 @@ __device__ void score_counts(const eval_args &a, uint32_t k, const Cnt &cnt, con
     __syncthreads();
 
     /* the lanes' trees: quarter q of lane L in thread q * 256 + L */
-    if (q < 4 && !(skip & DH_JHIST_STAGE_TREES)) {
+    if (q < 4 && !(skip & DH_MI_STAGE_TREES)) {
         auto get = [&](uint32_t j) -> double {
             const uint32_t c = (j << 8) | L;
             const uint32_t x = j < rows && c < cells ? cnt(c) : 0u;
             /* most cells are empty: no term */
-            return x && !(skip & DH_JHIST_STAGE_TERMS) ? cell_term(a, x, nn, ln_n) : 0.0;
+            return x && !(skip & DH_MI_STAGE_TERMS) ? cell_term(a, x, nn, ln_n) : 0.0;
         };
         part[q * 256 + L] = rows <= 4    ? quarter_tree<4>(get, q)
                             : rows <= 8  ? quarter_tree<8>(get, q)
@@ -116,7 +116,7 @@ __device__ void score_counts(const eval_args &a, uint32_t k, const Cnt &cnt, con
             colp[t] = col32[t];
     }
     const bool need_f = nn != a.fixed_valid;
-    if (!(skip & DH_JHIST_STAGE_MARGINALS))
+    if (!(skip & DH_MI_STAGE_MARGINALS))
         marginal_terms(a, rowp, colp, need_f, nn, ln_n);
     /* the tree's last two levels */
     if (tid < 256)
@@ -139,8 +139,8 @@ __device__ void score_counts(const eval_args &a, uint32_t k, const Cnt &cnt, con
             s_sum[w] = v;
     }
     __syncthreads();
-    if (tid == 0 && !(skip & DH_JHIST_STAGE_FINISH))
+    if (tid == 0 && !(skip & DH_MI_STAGE_FINISH))
         write_record(a, k, nn, s_sum[0], s_sum[1], s_sum[2], lo, hi);
 }
 
-#endif /* DH_KERNELS_JHIST_CUDA_SCORE_CUH */
+#endif /* DH_KERNELS_MI_CUDA_SCORE_CUH */

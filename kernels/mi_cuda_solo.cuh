@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * jhist_cuda_solo.cuh: one block per image for batches at more than 16384 cells (up to 256 x 256
- * bins) of images of at most 512x512 pixels, included by jhist_cuda.cu inside its namespace (it
- * uses eval_args, sample, share_minmax and jhist_cuda_score.cuh's score_counts from there).
+ * mi_cuda_solo.cuh: one block per image for batches at more than 16384 cells (up to 256 x 256
+ * bins) of images of at most 512x512 pixels, included by mi_cuda.cu inside its namespace (it
+ * uses eval_args, sample, share_minmax and mi_cuda_score.cuh's score_counts from there).
  *
  * The cluster layout gives each of 4 blocks a 128 KB packed private histogram and a 64 KB share
  * per image, zeroes and flushes both for 16K pixels each: the fixed cost of an image is several
@@ -15,15 +15,15 @@
  *    to a sink word), N the pixels visited less the sink, plus pixel 0 when it counts; runs of
  *    one cell among a thread's 8 pixels take one add of their length (the air around a body is
  *    one cell);
- *  - scored from them by score_counts (jhist_cuda_score.cuh): the joint histogram written back,
+ *  - scored from them by score_counts (mi_cuda_score.cuh): the joint histogram written back,
  *    the sums, the lanes' trees and the record, every addition the CPU twin's.
  * Larger images count in rounds of 65536 pixels, each with its first pixel aside, and add each
  * round into their joint histogram in global memory (the first round stores), then score from
  * it: 512x512 pairs at 256 bins 920 -> 304 us per batch of 256 (bench/NOTES.md run 60).
  * The records are bit-identical to the CPU's (test_mi_cuda).
  */
-#ifndef DH_KERNELS_JHIST_CUDA_SOLO_CUH
-#define DH_KERNELS_JHIST_CUDA_SOLO_CUH
+#ifndef DH_KERNELS_MI_CUDA_SOLO_CUH
+#define DH_KERNELS_MI_CUDA_SOLO_CUH
 
 constexpr uint32_t SOLO_THREADS = SCORE_THREADS;
 /* A round counts at most 65536 pixels, its first one kept aside: no 16-bit counter can pass 65535.
@@ -69,7 +69,7 @@ __device__ void solo_flush(uint32_t *hist, uint32_t *joint, uint32_t cells, bool
 template <bool SIGNED, bool MERGE, bool MULTI>
 __global__ void __launch_bounds__(SOLO_THREADS, 1) mi_solo_kernel(eval_args a)
 {
-    if (a.skip & DH_JHIST_STAGE_ALL)
+    if (a.skip & DH_MI_STAGE_ALL)
         return;
     extern __shared__ __align__(16) unsigned char smem[];
     __shared__ unsigned long long s_visited;
@@ -87,7 +87,7 @@ __global__ void __launch_bounds__(SOLO_THREADS, 1) mi_solo_kernel(eval_args a)
 
     /* 1. zero */
     const uint4 zero = make_uint4(0, 0, 0, 0);
-    if (!(a.skip & DH_JHIST_STAGE_ZERO))
+    if (!(a.skip & DH_MI_STAGE_ZERO))
         for (uint32_t w = tid; w < (words + 3) / 4; w += T)
             ((uint4 *)hist)[w] = zero;
     if (tid == 0) {
@@ -110,7 +110,7 @@ __global__ void __launch_bounds__(SOLO_THREADS, 1) mi_solo_kernel(eval_args a)
             const size_t i = tid * SOLO_ROUND_PIXELS;
             const uint32_t f = a.fixed_bins[i];
             const uint32_t off = (uint32_t)(sample(img[i], SIGNED) - lo);
-            if (f != DH_JHIST_SKIP && off < width)
+            if (f != DH_MI_JOINT_SKIP && off < width)
                 c = f * bm + dh_jaxis_mul_bin(mul, off);
         }
         s_aside[tid] = c;
@@ -118,12 +118,12 @@ __global__ void __launch_bounds__(SOLO_THREADS, 1) mi_solo_kernel(eval_args a)
     __syncthreads();
 
     /* 3. count every round's pixels but its first */
-    const size_t n = a.skip & DH_JHIST_STAGE_COUNT ? 0 : a.n, nv = a.vec ? n >> 3 : 0;
+    const size_t n = a.skip & DH_MI_STAGE_COUNT ? 0 : a.n, nv = a.vec ? n >> 3 : 0;
     constexpr size_t ROUND_VECTORS = SOLO_ROUND_PIXELS / 8;
     uint32_t visited = 0;
     auto add = [&](uint32_t f, uint32_t raw, bool not_first) {
         const uint32_t off = (uint32_t)(sample(raw, SIGNED) - lo);
-        const bool ok = (off < width) & (f != DH_JHIST_SKIP) & not_first;
+        const bool ok = (off < width) & (f != DH_MI_JOINT_SKIP) & not_first;
         const uint32_t c = f * bm + dh_jaxis_mul_bin(mul, off);
         atomicAdd(ok ? hist + (c >> 1) : sink, ok ? 1u << ((c & 1u) << 4) : 1u);
     };
@@ -166,7 +166,7 @@ __global__ void __launch_bounds__(SOLO_THREADS, 1) mi_solo_kernel(eval_args a)
                     const uint32_t sh = (j & 1) * 16, f = (fw[j >> 1] >> sh) & 0xFFFFu;
                     const uint32_t off =
                         (uint32_t)(sample((mw[j >> 1] >> sh) & 0xFFFFu, SIGNED) - lo);
-                    const bool ok = (off < width) & (f != DH_JHIST_SKIP) & (j != 0 || !first);
+                    const bool ok = (off < width) & (f != DH_MI_JOINT_SKIP) & (j != 0 || !first);
                     const uint32_t c = ok ? f * bm + dh_jaxis_mul_bin(mul, off) : NO_CELL;
                     if (c == prev) {
                         run++;
@@ -191,7 +191,7 @@ __global__ void __launch_bounds__(SOLO_THREADS, 1) mi_solo_kernel(eval_args a)
             add(a.fixed_bins[i], img[i], i % SOLO_ROUND_PIXELS != 0);
             visited++;
         }
-        if (MULTI && !(a.skip & DH_JHIST_STAGE_WRITE)) { /* block-uniform */
+        if (MULTI && !(a.skip & DH_MI_STAGE_WRITE)) { /* block-uniform */
             __syncthreads();
             solo_flush(hist, joint, cells, r > 0);
             __syncthreads();
@@ -231,4 +231,4 @@ __global__ void __launch_bounds__(SOLO_THREADS, 1) mi_solo_kernel(eval_args a)
     }
 }
 
-#endif /* DH_KERNELS_JHIST_CUDA_SOLO_CUH */
+#endif /* DH_KERNELS_MI_CUDA_SOLO_CUH */

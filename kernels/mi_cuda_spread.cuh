@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * jhist_cuda_spread.cuh: one image over P plain blocks, for calls of fewer images than SMs with
+ * mi_cuda_spread.cuh: one image over P plain blocks, for calls of fewer images than SMs with
  * 32-bit counters (up to 16384 cells): the latency of one evaluation, as a registration loop
- * that scores one pose at a time sees it. Included by jhist_cuda.cu inside its namespace (it uses
- * eval_args, share_minmax, count_block, owned_words and jhist_cuda_score.cuh's score_counts from
+ * that scores one pose at a time sees it. Included by mi_cuda.cu inside its namespace (it uses
+ * eval_args, share_minmax, count_block, owned_words and mi_cuda_score.cuh's score_counts from
  * there).
  *
  * The cluster layout spends most of a single evaluation on itself: a 16-block cluster's launch,
@@ -23,8 +23,8 @@
  *      image with score_counts, the same additions as the CPU twin.
  * An image of one block skips 4 and 5's gathering and scores its own counters.
  */
-#ifndef DH_KERNELS_JHIST_CUDA_SPREAD_CUH
-#define DH_KERNELS_JHIST_CUDA_SPREAD_CUH
+#ifndef DH_KERNELS_MI_CUDA_SPREAD_CUH
+#define DH_KERNELS_MI_CUDA_SPREAD_CUH
 
 constexpr uint32_t SPREAD_THREADS = SCORE_THREADS;
 /* Pixels per block when the call leaves room: one vector of 8 per thread (the count loops hand
@@ -167,4 +167,4 @@ __global__ void __launch_bounds__(SPREAD_THREADS, 1) mi_spread_kernel(eval_args 
         true);
 }
 
-#endif /* DH_KERNELS_JHIST_CUDA_SPREAD_CUH */
+#endif /* DH_KERNELS_MI_CUDA_SPREAD_CUH */

@@ -7,7 +7,7 @@
 #define DH_PLUGIN_MI_INTERNAL_H
 
 #include "dicomhist.h"
-#include "jhist.h"
+#include "mi_joint.h"
 #include "mi_scores.h"
 
 struct dh_mi_fixed {
@@ -21,7 +21,7 @@ struct dh_mi_fixed {
     uint16_t *bins;       /* CPU: the prepared fixed bins (NULL once on the GPU) */
     uint32_t *joint;      /* CPU: max_batch joint histograms of the last evaluation */
     uint32_t last_count;  /* images in the last evaluation */
-    struct dh_jhist_gpu *gpu; /* when the image lives on the GPU (kernels/jhist_cuda.h) */
+    struct dh_mi_gpu *gpu; /* when the image lives on the GPU (kernels/mi_cuda.h) */
     char msg[512];        /* the GPU layer's message, copied into the context */
 };
 
