@@ -11,10 +11,12 @@ import numpy as np
 
 from . import _core
 
-SAMPLE_UINT16, SAMPLE_INT16, SAMPLE_FLOAT32 = 0, 1, 2  # dh_sample_type
+SAMPLE_UINT16, SAMPLE_INT16, SAMPLE_FLOAT32 = (_core.SAMPLE_UINT16, _core.SAMPLE_INT16,
+                                               _core.SAMPLE_FLOAT32)  # dh_sample_type
 
-_DL_CUDA, _DL_CUDA_MANAGED = 2, 13
-_DL_KINDS = {0: "int", 1: "uint", 2: "float", 6: "bool"}  # DLPack type codes
+_DL_CUDA, _DL_CUDA_MANAGED = _core.DL_CUDA, _core.DL_CUDA_MANAGED  # DLPack device types
+_DL_KINDS = {_core.DL_INT: "int", _core.DL_UINT: "uint", _core.DL_FLOAT: "float",
+             _core.DL_BOOL: "bool"}  # DLPack type codes
 
 
 def _dl_dtype(code, bits, lanes):

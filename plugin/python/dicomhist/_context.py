@@ -7,7 +7,7 @@ from . import _core
 
 _local = threading.local()
 
-DEVICES = {"auto": 0, "cpu": 1, "cuda": 2}
+DEVICES = {"auto": _core.DEVICE_AUTO, "cpu": _core.DEVICE_CPU, "cuda": _core.DEVICE_CUDA}
 
 
 def ctx():

@@ -7,32 +7,19 @@ from . import _core
 from ._context import ctx, device_code
 from .volume import as_volume
 
-_EQUALIZE, _WINDOW_LEVEL = 0, 1
-_NONE, _CENTER_WIDTH, _RANGE, _FILE, _MINMAX, _PERCENTILE = 0, 1, 2, 3, 4, 5
-
 
 def _window(window):
-    """(source, center, width, lo, hi, percentile) from the command's spellings: None, 'C:W',
-    'file', 'minmax', 'percentile:P', or a (lo, hi) tuple (--window-range)."""
+    """The dh_equalize_params fields of a window in the command's spellings: None (no window),
+    'C:W', 'file', 'minmax', 'percentile:P' (read by the command's own parser of --window), or
+    a (lo, hi) tuple (--window-range)."""
     if window is None:
-        return _NONE, 0.0, 0.0, 0.0, 0.0, 0.0
+        return {}
     if isinstance(window, (tuple, list)):
         lo, hi = window
-        return _RANGE, 0.0, 0.0, float(lo), float(hi), 0.0
+        return {"window": _core.WINDOW_RANGE, "lo": float(lo), "hi": float(hi)}
     if not isinstance(window, str):
         raise TypeError("window: None, 'C:W', 'file', 'minmax', 'percentile:P' or (lo, hi)")
-    if window == "file":
-        return _FILE, 0.0, 0.0, 0.0, 0.0, 0.0
-    if window == "minmax":
-        return _MINMAX, 0.0, 0.0, 0.0, 0.0, 0.0
-    if window.startswith("percentile:"):
-        return _PERCENTILE, 0.0, 0.0, 0.0, 0.0, float(window.split(":", 1)[1])
-    try:
-        c, w = window.split(":")
-        return _CENTER_WIDTH, float(c), float(w), 0.0, 0.0, 0.0
-    except ValueError:
-        raise ValueError(f"window {window!r}: expected 'C:W', 'file', 'minmax', "
-                         "'percentile:P' or (lo, hi)") from None
+    return _core.parse_window(window)
 
 
 def equalize(x, window=None, clip_limit=None, per_slice=False, bits=None, device="auto"):
@@ -41,9 +28,14 @@ def equalize(x, window=None, clip_limit=None, per_slice=False, bits=None, device
     shape, per volume or per slice, inside a window (modality units), optionally
     contrast-limited (clip_limit > 0). The same numbers as `dicomhist equalize` writes."""
     vol, two_d = as_volume(x)
-    source, c, w, lo, hi, p = _window(window)
-    r = _core.equalize(ctx(), vol._handle, _EQUALIZE, bool(per_slice), source, c, w, lo, hi, p,
-                       0, 0.0 if clip_limit is None else float(clip_limit),
-                       0 if bits is None else int(bits), device_code(device))
+    # dh_equalize_params by field name; what is not given keeps dh_equalize_params_init's
+    # default (no window, no clipping, the input's BitsStored)
+    params = {"operation": _core.EQ_EQUALIZE, "per_slice": bool(per_slice),
+              "device": device_code(device), **_window(window)}
+    if clip_limit is not None:
+        params["clip_limit"] = float(clip_limit)
+    if bits is not None:
+        params["output_bits"] = int(bits)
+    r = _core.equalize(ctx(), vol._handle, **params)
     out = np.frombuffer(r["data"], dtype=np.uint16).reshape(r["slices"], r["rows"], r["columns"])
     return out[0] if two_d else out

@@ -63,15 +63,15 @@ class InternalError(DicomhistError, RuntimeError):
 
 
 _BY_STATUS = {
-    1: InvalidArgumentError,
-    2: DicomIOError,
-    3: MalformedError,
-    4: UnsupportedError,
-    5: MismatchError,
-    6: OutOfMemoryError,
-    7: NoDeviceError,
-    8: CudaError,
-    9: InternalError,
+    _core.ERR_INVALID_ARGUMENT: InvalidArgumentError,
+    _core.ERR_IO: DicomIOError,
+    _core.ERR_MALFORMED: MalformedError,
+    _core.ERR_UNSUPPORTED: UnsupportedError,
+    _core.ERR_MISMATCH: MismatchError,
+    _core.ERR_NO_MEMORY: OutOfMemoryError,
+    _core.ERR_NO_DEVICE: NoDeviceError,
+    _core.ERR_CUDA: CudaError,
+    _core.ERR_INTERNAL: InternalError,
 }
 _core._register_errors(_BY_STATUS)
 

@@ -8,7 +8,7 @@ from . import _core
 from ._context import ctx, device_code
 from .volume import as_volume
 
-_UNITS = {"stored": 0, "modality": 1}
+_UNITS = {"stored": _core.UNITS_STORED, "modality": _core.UNITS_MODALITY}
 
 
 class Histogram(tuple):
@@ -40,9 +40,13 @@ def histogram(x, bins=None, range=None, units="stored", per_slice=False, device=
     vol, _ = as_volume(x)
     if units not in _UNITS:
         raise ValueError(f"units must be 'stored' or 'modality', not {units!r}")
-    lo, hi = (0.0, 0.0) if range is None else (float(range[0]), float(range[1]))
-    r = _core.histogram(ctx(), vol._handle, 0 if bins is None else int(bins), range is not None,
-                        lo, hi, _UNITS[units], bool(per_slice), device_code(device))
+    # dh_hist_params by field name; what is not given keeps dh_hist_params_init's default
+    params = {"units": _UNITS[units], "per_slice": bool(per_slice), "device": device_code(device)}
+    if bins is not None:
+        params["bins"] = int(bins)
+    if range is not None:
+        params.update(has_range=True, lo=float(range[0]), hi=float(range[1]))
+    r = _core.histogram(ctx(), vol._handle, **params)
     edges = np.frombuffer(r["edges"], dtype=np.float64)
     if per_slice:
         counts = np.frombuffer(r["slice_counts"], dtype=np.uint64).astype(np.int64).reshape(

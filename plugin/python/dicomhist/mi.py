@@ -19,8 +19,8 @@ SCORE_DTYPE = np.dtype([("mi", "<f8"), ("nmi", "<f8"), ("ecc", "<f8"), ("h_fixed
                         ("moving_lo", "<i4"), ("moving_hi", "<i4"), ("reserved", "<u4")])
 assert SCORE_DTYPE.itemsize == _core.SCORE_RECORD_SIZE
 
-#: Bits of the status field.
-EMPTY, ZERO_JOINT_ENTROPY = 1, 2
+#: Bits of the status field (dh_mi_flag).
+EMPTY, ZERO_JOINT_ENTROPY = _core.MI_EMPTY, _core.MI_ZERO_JOINT_ENTROPY
 
 _DEFAULT_MAX_BATCH = 64
 
@@ -33,17 +33,31 @@ def _bins_pair(bins):
     return int(bins), int(bins)
 
 
-def _range_fields(rng, is_float, name):
-    """(has_range, lo, hi, lo_f32, hi_f32) for one image's range argument."""
+def _fixed_range_fields(rng, is_float):
+    """The dh_mi_params fields of range_fixed: a float range for a float32 fixed image, else
+    an inclusive range of stored values; none without a range (the image's own min..max)."""
     if rng is None:
-        return 0, 0, 0, 0.0, 0.0
+        return {}
     lo, hi = rng
     if is_float:
-        return 0, 0, 0, float(lo), float(hi)
+        return {"fixed_lo_f32": float(lo), "fixed_hi_f32": float(hi)}
     if int(lo) != lo or int(hi) != hi:
-        raise ValueError(f"{name}: an integer image's range is inclusive stored values, "
+        raise ValueError("range_fixed: an integer image's range is inclusive stored values, "
                          f"not {lo!r}:{hi!r}")
-    return 1, int(lo), int(hi), 0.0, 0.0
+    return {"has_range_fixed": True, "fixed_lo": int(lo), "fixed_hi": int(hi)}
+
+
+def _moving_range_fields(rng):
+    """The dh_mi_params fields of range_moving, which serves integer and float32 moving images
+    alike (each reads its kind): always the float range, and the stored values' range when both
+    ends are whole numbers."""
+    if rng is None:
+        return {}
+    lo, hi = rng
+    fields = {"moving_lo_f32": float(lo), "moving_hi_f32": float(hi)}
+    if int(lo) == lo and int(hi) == hi:
+        fields.update(has_range_moving=True, moving_lo=int(lo), moving_hi=int(hi))
+    return fields
 
 
 def _finite_range(a, name):
@@ -102,25 +116,20 @@ class MIFixed:
         if ftype == _arrays.SAMPLE_FLOAT32 and range_fixed is None:
             range_fixed = _finite_range(samples, "fixed")
         bf, bm = _bins_pair(bins)
-        hf, flo, fhi, flo32, fhi32 = _range_fields(range_fixed, ftype == _arrays.SAMPLE_FLOAT32,
-                                                   "range_fixed")
-        # range_moving serves integer and float32 moving images alike: each reads its kind
-        hm, mlo, mhi, mlo32, mhi32 = 0, 0, 0, 0.0, 0.0
-        if range_moving is not None:
-            lo, hi = range_moving
-            mlo32, mhi32 = float(lo), float(hi)
-            if int(lo) == lo and int(hi) == hi:
-                hm, mlo, mhi = 1, int(lo), int(hi)
+        fixed_fields = _fixed_range_fields(range_fixed, ftype == _arrays.SAMPLE_FLOAT32)
+        moving_fields = _moving_range_fields(range_moving)
         self.range_moving = range_moving
         m = None if mask is None else _arrays.as_mask(_arrays.to_host(mask), host.shape, "mask")
-        params = (bf, bm, hf, flo, fhi, hm, mlo, mhi, 1 if log2 else 0, device_code(device),
-                  int(max_batch), flo32, fhi32, mlo32, mhi32)
-        self._handle = _core.mi_fixed_new(samples, ftype, samples.size, m, params)
+        # dh_mi_params by field name; what is not given keeps dh_mi_params_init's default
+        params = {"bins_fixed": bf, "bins_moving": bm, "log2": bool(log2),
+                  "device": device_code(device), "max_batch": int(max_batch), **fixed_fields,
+                  **moving_fields}
+        self._handle = _core.mi_fixed_new(samples, ftype, samples.size, m, **params)
         self.info = _core.mi_fixed_info(self._handle)
         self.bins = (bf, bm)
         self.device = self.info["device"]
         self.max_batch = int(max_batch)
-        self._moving_range_is_integer = bool(hm)
+        self._moving_range_is_integer = "has_range_moving" in moving_fields
         self._lock = threading.Lock()
 
     @property

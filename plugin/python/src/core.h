@@ -30,9 +30,21 @@ PyObject *core_memory_new(PyObject *owner, void *data, Py_ssize_t len, int reado
 int core_get_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t min_len, int writable,
                     const char *what);
 
+/* A call's parameter struct: the struct's *_init defaults, then each keyword argument of
+ * `kwargs` (NULL: none) onto the field of its name (core_params.c); a keyword that names no
+ * field is a TypeError. Return 0, or -1 with an exception set. */
+int core_hist_params(PyObject *kwargs, dh_hist_params *p);
+int core_equalize_params(PyObject *kwargs, dh_equalize_params *p);
+int core_mi_params(PyObject *kwargs, dh_mi_params *p);
+
+/* The values of the API's enums as module constants, their names without "DH_"
+ * (DEVICE_CUDA, WINDOW_MINMAX, ...), for the Python side (core_constants.c). */
+int core_constants_add(PyObject *module);
+
 /* Registration of each file's functions into the module's method table. */
 extern PyMethodDef core_volume_methods[];
 extern PyMethodDef core_mi_methods[];
+extern PyMethodDef core_params_methods[];
 int core_memory_type_init(PyObject *module);
 
 #endif /* DH_PYTHON_CORE_H */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * core_mi.c: mutual information (dicomhist.h section 5) for dicomhist/_mi.py: a prepared fixed
+ * core_mi.c: mutual information (dicomhist.h section 5) for dicomhist/mi.py: a prepared fixed
  * image with its own context, evaluations from host buffers or device pointers on a caller's
  * stream, joint histograms; and the reading of DLPack capsules (device arrays in).
  */
@@ -33,25 +33,17 @@ static mi_fixed_box *box_of(PyObject *capsule)
     return PyCapsule_GetPointer(capsule, FIXED_NAME);
 }
 
-/* mi_fixed_new(fixed, sample_type, n, mask or None, params) -> capsule; params is the tuple
- * (bins_fixed, bins_moving, has_range_fixed, fixed_lo, fixed_hi, has_range_moving, moving_lo,
- *  moving_hi, log2, device, max_batch, fixed_lo_f32, fixed_hi_f32, moving_lo_f32, moving_hi_f32) */
-static PyObject *py_fixed_new(PyObject *self, PyObject *args)
+/* mi_fixed_new(fixed, sample_type, n, mask or None, **fields of dh_mi_params) -> capsule */
+static PyObject *py_fixed_new(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     (void)self;
     PyObject *data, *mask;
     int sample_type;
     Py_ssize_t n;
     dh_mi_params p;
-    dh_mi_params_init(&p);
-    int device;
-    if (!PyArg_ParseTuple(args, "OinO(IIiiiiiiiiIffff)", &data, &sample_type, &n, &mask,
-                          &p.bins_fixed, &p.bins_moving, &p.has_range_fixed, &p.fixed_lo,
-                          &p.fixed_hi, &p.has_range_moving, &p.moving_lo, &p.moving_hi, &p.log2,
-                          &device, &p.max_batch, &p.fixed_lo_f32, &p.fixed_hi_f32,
-                          &p.moving_lo_f32, &p.moving_hi_f32))
+    if (!PyArg_ParseTuple(args, "OinO", &data, &sample_type, &n, &mask) ||
+        core_mi_params(kwargs, &p) < 0)
         return NULL;
-    p.device = (dh_device)device;
     const Py_ssize_t sample = sample_type == DH_SAMPLE_FLOAT32 ? 4 : 2;
     Py_buffer dv, mv;
     if (core_get_buffer(data, &dv, n * sample, 0, "fixed image") < 0)
@@ -264,7 +256,8 @@ static PyObject *py_dlpack_view(PyObject *self, PyObject *capsule)
 }
 
 PyMethodDef core_mi_methods[] = {
-    {"mi_fixed_new", py_fixed_new, METH_VARARGS, "dh_mi_fixed_create."},
+    {"mi_fixed_new", (PyCFunction)(void (*)(void))py_fixed_new, METH_VARARGS | METH_KEYWORDS,
+     "dh_mi_fixed_create; keyword arguments are dh_mi_params fields."},
     {"mi_fixed_info", py_fixed_info, METH_O, "dh_mi_fixed_get_info."},
     {"mi_evaluate", py_evaluate, METH_VARARGS, "dh_mi_evaluate."},
     {"mi_evaluate_device", py_evaluate_device, METH_VARARGS, "dh_mi_evaluate_device."},

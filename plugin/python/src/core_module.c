@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * core_module.c: the module dicomhist._core: contexts, the status-to-exception bridge, buffers
- * over library-owned memory, and the method tables of core_volume.c and core_mi.c.
+ * over library-owned memory, the method tables of core_volume.c, core_mi.c and core_params.c,
+ * and the constants of core_constants.c.
  */
 #include "core.h"
 
@@ -184,8 +185,9 @@ PyMODINIT_FUNC PyInit__core(void)
     if (!m)
         return NULL;
     if (PyModule_AddFunctions(m, core_volume_methods) < 0 ||
-        PyModule_AddFunctions(m, core_mi_methods) < 0 || core_memory_type_init(m) < 0 ||
-        PyModule_AddIntConstant(m, "SCORE_RECORD_SIZE", (long)sizeof(dh_mi_scores)) < 0) {
+        PyModule_AddFunctions(m, core_mi_methods) < 0 ||
+        PyModule_AddFunctions(m, core_params_methods) < 0 || core_memory_type_init(m) < 0 ||
+        core_constants_add(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * core_volume.c: volumes (read from files or made from caller samples), their metadata and
- * pixels, histograms and equalization, for dicomhist/_volume.py, _histogram.py and _equalize.py.
+ * pixels, histograms and equalization, for dicomhist/volume.py, histogram.py and equalize.py.
  */
 #include "core.h"
 
@@ -256,25 +256,18 @@ static PyObject *bytes_of(const void *data, size_t len)
     return PyByteArray_FromStringAndSize(data ? (const char *)data : "", data ? (Py_ssize_t)len : 0);
 }
 
-/* histogram(ctx, volume, bins, has_range, lo, hi, units, per_slice, device) -> dict */
-static PyObject *py_histogram(PyObject *self, PyObject *args)
+/* histogram(ctx, volume, **fields of dh_hist_params) -> dict */
+static PyObject *py_histogram(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     (void)self;
     PyObject *ctx_obj, *vol_obj;
     dh_hist_params p;
-    dh_hist_params_init(&p);
-    int has_range, units, per_slice, device;
-    if (!PyArg_ParseTuple(args, "OOIpddipi", &ctx_obj, &vol_obj, &p.bins, &has_range, &p.lo,
-                          &p.hi, &units, &per_slice, &device))
+    if (!PyArg_ParseTuple(args, "OO", &ctx_obj, &vol_obj) || core_hist_params(kwargs, &p) < 0)
         return NULL;
     dh_ctx *ctx = core_ctx(ctx_obj);
     const dh_volume *v = volume_of(vol_obj);
     if (!ctx || !v)
         return NULL;
-    p.has_range = has_range;
-    p.units = (dh_units)units;
-    p.per_slice = per_slice;
-    p.device = (dh_device)device;
     dh_histogram *h = NULL;
     dh_status st;
     Py_BEGIN_ALLOW_THREADS
@@ -302,28 +295,19 @@ static PyObject *py_histogram(PyObject *self, PyObject *args)
     return d;
 }
 
-/* equalize(ctx, volume, operation, per_slice, window, center, width, lo, hi, percentile, voi,
- *          clip_limit, output_bits, device) -> dict */
-static PyObject *py_equalize(PyObject *self, PyObject *args)
+/* equalize(ctx, volume, **fields of dh_equalize_params) -> dict */
+static PyObject *py_equalize(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     (void)self;
     PyObject *ctx_obj, *vol_obj;
     dh_equalize_params p;
-    dh_equalize_params_init(&p);
-    int operation, per_slice, window, voi, device;
-    if (!PyArg_ParseTuple(args, "OOipidddddidIi", &ctx_obj, &vol_obj, &operation, &per_slice,
-                          &window, &p.center, &p.width, &p.lo, &p.hi, &p.percentile, &voi,
-                          &p.clip_limit, &p.output_bits, &device))
+    if (!PyArg_ParseTuple(args, "OO", &ctx_obj, &vol_obj) ||
+        core_equalize_params(kwargs, &p) < 0)
         return NULL;
     dh_ctx *ctx = core_ctx(ctx_obj);
     const dh_volume *v = volume_of(vol_obj);
     if (!ctx || !v)
         return NULL;
-    p.operation = (dh_eq_operation)operation;
-    p.per_slice = per_slice;
-    p.window = (dh_window_source)window;
-    p.voi = (dh_voi_function)voi;
-    p.device = (dh_device)device;
     dh_equalized *r = NULL;
     dh_status st;
     Py_BEGIN_ALLOW_THREADS
@@ -349,7 +333,9 @@ PyMethodDef core_volume_methods[] = {
     {"from_samples", py_from_samples, METH_VARARGS, "dh_volume_from_samples."},
     {"volume_info", py_volume_info, METH_O, "Everything the API says about a volume."},
     {"volume_pixels", py_volume_pixels, METH_O, "The stored values, as a read-only buffer."},
-    {"histogram", py_histogram, METH_VARARGS, "dh_hist_compute."},
-    {"equalize", py_equalize, METH_VARARGS, "dh_equalize."},
+    {"histogram", (PyCFunction)(void (*)(void))py_histogram, METH_VARARGS | METH_KEYWORDS,
+     "dh_hist_compute; keyword arguments are dh_hist_params fields."},
+    {"equalize", (PyCFunction)(void (*)(void))py_equalize, METH_VARARGS | METH_KEYWORDS,
+     "dh_equalize; keyword arguments are dh_equalize_params fields."},
     {NULL, NULL, 0, NULL},
 };

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """equalize() gives the numbers `dicomhist equalize` writes."""
 import os
+import subprocess
 
 import numpy as np
 import pytest
@@ -47,3 +48,24 @@ def test_window_errors():
         dicomhist.equalize(img, window="file")
     with pytest.raises(dicomhist.InvalidArgumentError):
         dicomhist.equalize(img, bits=9)
+
+
+@pytest.mark.parametrize("text", ["40:400", "-1e2:4e2", "file", "minmax", "percentile:0",
+                                  "percentile:49.5", "percentile:50", "percentile:x", "40:0",
+                                  " 40:400", "40:400:1", "inf:400", "40", "wide", ""])
+def test_window_text_as_the_command_reads_it(cli, tmp_path, text):
+    """The package reads window text with the command's own parser: it refuses what the command
+    refuses (a usage error, exit 2), with the same reason, and takes the rest."""
+    src = os.path.join(SAMPLE, "ct_phantom")
+    run = subprocess.run([cli.binary, "equalize", "-o", tmp_path, "--window", text, src],
+                         capture_output=True, text=True)
+    vol = dicomhist.read(src)
+    if run.returncode == 2:
+        with pytest.raises(dicomhist.InvalidArgumentError) as refused:
+            dicomhist.equalize(vol, window=text)
+        assert refused.value.message.split(": ", 1)[1] in run.stderr
+    else:
+        try:
+            dicomhist.equalize(vol, window=text)
+        except dicomhist.DicomhistError as e:  # refused by the library, as by the command
+            assert run.returncode != 0 and e.message in run.stderr
