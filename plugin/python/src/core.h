@@ -2,8 +2,9 @@
 /*
  * core.h: what the files of the extension module dicomhist._core share. The module is a thin
  * layer over the public C API (dicomhist.h) in the limited API of Python 3.11 (one abi3 build for
- * every later Python): it turns Python buffers and integers into the API's pointers and its
- * statuses into exceptions; arrays, defaults and names live in the Python package around it.
+ * every later Python): it turns Python buffers and integers into the API's pointers, keyword
+ * arguments into its parameter structs and its statuses into exceptions, and exports the API's
+ * enum values; arrays, the public names and their defaults live in the Python package around it.
  */
 #ifndef DH_PYTHON_CORE_H
 #define DH_PYTHON_CORE_H
