@@ -681,24 +681,20 @@ END_TEST
 
 static Suite *jpeg2000_suite(void)
 {
+    const dh_test valid[] = {DH_TEST_LOOP(decodes_every_fragment_layout, LAYOUTS),
+                             DH_TEST(round_trips_every_depth_and_sign),
+                             DH_TEST(decodes_the_same_with_more_codec_threads),
+                             DH_TEST(decodes_htj2k_from_openjph),
+                             DH_TEST(round_trips_the_sample_data),
+                             DH_TEST(the_dataset_rules_where_the_stream_disagrees),
+                             DH_TEST(tolerates_padding_and_a_jp2_wrapper)};
+    const dh_test bad[] = {DH_TEST(refuses_streams_that_do_not_fit_the_dataset),
+                           DH_TEST(refuses_marker_codes_inside_packet_data),
+                           DH_TEST_LOOP(corrupt_streams_are_errors_not_crashes, 2),
+                           DH_TEST_LOOP(truncated_streams_fail_at_once, 2)};
     Suite *s = suite_create("dicom_jpeg2000");
-    TCase *valid = tcase_create("valid");
-    tcase_add_loop_test(valid, decodes_every_fragment_layout, 0, LAYOUTS);
-    tcase_add_test(valid, round_trips_every_depth_and_sign);
-    tcase_add_test(valid, decodes_the_same_with_more_codec_threads);
-    tcase_add_test(valid, decodes_htj2k_from_openjph);
-    tcase_add_test(valid, round_trips_the_sample_data);
-    tcase_add_test(valid, the_dataset_rules_where_the_stream_disagrees);
-    tcase_add_test(valid, tolerates_padding_and_a_jp2_wrapper);
-    tcase_set_timeout(valid, 60);
-    suite_add_tcase(s, valid);
-    TCase *bad = tcase_create("bad");
-    tcase_add_test(bad, refuses_streams_that_do_not_fit_the_dataset);
-    tcase_add_test(bad, refuses_marker_codes_inside_packet_data);
-    tcase_add_loop_test(bad, corrupt_streams_are_errors_not_crashes, 0, 2);
-    tcase_add_loop_test(bad, truncated_streams_fail_at_once, 0, 2);
-    tcase_set_timeout(bad, 120);
-    suite_add_tcase(s, bad);
+    dh_test_add_case(s, "valid", 60, DH_TESTS(valid));
+    dh_test_add_case(s, "bad", 120, DH_TESTS(bad));
     return s;
 }
 

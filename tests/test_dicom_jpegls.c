@@ -332,23 +332,18 @@ END_TEST
 
 static Suite *jpegls_suite(void)
 {
+    const dh_test valid[] = {DH_TEST_LOOP(decodes_every_fragment_layout, LAYOUTS),
+                             DH_TEST(decodes_one_frame_over_several_fragments),
+                             DH_TEST(sign_extends_and_widens)};
+    const dh_test bad[] = {DH_TEST(refuses_streams_that_do_not_fit_the_dataset),
+                           DH_TEST(a_raised_reset_is_an_error_not_an_abort),
+                           DH_TEST(corrupt_streams_are_errors_not_crashes),
+                           DH_TEST(truncated_streams_are_errors)};
+    const dh_test crawl[] = {DH_TEST(truncated_frames_fail_at_once)};
     Suite *s = suite_create("dicom_jpegls");
-    TCase *valid = tcase_create("valid");
-    tcase_add_loop_test(valid, decodes_every_fragment_layout, 0, LAYOUTS);
-    tcase_add_test(valid, decodes_one_frame_over_several_fragments);
-    tcase_add_test(valid, sign_extends_and_widens);
-    suite_add_tcase(s, valid);
-    TCase *bad = tcase_create("bad");
-    tcase_add_test(bad, refuses_streams_that_do_not_fit_the_dataset);
-    tcase_add_test(bad, a_raised_reset_is_an_error_not_an_abort);
-    tcase_add_test(bad, corrupt_streams_are_errors_not_crashes);
-    tcase_add_test(bad, truncated_streams_are_errors);
-    tcase_set_timeout(bad, 60);
-    suite_add_tcase(s, bad);
-    TCase *crawl = tcase_create("crawl");
-    tcase_add_test(crawl, truncated_frames_fail_at_once);
-    tcase_set_timeout(crawl, 15);
-    suite_add_tcase(s, crawl);
+    dh_test_add_case(s, "valid", 0, DH_TESTS(valid));
+    dh_test_add_case(s, "bad", 60, DH_TESTS(bad));
+    dh_test_add_case(s, "crawl", 15, DH_TESTS(crawl));
     return s;
 }
 

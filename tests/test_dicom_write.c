@@ -356,15 +356,11 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("dicom_write");
-    TCase *t = tcase_create("writer");
-    tcase_set_timeout(t, 120);
-    tcase_add_test(t, uids_are_valid_and_seeded_ones_repeat);
-    tcase_add_loop_test(t, every_layout_round_trips_in_every_syntax, 0,
-                        (int)(sizeof layouts / sizeof layouts[0]));
-    tcase_add_test(t, never_replaces_unless_asked);
-    tcase_add_test(t, rejects_bad_values_and_uids);
-    tcase_add_test(t, copies_patient_and_study_and_sets_tags);
-    suite_add_tcase(s, t);
-    return dh_test_run(s);
+    const dh_test tests[] = {DH_TEST(uids_are_valid_and_seeded_ones_repeat),
+                             DH_TEST_LOOP(every_layout_round_trips_in_every_syntax,
+                                          (int)(sizeof layouts / sizeof layouts[0])),
+                             DH_TEST(never_replaces_unless_asked),
+                             DH_TEST(rejects_bad_values_and_uids),
+                             DH_TEST(copies_patient_and_study_and_sets_tags)};
+    return dh_test_run(dh_test_suite("dicom_write", 120, DH_TESTS(tests)));
 }

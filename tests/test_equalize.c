@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
  * test_equalize.c: the public equalization API and the derived DICOM it writes, on the real
- * files of ../shared/dicom. Outputs are checked against the formula evaluated here from the
- * volume's own samples (naive counting, no library histogram), written files are read back
- * through the project's reader and dcmdump, UIDs and references are checked, dciodvfy must
- * find no error the source did not already have, and the inputs' bytes must not change.
+ * files of ../shared/dicom (the --real-files entry) and on a constant volume. Outputs are
+ * checked against the formula evaluated here from the volume's own samples (naive counting, no
+ * library histogram), written files are read back through the project's reader and dcmdump,
+ * UIDs and references are checked, dciodvfy must find no error the source did not already have,
+ * and the inputs' bytes must not change.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -393,21 +394,12 @@ START_TEST(caller_given_uids_are_written)
 }
 END_TEST
 
-int main(void)
+int main(int argc, char **argv)
 {
-    Suite *s = suite_create("equalize");
-    TCase *tc = tcase_create("api");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, constant_volume_gives_zero);
-    tcase_add_test(tc, real_xray_volume_mode_is_the_formula_and_valid_dicom);
-    tcase_add_test(tc, ct_series_slice_mode_one_derived_series);
-    tcase_add_test(tc, window_sources_on_real_files);
-    tcase_add_test(tc, caller_given_uids_are_written);
-    suite_add_tcase(s, tc);
-    if (!dh_test_have_shared()) {
-        /* The real-file cases return early; say so rather than pass silently. */
-        int rc = dh_test_run(s);
-        return rc == 0 ? DH_TEST_SKIP : rc;
-    }
-    return dh_test_run(s);
+    const dh_test synthetic[] = {DH_TEST(constant_volume_gives_zero)};
+    const dh_test real_files[] = {DH_TEST(real_xray_volume_mode_is_the_formula_and_valid_dicom),
+                                  DH_TEST(ct_series_slice_mode_one_derived_series),
+                                  DH_TEST(window_sources_on_real_files),
+                                  DH_TEST(caller_given_uids_are_written)};
+    return dh_test_main(argc, argv, "equalize", 120, DH_TESTS(synthetic), DH_TESTS(real_files));
 }

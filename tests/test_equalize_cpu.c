@@ -395,16 +395,12 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("equalize_cpu");
-    TCase *tc = tcase_create("tables");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, equalization_matches_formula_on_random_data);
-    tcase_add_test(tc, constant_and_two_value_images);
-    tcase_add_test(tc, clip_limit_matches_textbook_redistribution);
-    tcase_add_test(tc, voi_functions_at_known_points);
-    tcase_add_test(tc, percentile_window_is_symmetric_rank_statistics);
-    tcase_add_test(tc, modality_window_to_stored_values);
-    tcase_add_test(tc, application_per_volume_and_per_slice);
-    suite_add_tcase(s, tc);
-    return dh_test_run(s);
+    const dh_test tests[] = {DH_TEST(equalization_matches_formula_on_random_data),
+                             DH_TEST(constant_and_two_value_images),
+                             DH_TEST(clip_limit_matches_textbook_redistribution),
+                             DH_TEST(voi_functions_at_known_points),
+                             DH_TEST(percentile_window_is_symmetric_rank_statistics),
+                             DH_TEST(modality_window_to_stored_values),
+                             DH_TEST(application_per_volume_and_per_slice)};
+    return dh_test_run(dh_test_suite("equalize_cpu", 120, DH_TESTS(tests)));
 }

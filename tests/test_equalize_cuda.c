@@ -130,8 +130,6 @@ START_TEST(public_api_equal_on_both_devices)
                                   "pydicom-data_emri_small.dcm", "fo-dicom_CR-MONO1-10-chest"};
     for (size_t k = 0; k < sizeof files / sizeof files[0]; k++) {
         const char *path = dh_test_shared(files[k]);
-        if (!path)
-            return;
         dh_ctx *ctx = dh_ctx_create();
         dh_volume *v = NULL;
         ck_assert_int_eq(dh_volume_read_file(ctx, path, &v), DH_OK);
@@ -162,20 +160,13 @@ START_TEST(public_api_equal_on_both_devices)
 }
 END_TEST
 
-int main(void)
+int main(int argc, char **argv)
 {
     if (!dh_cuda_usable())
         return DH_TEST_SKIP;
-    Suite *s = suite_create("equalize_cuda");
-    TCase *tc = tcase_create("gpu_equals_cpu");
-    tcase_set_timeout(tc, 300);
-    tcase_add_test(tc, tables_and_outputs_equal_the_cpu);
-    tcase_add_test(tc, public_api_equal_on_both_devices);
-    suite_add_tcase(s, tc);
-    SRunner *r = srunner_create(s);
-    srunner_set_fork_status(r, CK_NOFORK);
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? 1 : 0;
+    const dh_test synthetic[] = {DH_TEST(tables_and_outputs_equal_the_cpu)};
+    const dh_test real_files[] = {DH_TEST(public_api_equal_on_both_devices)};
+    dh_test_in_one_process();
+    return dh_test_main(argc, argv, "equalize_cuda", 300, DH_TESTS(synthetic),
+                        DH_TESTS(real_files));
 }

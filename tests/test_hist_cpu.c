@@ -207,15 +207,12 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("hist_cpu");
-    TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, test_slot_matches_formula);
-    tcase_add_test(tc, test_bad_affine_arguments);
-    tcase_add_loop_test(tc, test_cpu_equals_naive, 0, 8); /* 4 fills x signed/unsigned */
-    tcase_add_loop_test(tc, test_cpu_table_map, 0, 16);   /* 8 bin classes x signed/unsigned */
-    tcase_add_test(tc, test_range_edges);
-    tcase_add_test(tc, test_degenerate_shapes);
-    suite_add_tcase(s, tc);
-    return dh_test_run(s);
+    const dh_test tests[] = {
+        DH_TEST(test_slot_matches_formula),
+        DH_TEST(test_bad_affine_arguments),
+        DH_TEST_LOOP(test_cpu_equals_naive, 8), /* 4 fills x signed/unsigned */
+        DH_TEST_LOOP(test_cpu_table_map, 16),   /* 8 bin classes x signed/unsigned */
+        DH_TEST(test_range_edges),
+        DH_TEST(test_degenerate_shapes)};
+    return dh_test_run(dh_test_suite("hist_cpu", 120, DH_TESTS(tests)));
 }

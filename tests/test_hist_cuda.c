@@ -560,35 +560,22 @@ START_TEST(test_errors)
 }
 END_TEST
 
-static Suite *cuda_suite(void)
-{
-    Suite *s = suite_create("hist_cuda");
-    TCase *tc = tcase_create("gpu");
-    tcase_set_timeout(tc, 600);
-    tcase_add_test(tc, test_errors);
-    tcase_add_test(tc, test_sizes_and_alignment);
-    tcase_add_test(tc, test_bins_and_data);
-    tcase_add_test(tc, test_large_bins);
-    tcase_add_test(tc, test_shift_maps);
-    tcase_add_test(tc, test_per_slice);
-    tcase_add_test(tc, test_table_maps);
-    tcase_add_test(tc, test_packed_guard);
-    tcase_add_test(tc, test_public_device_api);
-    tcase_add_test(tc, test_beyond_2g_samples);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
     if (!dh_cuda_usable()) {
         printf("no usable CUDA GPU: skipped\n");
         return DH_TEST_SKIP;
     }
-    SRunner *runner = srunner_create(cuda_suite());
-    srunner_set_fork_status(runner, CK_NOFORK);
-    srunner_run_all(runner, CK_NORMAL);
-    const int failed = srunner_ntests_failed(runner);
-    srunner_free(runner);
-    return failed == 0 ? 0 : 1;
+    const dh_test tests[] = {DH_TEST(test_errors),
+                             DH_TEST(test_sizes_and_alignment),
+                             DH_TEST(test_bins_and_data),
+                             DH_TEST(test_large_bins),
+                             DH_TEST(test_shift_maps),
+                             DH_TEST(test_per_slice),
+                             DH_TEST(test_table_maps),
+                             DH_TEST(test_packed_guard),
+                             DH_TEST(test_public_device_api),
+                             DH_TEST(test_beyond_2g_samples)};
+    dh_test_in_one_process();
+    return dh_test_run(dh_test_suite("hist_cuda", 600, DH_TESTS(tests)));
 }

@@ -371,16 +371,9 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("histogram");
-    TCase *tc = tcase_create("api");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, test_defaults_stored);
-    tcase_add_test(tc, test_ranges_and_per_slice);
-    tcase_add_test(tc, test_modality_units);
-    tcase_add_test(tc, test_modality_exact_edges);
-    tcase_add_test(tc, test_bad_params);
-    tcase_add_test(tc, test_from_samples_checks);
-    tcase_add_test(tc, test_devices);
-    suite_add_tcase(s, tc);
-    return dh_test_run(s);
+    const dh_test tests[] = {DH_TEST(test_defaults_stored), DH_TEST(test_ranges_and_per_slice),
+                             DH_TEST(test_modality_units),  DH_TEST(test_modality_exact_edges),
+                             DH_TEST(test_bad_params),      DH_TEST(test_from_samples_checks),
+                             DH_TEST(test_devices)};
+    return dh_test_run(dh_test_suite("histogram", 120, DH_TESTS(tests)));
 }

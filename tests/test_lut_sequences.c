@@ -563,14 +563,9 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("lut_sequences");
-    TCase *tc = tcase_create("lut");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, file_descriptor_rules);
-    tcase_add_test(tc, file_lying_descriptors);
-    tcase_add_test(tc, histograms_in_modality_units);
-    tcase_add_test(tc, windows_in_modality_units);
-    tcase_add_test(tc, voi_lut_as_the_file_window);
-    suite_add_tcase(s, tc);
-    return dh_test_run(s);
+    const dh_test tests[] = {DH_TEST(file_descriptor_rules), DH_TEST(file_lying_descriptors),
+                             DH_TEST(histograms_in_modality_units),
+                             DH_TEST(windows_in_modality_units),
+                             DH_TEST(voi_lut_as_the_file_window)};
+    return dh_test_run(dh_test_suite("lut_sequences", 120, DH_TESTS(tests)));
 }

@@ -291,8 +291,6 @@ END_TEST
  * drops, and further shifts drop it more. */
 START_TEST(test_real_ct_shift)
 {
-    if (!dh_test_have_shared())
-        return;
     dh_ctx *ctx = dh_ctx_create();
     dh_volume *v = NULL;
     ck_assert_int_eq(dh_volume_read_file(ctx, dh_test_shared("pydicom_CT_small.dcm"), &v), DH_OK);
@@ -323,16 +321,11 @@ START_TEST(test_real_ct_shift)
 }
 END_TEST
 
-int main(void)
+int main(int argc, char **argv)
 {
-    Suite *s = suite_create("mi");
-    TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, test_batch_against_reference);
-    tcase_add_test(tc, test_log2_and_explicit_ranges);
-    tcase_add_test(tc, test_degenerate);
-    tcase_add_test(tc, test_argument_errors);
-    tcase_add_test(tc, test_real_ct_shift);
-    suite_add_tcase(s, tc);
-    return dh_test_run(s);
+    const dh_test synthetic[] = {DH_TEST(test_batch_against_reference),
+                                 DH_TEST(test_log2_and_explicit_ranges), DH_TEST(test_degenerate),
+                                 DH_TEST(test_argument_errors)};
+    const dh_test real_files[] = {DH_TEST(test_real_ct_shift)};
+    return dh_test_main(argc, argv, "mi", 120, DH_TESTS(synthetic), DH_TESTS(real_files));
 }

@@ -688,19 +688,11 @@ END_TEST
 
 int main(void)
 {
-    setenv("CK_FORK", "no", 1);
     if (!dh_cuda_available())
         return DH_TEST_SKIP;
-    Suite *s = suite_create("mi_cuda");
-    TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 600);
-    tcase_add_test(tc, test_bins);
-    tcase_add_test(tc, test_batches);
-    tcase_add_test(tc, test_layouts);
-    tcase_add_test(tc, test_repeats);
-    tcase_add_test(tc, test_float32);
-    tcase_add_test(tc, test_solo);
-    tcase_add_test(tc, test_spread);
-    suite_add_tcase(s, tc);
-    return dh_test_run(s);
+    const dh_test tests[] = {DH_TEST(test_bins),    DH_TEST(test_batches), DH_TEST(test_layouts),
+                             DH_TEST(test_repeats), DH_TEST(test_float32), DH_TEST(test_solo),
+                             DH_TEST(test_spread)};
+    dh_test_in_one_process();
+    return dh_test_run(dh_test_suite("mi_cuda", 600, DH_TESTS(tests)));
 }

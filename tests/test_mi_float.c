@@ -254,13 +254,9 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("mi_float");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, test_integer_valued_floats_match_integer_path);
-    tcase_add_test(tc, test_integer_valued_exhaustive);
-    tcase_add_test(tc, test_float_axis_against_rational);
-    tcase_add_test(tc, test_special_values);
-    tcase_add_test(tc, test_refused);
-    suite_add_tcase(s, tc);
-    return dh_test_run(s);
+    const dh_test tests[] = {DH_TEST(test_integer_valued_floats_match_integer_path),
+                             DH_TEST(test_integer_valued_exhaustive),
+                             DH_TEST(test_float_axis_against_rational),
+                             DH_TEST(test_special_values), DH_TEST(test_refused)};
+    return dh_test_run(dh_test_suite("mi_float", 0, DH_TESTS(tests)));
 }

@@ -284,16 +284,10 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("mi_joint_cpu");
-    TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, test_axis_exact);
-    tcase_add_test(tc, test_axis_bounds);
-    tcase_add_test(tc, test_counts_match_naive);
-    tcase_add_test(tc, test_minmax);
-    tcase_add_test(tc, test_log_against_libm);
-    tcase_add_test(tc, test_scores_against_reference);
-    tcase_add_test(tc, test_scores_degenerate);
-    suite_add_tcase(s, tc);
-    return dh_test_run(s);
+    const dh_test tests[] = {
+        DH_TEST(test_axis_exact),         DH_TEST(test_axis_bounds),
+        DH_TEST(test_counts_match_naive), DH_TEST(test_minmax),
+        DH_TEST(test_log_against_libm),   DH_TEST(test_scores_against_reference),
+        DH_TEST(test_scores_degenerate)};
+    return dh_test_run(dh_test_suite("mi_joint_cpu", 120, DH_TESTS(tests)));
 }

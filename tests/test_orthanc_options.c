@@ -204,11 +204,6 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("orthanc_options");
-    TCase *tc = tcase_create("parse");
-    tcase_add_test(tc, histogram_query);
-    tcase_add_test(tc, derive_body);
-    tcase_add_test(tc, mi_body);
-    suite_add_tcase(s, tc);
-    return dh_test_run(s);
+    const dh_test tests[] = {DH_TEST(histogram_query), DH_TEST(derive_body), DH_TEST(mi_body)};
+    return dh_test_run(dh_test_suite("orthanc_options", 0, DH_TESTS(tests)));
 }

@@ -53,12 +53,8 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("public_header");
-    TCase *tc = tcase_create("api");
-    tcase_add_test(tc, version_matches_header);
-    tcase_add_test(tc, every_status_has_its_name);
-    tcase_add_test(tc, contexts_report_errors_and_free_null);
-    tcase_add_test(tc, cuda_probe_never_fails);
-    suite_add_tcase(s, tc);
-    return dh_test_run(s);
+    const dh_test tests[] = {DH_TEST(version_matches_header), DH_TEST(every_status_has_its_name),
+                             DH_TEST(contexts_report_errors_and_free_null),
+                             DH_TEST(cuda_probe_never_fails)};
+    return dh_test_run(dh_test_suite("public_header", 0, DH_TESTS(tests)));
 }

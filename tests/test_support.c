@@ -149,6 +149,34 @@ int dh_test_have_tool(const char *name)
     return system(cmd) == 0;
 }
 
+void dh_test_add_case(Suite *suite, const char *name, double timeout, const dh_test *tests,
+                      size_t n)
+{
+    TCase *tc = tcase_create(name);
+    if (timeout > 0)
+        tcase_set_timeout(tc, timeout);
+    for (size_t k = 0; k < n; k++) {
+        if (tests[k].loops > 0)
+            tcase_add_loop_test(tc, tests[k].test, 0, tests[k].loops);
+        else
+            tcase_add_test(tc, tests[k].test);
+    }
+    suite_add_tcase(suite, tc);
+}
+
+Suite *dh_test_suite(const char *name, double timeout, const dh_test *tests, size_t n)
+{
+    Suite *s = suite_create(name);
+    dh_test_add_case(s, name, timeout, tests, n);
+    return s;
+}
+
+void dh_test_in_one_process(void)
+{
+    /* Check reads CK_FORK when the runner's fork status is left at its default. */
+    setenv("CK_FORK", "no", 1);
+}
+
 int dh_test_run(Suite *suite)
 {
     SRunner *runner = srunner_create(suite);
@@ -156,4 +184,55 @@ int dh_test_run(Suite *suite)
     int failed = srunner_ntests_failed(runner);
     srunner_free(runner);
     return failed == 0 ? 0 : 1;
+}
+
+/* Which half of a split program the arguments ask for: 0 the synthetic tests, 1 the real-file
+ * ones, -1 an unknown argument (said on stderr). */
+static int half_asked(int argc, char **argv)
+{
+    if (argc == 1)
+        return 0;
+    if (argc == 2 && strcmp(argv[1], "--real-files") == 0)
+        return 1;
+    fprintf(stderr, "usage: %s [--real-files]\n", argv[0]);
+    return -1;
+}
+
+/* 1 when the real files are there to test with; says so where they are not. */
+static int real_files_present(void)
+{
+    if (dh_test_have_shared())
+        return 1;
+    printf("%s is absent: the real-file tests are skipped\n", shared_root());
+    return 0;
+}
+
+int dh_test_main_suites(int argc, char **argv, Suite *(*synthetic)(void),
+                        Suite *(*real_files)(void))
+{
+    switch (half_asked(argc, argv)) {
+    case 0:
+        return dh_test_run(synthetic());
+    case 1:
+        return real_files_present() ? dh_test_run(real_files()) : DH_TEST_SKIP;
+    default:
+        return 2;
+    }
+}
+
+int dh_test_main(int argc, char **argv, const char *name, double timeout, const dh_test *synthetic,
+                 size_t n_synthetic, const dh_test *real_files, size_t n_real_files)
+{
+    char real_name[256];
+    snprintf(real_name, sizeof real_name, "%s real files", name);
+    switch (half_asked(argc, argv)) {
+    case 0:
+        return dh_test_run(dh_test_suite(name, timeout, synthetic, n_synthetic));
+    case 1:
+        return real_files_present()
+                   ? dh_test_run(dh_test_suite(real_name, timeout, real_files, n_real_files))
+                   : DH_TEST_SKIP;
+    default:
+        return 2;
+    }
 }

@@ -2,7 +2,8 @@
 /*
  * test_support.h: what every Check suite shares: where the real files are, how a suite reports
  * itself skipped, deterministic random data, reference entropies of a joint histogram, a
- * relative-error assertion, and a runner that exits the way ctest reads.
+ * relative-error assertion, tables of tests made into suites, and the runners and main that exit
+ * the way ctest reads.
  */
 #ifndef DH_TEST_SUPPORT_H
 #define DH_TEST_SUPPORT_H
@@ -59,7 +60,47 @@ void dh_test_shell(const char *fmt, ...)
 /* 1 when a command-line tool (DCMTK's, say) is on the PATH. */
 int dh_test_have_tool(const char *name);
 
+/* One entry of a table of tests: with `loops` > 0, Check runs it once for each _i in
+ * [0, loops). Tables are built inside a function: START_TEST's names are not constants. Write
+ * entries with DH_TEST and DH_TEST_LOOP. */
+typedef struct dh_test {
+    const TTest *test;
+    int loops;
+} dh_test;
+
+/* Entries of a table: one test, or a loop test run for _i = 0 .. loops - 1. */
+#define DH_TEST(test) {(test), 0}
+#define DH_TEST_LOOP(test, loops) {(test), (loops)}
+
+/* A table and its length, as the two arguments the functions below take. */
+#define DH_TESTS(table) (table), (sizeof(table) / sizeof(table)[0])
+
+/* Adds a case named `name` holding tests[0..n), each allowed `timeout` seconds (0 keeps Check's
+ * default of 4). */
+void dh_test_add_case(Suite *suite, const char *name, double timeout, const dh_test *tests,
+                      size_t n);
+
+/* A suite of one case, both named `name` (see dh_test_add_case). */
+Suite *dh_test_suite(const char *name, double timeout, const dh_test *tests, size_t n);
+
+/* Runs every test in this process instead of a forked child each: a child cannot use the CUDA
+ * context its parent made. GPU suites call it before running. */
+void dh_test_in_one_process(void);
+
 /* Runs a suite and returns the process exit status: 0 when everything passed, 1 otherwise. */
 int dh_test_run(Suite *suite);
+
+/* The main of a program whose tests ctest runs as two entries, so that a test that could not run
+ * says skipped rather than passed: `name` runs the suite synthetic() builds, the tests that need
+ * nothing beside the checkout; `name_real_files` (the argument --real-files) runs real_files(),
+ * the tests that read ../shared/dicom, and reports DH_TEST_SKIP where that folder is absent.
+ * Returns the exit status (2 for an unknown argument). */
+int dh_test_main_suites(int argc, char **argv, Suite *(*synthetic)(void),
+                        Suite *(*real_files)(void));
+
+/* The same for a program of two tables, each run as a suite of one case (dh_test_suite): `name`
+ * for the synthetic tests, `name` + " real files" for those that read ../shared/dicom. */
+int dh_test_main(int argc, char **argv, const char *name, double timeout, const dh_test *synthetic,
+                 size_t n_synthetic, const dh_test *real_files, size_t n_real_files);
 
 #endif /* DH_TEST_SUPPORT_H */

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * test_volume.c: volumes and series assembly over the real files in ../shared/dicom: slice order
+ * test_volume.c: volumes and series assembly over the real files in ../shared/dicom (the
+ * --real-files entry; the codec-thread checks also run on sample_data alone): slice order
  * along the normal whatever the input order, uneven spacing warnings, multi-frame files, reading
  * from memory, a folder with a bad file and a README, and series whose slices do not fit
  * together (made in a temporary folder from real files with DCMTK's dcmodify).
@@ -73,8 +74,6 @@ static void check_ct5n(const int *order)
 
 START_TEST(test_series_order)
 {
-    if (!dh_test_have_shared())
-        return;
     static const int orders[][5] = {{0, 1, 2, 3, 4}, {4, 3, 2, 1, 0}, {2, 0, 4, 1, 3},
                                     {3, 4, 0, 2, 1}};
     for (int i = 0; i < 4; i++)
@@ -84,8 +83,6 @@ END_TEST
 
 START_TEST(test_series_directory_uneven)
 {
-    if (!dh_test_have_shared())
-        return;
     const char *dir = dh_test_shared("series/ct2_uneven");
     dh_ctx *ctx = dh_ctx_create();
     dh_volume_set *set = NULL;
@@ -109,8 +106,6 @@ END_TEST
 
 START_TEST(test_multiframe)
 {
-    if (!dh_test_have_shared())
-        return;
     dh_ctx *ctx = dh_ctx_create();
     dh_volume *v = NULL;
     ck_assert_int_eq(dh_volume_read_file(ctx, dh_test_shared("pydicom-data_emri_small.dcm"), &v),
@@ -149,8 +144,6 @@ END_TEST
 
 START_TEST(test_read_memory)
 {
-    if (!dh_test_have_shared())
-        return;
     const char *path = dh_test_shared("pydicom_CT_small.dcm");
     FILE *f = fopen(path, "rb");
     ck_assert_ptr_nonnull(f);
@@ -176,32 +169,41 @@ START_TEST(test_read_memory)
 }
 END_TEST
 
+/* One file read with the default codec thread and with four gives the same values. */
+static void check_codec_threads_agree(const char *file)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s", file); /* dh_test_shared's buffer is not kept */
+    dh_ctx *ctx = dh_ctx_create();
+    dh_volume *one = NULL, *four = NULL;
+    ck_assert_int_eq(dh_ctx_set_codec_threads(ctx, 0), DH_OK);
+    ck_assert_msg(dh_volume_read_file(ctx, path, &one) == DH_OK, "%s", dh_ctx_error(ctx));
+    ck_assert_int_eq(dh_ctx_set_codec_threads(ctx, 4), DH_OK);
+    ck_assert_msg(dh_volume_read_file(ctx, path, &four) == DH_OK, "%s", dh_ctx_error(ctx));
+    ck_assert_uint_eq(dh_volume_sample_count(one), dh_volume_sample_count(four));
+    ck_assert(memcmp(dh_volume_data(one), dh_volume_data(four),
+                     dh_volume_sample_count(one) * 2) == 0);
+    dh_volume_free(one);
+    dh_volume_free(four);
+    dh_ctx_free(ctx);
+}
+
 /* More codec threads read the same values as the default one; out-of-range counts are refused. */
 START_TEST(test_codec_threads)
 {
-    const char *paths[2] = {DH_SAMPLE_DATA "/ct_phantom_jpeg2000/IM0001.dcm",
-                            dh_test_have_shared()
-                                ? dh_test_shared("../dicom-jpeg2000/pydicom-data_RG3_J2KR.dcm")
-                                : NULL};
     dh_ctx *ctx = dh_ctx_create();
     ck_assert_int_eq(dh_ctx_set_codec_threads(ctx, -1), DH_ERR_INVALID_ARGUMENT);
     ck_assert_int_eq(dh_ctx_set_codec_threads(ctx, 65), DH_ERR_INVALID_ARGUMENT);
     ck_assert_ptr_nonnull(strstr(dh_ctx_error(ctx), "codec threads must be 0..64, not 65"));
-    for (int k = 0; k < 2 && paths[k]; k++) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s", paths[k]);
-        dh_volume *one = NULL, *four = NULL;
-        ck_assert_int_eq(dh_ctx_set_codec_threads(ctx, 0), DH_OK);
-        ck_assert_msg(dh_volume_read_file(ctx, path, &one) == DH_OK, "%s", dh_ctx_error(ctx));
-        ck_assert_int_eq(dh_ctx_set_codec_threads(ctx, 4), DH_OK);
-        ck_assert_msg(dh_volume_read_file(ctx, path, &four) == DH_OK, "%s", dh_ctx_error(ctx));
-        ck_assert_uint_eq(dh_volume_sample_count(one), dh_volume_sample_count(four));
-        ck_assert(memcmp(dh_volume_data(one), dh_volume_data(four),
-                         dh_volume_sample_count(one) * 2) == 0);
-        dh_volume_free(one);
-        dh_volume_free(four);
-    }
     dh_ctx_free(ctx);
+    check_codec_threads_agree(DH_SAMPLE_DATA "/ct_phantom_jpeg2000/IM0001.dcm");
+}
+END_TEST
+
+/* The same on a real JPEG 2000 file of ../shared (dicom-jpeg2000 beside dicom). */
+START_TEST(test_codec_threads_real_file)
+{
+    check_codec_threads_agree(dh_test_shared("../dicom-jpeg2000/pydicom-data_RG3_J2KR.dcm"));
 }
 END_TEST
 
@@ -209,8 +211,6 @@ END_TEST
  * truncated file is a failure naming it, the README and DICOMDIR are skipped. */
 START_TEST(test_directory_with_bad_file)
 {
-    if (!dh_test_have_shared())
-        return;
     char *dir = dh_test_temp_dir("/tmp/dh_test_volume");
     dh_test_shell("mkdir -p %s/sub && cp %s/*.dcm %s/sub/", dir, dh_test_shared("series/ct5n"), dir);
     dh_test_shell("cp %s %s/sub/zz_truncated.dcm", dh_test_shared("malformed/pydicom_MR_truncated.dcm"),
@@ -248,8 +248,6 @@ END_TEST
 /* One slice with other rows, or another BitsStored: the series fails with both files named. */
 START_TEST(test_mismatch)
 {
-    if (!dh_test_have_shared())
-        return;
     if (system("dcmodify --version > /dev/null 2>&1") != 0)
         return; /* DCMTK's tools absent: nothing to make the files with */
     static const char *edits[] = {"(0028,0101)=12", "(0028,0103)=0",
@@ -278,8 +276,6 @@ END_TEST
 /* The same instance twice (a copy of one file) is kept once with a warning. */
 START_TEST(test_repeated_instance)
 {
-    if (!dh_test_have_shared())
-        return;
     char *dir = dh_test_temp_dir("/tmp/dh_test_volume");
     dh_test_shell("cp %s/*.dcm %s/ && cp %s/2062.dcm %s/copy_of_2062.dcm", dh_test_shared("series/ct5n"),
         dir, dh_test_shared("series/ct5n"), dir);
@@ -333,22 +329,17 @@ START_TEST(test_modality_lut_applied)
 }
 END_TEST
 
-int main(void)
+int main(int argc, char **argv)
 {
-    if (!dh_test_have_shared())
-        return DH_TEST_SKIP;
-    Suite *s = suite_create("volume");
-    TCase *tc = tcase_create("series");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_series_order);
-    tcase_add_test(tc, test_series_directory_uneven);
-    tcase_add_test(tc, test_multiframe);
-    tcase_add_test(tc, test_read_memory);
-    tcase_add_test(tc, test_codec_threads);
-    tcase_add_test(tc, test_directory_with_bad_file);
-    tcase_add_test(tc, test_mismatch);
-    tcase_add_test(tc, test_repeated_instance);
-    tcase_add_test(tc, test_modality_lut_applied);
-    suite_add_tcase(s, tc);
-    return dh_test_run(s);
+    const dh_test synthetic[] = {DH_TEST(test_codec_threads)};
+    const dh_test real_files[] = {DH_TEST(test_series_order),
+                                  DH_TEST(test_series_directory_uneven),
+                                  DH_TEST(test_multiframe),
+                                  DH_TEST(test_read_memory),
+                                  DH_TEST(test_codec_threads_real_file),
+                                  DH_TEST(test_directory_with_bad_file),
+                                  DH_TEST(test_mismatch),
+                                  DH_TEST(test_repeated_instance),
+                                  DH_TEST(test_modality_lut_applied)};
+    return dh_test_main(argc, argv, "volume", 60, DH_TESTS(synthetic), DH_TESTS(real_files));
 }
