@@ -14,6 +14,7 @@
 #include "dcmtk/dcmdata/dcpxitem.h"
 
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -35,7 +36,7 @@ struct failure {
     std::string reason;
 };
 
-/* Throws a failure with a printf-style reason. */
+/* Throws a failure with a printf-style reason (dicom_failure.cpp). */
 [[noreturn]] void fail(dh_status status, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
@@ -196,8 +197,20 @@ std::unique_ptr<DcmInputStream> open_memory_stream(const void *data, size_t size
  * inflate (dicom_inflate.cpp). */
 void inflate_dataset(const unsigned char *data, size_t size, std::string &out);
 
-/* Copies a C++ string into a fixed field, truncating. */
-void copy_field(char *dst, size_t cap, const char *src);
+/* Copies a string into a fixed field, truncating, without the trailing spaces and NULs DICOM
+ * pads values with. */
+inline void copy_field(char *dst, size_t cap, const char *src)
+{
+    if (cap == 0)
+        return;
+    size_t n = strlen(src);
+    while (n > 0 && (src[n - 1] == ' ' || src[n - 1] == '\0'))
+        n--;
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
 
 } // namespace dh_dicom_impl
 

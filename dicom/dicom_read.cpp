@@ -8,7 +8,6 @@
 #include "dicom_internal.h"
 
 #include <cerrno>
-#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -18,30 +17,6 @@
 #include <sys/stat.h>
 
 namespace dh_dicom_impl {
-
-void fail(dh_status status, const char *fmt, ...)
-{
-    char buf[DH_DICOM_MSG_LEN];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    throw failure{status, buf};
-}
-
-/* Copies and drops the trailing spaces and NULs DICOM pads values with. */
-void copy_field(char *dst, size_t cap, const char *src)
-{
-    if (cap == 0)
-        return;
-    size_t n = strlen(src);
-    while (n > 0 && (src[n - 1] == ' ' || src[n - 1] == '\0'))
-        n--;
-    if (n >= cap)
-        n = cap - 1;
-    memcpy(dst, src, n);
-    dst[n] = '\0';
-}
 
 /* Whether the first bytes look like DICOM: the "DICM" magic after the 128-byte preamble, or a
  * bare dataset starting with group 0002 or 0008 (as files without meta header do). Only used to

@@ -2,7 +2,8 @@
 /*
  * volume.h: what a dh_volume holds, for the library's own files (the public header keeps it
  * opaque), and how one is assembled from decoded DICOM images: volume.c builds single volumes
- * and their geometry, volume_set.c groups files into series.
+ * and their geometry, volume_access.c answers the public accessors, plan_scan.c and plan_load.c
+ * group files into series.
  */
 #ifndef DH_PLUGIN_VOLUME_H
 #define DH_PLUGIN_VOLUME_H
