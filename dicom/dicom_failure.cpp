@@ -11,7 +11,7 @@
 
 namespace dh_dicom_impl {
 
-void fail(dh_status status, const char *fmt, ...)
+void fail(dh_dicom_status status, const char *fmt, ...)
 {
     char buf[DH_DICOM_MSG_LEN];
     va_list ap;

@@ -146,7 +146,7 @@ dh_status dh_equalized_write_dicom_with(dh_ctx *ctx, const dh_volume *v, const d
         return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
                            "%s: the derived SeriesInstanceUID \"%.80s\" is not a valid UID (1 to "
                            "64 digits and dots)", v->path, wp.series_uid);
-    if (r->rows != v->rows || r->columns != v->columns || r->slices != v->slices)
+    if (r->rows != v->format.rows || r->columns != v->format.columns || r->slices != v->slices)
         return dh_ctx_fail(ctx, DH_ERR_MISMATCH, "%s: the result does not belong to this volume",
                            v->path);
     /* The CT Image module allows BitsStored 12 to 16 only: refuse rather than write an
@@ -176,7 +176,7 @@ dh_status dh_equalized_write_dicom_with(dh_ctx *ctx, const dh_volume *v, const d
     if ((st = series_uid_for(ctx, v, r, &wp, source, s->series_uid)) != DH_OK)
         goto fail;
     const char *op = strstr(r->description, "window/level") ? " windowed" : " equalized";
-    size_t slice_len = (size_t)v->rows * v->columns;
+    size_t slice_len = (size_t)v->format.rows * v->format.columns;
     for (size_t i = 0; i < count; i++) {
         char *path = NULL, uid[DH_DICOM_UID_LEN];
         if ((st = dh_derived_output_path(ctx, &wp, output_dir, folder, src[i].path, NULL, &path)) !=
@@ -228,8 +228,8 @@ dh_status dh_equalized_write_dicom_with(dh_ctx *ctx, const dh_volume *v, const d
             .source_path = src[i].path,
             .series_uid = s->series_uid,
             .sop_instance_uid = uid,
-            .rows = v->rows,
-            .columns = v->columns,
+            .rows = v->format.rows,
+            .columns = v->format.columns,
             .frames = src[i].frames,
             .bits_stored = r->output_bits,
             .pixels = pixels,

@@ -127,10 +127,10 @@ static dh_status check_params(dh_ctx *ctx, const dh_volume *v, const dh_equalize
     if (needs_stored_window && v->has_modality_lut && dh_modality_order(v) != 1)
         return dh_ctx_fail(ctx, DH_ERR_UNSUPPORTED,
                            "%s: a modality window needs a non-decreasing Modality LUT", v->path);
-    if (needs_stored_window && !v->has_modality_lut && !(v->rescale_slope > 0))
+    if (needs_stored_window && !v->has_modality_lut && !(v->format.rescale_slope > 0))
         return dh_ctx_fail(ctx, DH_ERR_UNSUPPORTED,
                            "%s: a modality window needs a positive RescaleSlope, not %g", v->path,
-                           v->rescale_slope);
+                           v->format.rescale_slope);
     /* Equalization works in stored order: a window from ranks is one there only when the
      * modality values follow the stored values one way or the other. */
     if (p->operation == DH_EQ_EQUALIZE && window_from_ranks(p) && dh_modality_order(v) == 0)
@@ -171,7 +171,8 @@ static int window_to_stored(const dh_volume *v, double lo, double hi, int32_t ba
                             dh_eq_window *w)
 {
     if (!v->has_modality_lut)
-        return dh_window_to_stored(lo, hi, v->rescale_slope, v->rescale_intercept, base, len, w);
+        return dh_window_to_stored(lo, hi, v->format.rescale_slope, v->format.rescale_intercept,
+                                   base, len, w);
     return dh_window_to_stored_by(lo, hi, volume_modality, v, base, len, w);
 }
 
@@ -409,8 +410,8 @@ static dh_status build_voi_tables(dh_ctx *ctx, eq_job *j)
         uint16_t *table = r->tables + (size_t)t * j->len;
         /* With a Modality LUT the first entry is built (which checks the window) and the
          * others follow from each stored value's LUT output, on the host for both devices. */
-        if (dh_voi_lut_build(j->base, v->has_modality_lut ? 1 : j->len, v->rescale_slope,
-                             v->rescale_intercept, r->center[t], r->width[t],
+        if (dh_voi_lut_build(j->base, v->has_modality_lut ? 1 : j->len, v->format.rescale_slope,
+                             v->format.rescale_intercept, r->center[t], r->width[t],
                              (dh_eq_voi)j->p->voi, j->levels, table) != 0)
             return table_failed(ctx, j, t);
         if (v->has_modality_lut)
@@ -429,7 +430,7 @@ static dh_status run_cpu(dh_ctx *ctx, eq_job *j)
                                                      : build_voi_tables(ctx, j);
     if (st != DH_OK)
         return st;
-    if (dh_lut_apply_cpu(v->data, v->is_signed, j->slice_len, v->slices, r->tables,
+    if (dh_lut_apply_cpu(v->data, v->format.is_signed, j->slice_len, v->slices, r->tables,
                          j->tables > 1, j->base, j->len, ctx->threads, r->data) != 0)
         return dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "cannot start the worker threads");
     r->device_used = DH_DEVICE_CPU;
@@ -450,7 +451,7 @@ static dh_status run_cuda(dh_ctx *ctx, eq_job *j)
     dh_eq_cuda *s = NULL;
     dh_status st = DH_OK;
     int per_slice = j->tables > 1;
-    if (dh_eq_cuda_begin(v->data, v->is_signed, j->slice_len, v->slices, per_slice, j->base,
+    if (dh_eq_cuda_begin(v->data, v->format.is_signed, j->slice_len, v->slices, per_slice, j->base,
                          j->len, &s, msg, sizeof msg) != 0)
         return dh_ctx_fail(ctx, DH_ERR_CUDA, "%s: %s", v->path, msg);
     int ranks = window_from_ranks(j->p);
@@ -507,21 +508,21 @@ dh_status dh_equalize(dh_ctx *ctx, const dh_volume *v, const dh_equalize_params 
     eq_job j = {0};
     j.v = v;
     j.p = params;
-    if (dh_eq_table_range(v->bits_stored, v->is_signed, &j.base, &j.len) != 0)
+    if (dh_eq_table_range(v->format.bits_stored, v->format.is_signed, &j.base, &j.len) != 0)
         return dh_ctx_fail(ctx, DH_ERR_UNSUPPORTED, "%s: BitsStored %u", v->path,
-                           v->bits_stored);
-    uint32_t bits = params->output_bits ? params->output_bits : v->bits_stored;
+                           v->format.bits_stored);
+    uint32_t bits = params->output_bits ? params->output_bits : v->format.bits_stored;
     j.levels = bits >= 16 ? 65536u : 1u << bits;
     j.tables = params->per_slice ? v->slices : 1;
-    j.slice_len = (size_t)v->rows * v->columns;
+    j.slice_len = (size_t)v->format.rows * v->format.columns;
     size_t n = j.slice_len * v->slices;
 
     dh_equalized *r = calloc(1, sizeof *r);
     if (!r)
         return dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "out of memory");
     j.r = r;
-    r->rows = v->rows;
-    r->columns = v->columns;
+    r->rows = v->format.rows;
+    r->columns = v->format.columns;
     r->slices = v->slices;
     r->output_bits = bits;
     r->table_count = j.tables;
@@ -553,8 +554,8 @@ dh_status dh_equalize(dh_ctx *ctx, const dh_volume *v, const dh_equalize_params 
         if (want_hist) {
             dh_bin_map map;
             dh_eq_bin_map_init(&map, j.base, j.len);
-            if (dh_hist_cpu(v->data, v->is_signed, j.slice_len, v->slices, j.tables > 1, &map,
-                            ctx->threads, j.hist) != 0) {
+            if (dh_hist_cpu(v->data, v->format.is_signed, j.slice_len, v->slices, j.tables > 1,
+                            &map, ctx->threads, j.hist) != 0) {
                 st = dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "cannot compute the histograms");
                 goto fail;
             }

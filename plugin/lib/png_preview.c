@@ -122,7 +122,7 @@ dh_status dh_equalized_write_png_with(dh_ctx *ctx, const dh_volume *v, const dh_
     dh_status st = dh_derived_params_check(ctx, params, &wp);
     if (st != DH_OK)
         return st;
-    if (r->rows != v->rows || r->columns != v->columns || r->slices != v->slices)
+    if (r->rows != v->format.rows || r->columns != v->format.columns || r->slices != v->slices)
         return dh_ctx_fail(ctx, DH_ERR_MISMATCH, "%s: the result does not belong to this volume",
                            v->path);
     dh_derived_source *src = NULL;
@@ -131,14 +131,14 @@ dh_status dh_equalized_write_png_with(dh_ctx *ctx, const dh_volume *v, const dh_
     st = dh_derived_output_open(ctx, v, dir, &wp, &src, &count, &folder);
     if (st != DH_OK)
         return st;
-    size_t slice_len = (size_t)v->rows * v->columns;
+    size_t slice_len = (size_t)v->format.rows * v->format.columns;
     uint8_t *pixels = malloc(slice_len);
     if (!pixels) {
         st = dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "out of memory");
         goto done;
     }
     uint32_t top = r->output_bits >= 16 ? 65535u : (1u << r->output_bits) - 1;
-    int invert = v->photometric == DH_MONOCHROME1;
+    int invert = v->format.photometric == DH_MONOCHROME1;
     for (size_t i = 0; i < count && st == DH_OK; i++) {
         for (uint32_t f = 0; f < src[i].frames && st == DH_OK; f++) {
             char suffix[32], *path = NULL;
@@ -154,7 +154,7 @@ dh_status dh_equalized_write_png_with(dh_ctx *ctx, const dh_volume *v, const dh_
                 uint32_t g = (uint32_t)(((uint64_t)d[k] * 255 + top / 2) / top);
                 pixels[k] = (uint8_t)(invert ? 255 - g : g);
             }
-            st = write_one(ctx, path, pixels, v->rows, v->columns, wp.existing);
+            st = write_one(ctx, path, pixels, v->format.rows, v->format.columns, wp.existing);
             if (st == DH_OK && wp.written)
                 wp.written(wp.user, src[i].path, path);
             free(path);

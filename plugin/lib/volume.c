@@ -47,18 +47,18 @@ double dh_project_on_normal(const double p[3], const double n[3])
 
 size_t dh_volume_slice_bytes(const dh_volume *v)
 {
-    return (size_t)v->rows * v->columns * sizeof(uint16_t);
+    return (size_t)v->format.rows * v->format.columns * sizeof(uint16_t);
 }
 
 /* The volume without (with_data 0) or with its sample buffer. */
 static dh_volume *volume_alloc(const dh_dicom_image *first, uint32_t slices, const char *path,
                                int with_data)
 {
-    if (!first || first->rows == 0 || first->columns == 0 || slices == 0)
+    if (!first || first->format.rows == 0 || first->format.columns == 0 || slices == 0)
         return NULL;
     /* rows and columns are at most 65535 (US tags), so one slice always fits; the volume may
      * not on a 32-bit host. */
-    size_t slice_samples = (size_t)first->rows * first->columns;
+    size_t slice_samples = (size_t)first->format.rows * first->format.columns;
     if (slice_samples > SIZE_MAX / sizeof(uint16_t) / slices)
         return NULL;
     dh_volume *v = calloc(1, sizeof *v);
@@ -72,16 +72,8 @@ static dh_volume *volume_alloc(const dh_dicom_image *first, uint32_t slices, con
         dh_volume_free(v);
         return NULL;
     }
-    v->rows = first->rows;
-    v->columns = first->columns;
+    v->format = first->format;
     v->slices = slices;
-    v->bits_allocated = first->bits_allocated;
-    v->bits_stored = first->bits_stored;
-    v->high_bit = first->high_bit;
-    v->is_signed = first->is_signed;
-    v->photometric = first->photometric;
-    v->rescale_slope = first->rescale_slope;
-    v->rescale_intercept = first->rescale_intercept;
     v->has_window = first->has_window;
     v->window_center = first->window_center;
     v->window_width = first->window_width;
@@ -176,7 +168,7 @@ void dh_volume_update_range(dh_volume *v)
 {
     size_t n = dh_volume_sample_count(v);
     int32_t lo = INT32_MAX, hi = INT32_MIN;
-    if (v->is_signed) {
+    if (v->format.is_signed) {
         const int16_t *d = v->data;
         int16_t a = INT16_MAX, b = INT16_MIN;
         for (size_t i = 0; i < n; i++) {
@@ -454,11 +446,16 @@ dh_status dh_volume_from_samples(dh_ctx *ctx, uint32_t rows, uint32_t columns, u
         return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
                            "dh_volume_from_samples: is_signed must be 0 or 1, not %d", is_signed);
 
-    dh_dicom_image header = {.rows = rows, .columns = columns, .frames = slices,
-                             .bits_allocated = 16, .bits_stored = bits_stored,
-                             .high_bit = bits_stored - 1, .is_signed = is_signed,
-                             .photometric = DH_MONOCHROME2, .rescale_slope = 1,
-                             .rescale_intercept = 0};
+    dh_dicom_image header = {.format = {.rows = rows,
+                                        .columns = columns,
+                                        .bits_allocated = 16,
+                                        .bits_stored = bits_stored,
+                                        .high_bit = bits_stored - 1,
+                                        .is_signed = is_signed,
+                                        .photometric = DH_MONOCHROME2,
+                                        .rescale_slope = 1,
+                                        .rescale_intercept = 0},
+                             .frames = slices};
     dh_volume *v = dh_volume_alloc(&header, slices, "");
     if (!v)
         return dh_ctx_fail(ctx, DH_ERR_NO_MEMORY,

@@ -24,11 +24,8 @@ typedef struct dh_slice_info {
 
 struct dh_volume {
     char *path;
-    uint32_t rows, columns, slices;
-    uint32_t bits_allocated, bits_stored, high_bit;
-    int is_signed;
-    dh_photometric photometric;
-    double rescale_slope, rescale_intercept;
+    dh_image_format format; /* of its first file; every slice has the same (dh_dicom.h) */
+    uint32_t slices;
     int has_window;
     double window_center, window_width;
     double spacing;

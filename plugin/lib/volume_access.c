@@ -7,15 +7,15 @@
 
 #include "volume.h"
 
-uint32_t dh_volume_rows(const dh_volume *v) { return v->rows; }
-uint32_t dh_volume_columns(const dh_volume *v) { return v->columns; }
+uint32_t dh_volume_rows(const dh_volume *v) { return v->format.rows; }
+uint32_t dh_volume_columns(const dh_volume *v) { return v->format.columns; }
 uint32_t dh_volume_slices(const dh_volume *v) { return v->slices; }
-uint32_t dh_volume_bits_allocated(const dh_volume *v) { return v->bits_allocated; }
-uint32_t dh_volume_bits_stored(const dh_volume *v) { return v->bits_stored; }
-int dh_volume_is_signed(const dh_volume *v) { return v->is_signed; }
-dh_photometric dh_volume_photometric(const dh_volume *v) { return v->photometric; }
-double dh_volume_rescale_slope(const dh_volume *v) { return v->rescale_slope; }
-double dh_volume_rescale_intercept(const dh_volume *v) { return v->rescale_intercept; }
+uint32_t dh_volume_bits_allocated(const dh_volume *v) { return v->format.bits_allocated; }
+uint32_t dh_volume_bits_stored(const dh_volume *v) { return v->format.bits_stored; }
+int dh_volume_is_signed(const dh_volume *v) { return v->format.is_signed; }
+dh_photometric dh_volume_photometric(const dh_volume *v) { return v->format.photometric; }
+double dh_volume_rescale_slope(const dh_volume *v) { return v->format.rescale_slope; }
+double dh_volume_rescale_intercept(const dh_volume *v) { return v->format.rescale_intercept; }
 double dh_volume_spacing(const dh_volume *v) { return v->spacing; }
 const char *dh_volume_path(const dh_volume *v) { return v->path; }
 const char *dh_volume_series_uid(const dh_volume *v) { return v->series_uid; }
@@ -91,7 +91,7 @@ const char *dh_volume_warning(const dh_volume *v, size_t i)
 
 size_t dh_volume_sample_count(const dh_volume *v)
 {
-    return (size_t)v->rows * v->columns * v->slices;
+    return (size_t)v->format.rows * v->format.columns * v->slices;
 }
 
 void dh_volume_stored_range(const dh_volume *v, int32_t *min, int32_t *max)
