@@ -53,15 +53,16 @@ static int bench_file(const char *path, int runs)
         char msg[DH_DICOM_MSG_LEN];
         dh_dicom_image *img = NULL;
         const double t0 = now();
-        const dh_status st = dh_dicom_read_memory(bytes, (size_t)size, 1, &img, msg, sizeof msg);
+        const dh_dicom_status st =
+            dh_dicom_read_memory(bytes, (size_t)size, 1, &img, msg, sizeof msg);
         seconds[r] = now() - t0;
-        if (st != DH_OK) {
+        if (st != DH_DICOM_OK) {
             fprintf(stderr, "bench_decode: %s: %s\n", path, msg);
             free(bytes);
             free(seconds);
             return 1;
         }
-        megabytes = (double)img->rows * img->columns * img->frames * 2 / 1e6;
+        megabytes = (double)img->format.rows * img->format.columns * img->frames * 2 / 1e6;
         dh_dicom_image_free(img);
     }
     qsort(seconds, (size_t)runs, sizeof *seconds, by_value);

@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "bench_common.cuh"
-#include "equalize.h"
+#include "equalize_cpu.h"
 #include "equalize_cuda.h"
 #include "hist.h"
 #include "hist_cuda.h"

@@ -11,8 +11,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "dicomhist.h" /* dh_status */
-
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -21,14 +19,51 @@ extern "C" {
 #define DH_DICOM_CS_LEN 17  /* code strings: 16 characters */
 #define DH_DICOM_MSG_LEN 512
 
-/* One DICOM image as read: metadata plus (when asked for) all frames of stored values. */
-typedef struct dh_dicom_image {
-    uint32_t rows, columns, frames;
+/* How a call of this layer ends. The numbers are those of dh_status in the library's public
+ * header (plugin/lib/context.c checks that they agree), so the library passes them on as they
+ * are; a plain int, so that C callers keep it in a dh_status without a conversion. */
+typedef int dh_dicom_status;
+enum {
+    DH_DICOM_OK = 0,
+    DH_DICOM_ERR_INVALID_ARGUMENT = 1,
+    DH_DICOM_ERR_IO = 2,
+    DH_DICOM_ERR_MALFORMED = 3,
+    DH_DICOM_ERR_UNSUPPORTED = 4,
+    DH_DICOM_ERR_MISMATCH = 5,
+    DH_DICOM_ERR_NO_MEMORY = 6,
+    DH_DICOM_ERR_INTERNAL = 9
+};
+
+/* PhotometricInterpretation of a grayscale image: the numbers of dh_photometric, as above. */
+typedef int dh_dicom_photometric;
+enum { DH_DICOM_MONOCHROME2 = 0, DH_DICOM_MONOCHROME1 = 1 };
+
+/* The pixel format of an image: how its stored values are laid out and what they mean. The
+ * slices of one volume share it; the library carries it as it is from the file into the plan's
+ * slices (plugin/lib/plan.h) and into the volume (plugin/lib/volume.h). */
+typedef struct dh_image_format {
+    uint32_t rows, columns;
     uint32_t bits_allocated, bits_stored, high_bit;
     int is_signed; /* PixelRepresentation 1 */
-    dh_photometric photometric;
-
+    dh_dicom_photometric photometric;
     double rescale_slope, rescale_intercept; /* 1 and 0 when absent; from functional groups too */
+} dh_image_format;
+
+/* Whether two formats are the same, field by field (rescale values compared exactly). */
+static inline int dh_image_format_equal(const dh_image_format *a, const dh_image_format *b)
+{
+    return a->rows == b->rows && a->columns == b->columns &&
+           a->bits_allocated == b->bits_allocated && a->bits_stored == b->bits_stored &&
+           a->high_bit == b->high_bit && a->is_signed == b->is_signed &&
+           a->photometric == b->photometric && a->rescale_slope == b->rescale_slope &&
+           a->rescale_intercept == b->rescale_intercept;
+}
+
+/* One DICOM image as read: metadata plus (when asked for) all frames of stored values. */
+typedef struct dh_dicom_image {
+    dh_image_format format;
+    uint32_t frames;
+
     char rescale_type[DH_DICOM_CS_LEN];
     int has_window;
     double window_center, window_width; /* first value of each */
@@ -107,20 +142,20 @@ typedef struct dh_dicom_image {
  * values over 4 KB, the pixel data among them, are not loaded), but the geometry is still
  * checked against the length of the pixel data. On failure returns the status, writes "reason"
  * into msg (the caller adds the file name) and sets *out to NULL:
- *   DH_ERR_IO           the file cannot be opened
- *   DH_ERR_MALFORMED    not DICOM, truncated, no / empty / too short PixelData, lying geometry,
- *                       inconsistent bit layout
- *   DH_ERR_UNSUPPORTED  a transfer syntax not decoded here (MPEG, JPEG 2000 Part 2, ...),
- *                       colour, 1-bit or 32-bit data, float pixel data, frames with different
- *                       rescale
- *   DH_ERR_NO_MEMORY    an allocation failed
+ *   DH_DICOM_ERR_IO           the file cannot be opened
+ *   DH_DICOM_ERR_MALFORMED    not DICOM, truncated, no / empty / too short PixelData, lying
+ *                             geometry, inconsistent bit layout
+ *   DH_DICOM_ERR_UNSUPPORTED  a transfer syntax not decoded here (MPEG, JPEG 2000 Part 2, ...),
+ *                             colour, 1-bit or 32-bit data, float pixel data, frames with
+ *                             different rescale
+ *   DH_DICOM_ERR_NO_MEMORY    an allocation failed
  * Thread-safe: different threads may read different files at once. */
-dh_status dh_dicom_read_file(const char *path, int want_pixels, dh_dicom_image **out, char *msg,
-                             size_t msg_len);
+dh_dicom_status dh_dicom_read_file(const char *path, int want_pixels, dh_dicom_image **out,
+                                   char *msg, size_t msg_len);
 
 /* The same from a buffer holding a whole file (preamble and meta header optional). */
-dh_status dh_dicom_read_memory(const void *data, size_t size, int want_pixels,
-                               dh_dicom_image **out, char *msg, size_t msg_len);
+dh_dicom_status dh_dicom_read_memory(const void *data, size_t size, int want_pixels,
+                                     dh_dicom_image **out, char *msg, size_t msg_len);
 
 /* How a read decodes; a zeroed struct (or NULL) means the defaults. */
 typedef struct dh_dicom_read_options {
@@ -130,12 +165,12 @@ typedef struct dh_dicom_read_options {
 } dh_dicom_read_options;
 
 /* dh_dicom_read_file and dh_dicom_read_memory with options. */
-dh_status dh_dicom_read_file_with(const char *path, int want_pixels,
-                                  const dh_dicom_read_options *options, dh_dicom_image **out,
-                                  char *msg, size_t msg_len);
-dh_status dh_dicom_read_memory_with(const void *data, size_t size, int want_pixels,
-                                    const dh_dicom_read_options *options, dh_dicom_image **out,
-                                    char *msg, size_t msg_len);
+dh_dicom_status dh_dicom_read_file_with(const char *path, int want_pixels,
+                                        const dh_dicom_read_options *options, dh_dicom_image **out,
+                                        char *msg, size_t msg_len);
+dh_dicom_status dh_dicom_read_memory_with(const void *data, size_t size, int want_pixels,
+                                          const dh_dicom_read_options *options,
+                                          dh_dicom_image **out, char *msg, size_t msg_len);
 
 void dh_dicom_image_free(dh_dicom_image *image);
 

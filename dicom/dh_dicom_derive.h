@@ -12,8 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "dh_dicom.h" /* DH_DICOM_UID_LEN */
-#include "dicomhist.h"
+#include "dh_dicom.h" /* DH_DICOM_UID_LEN, statuses */
 
 #ifdef __cplusplus
 extern "C" {
@@ -36,11 +35,12 @@ typedef struct dh_dicom_derive {
     int64_t created;
 } dh_dicom_derive;
 
-/* Writes one derived file. Returns DH_OK, or the status with the reason in msg (the paths are
- * named there): DH_ERR_IO (source unreadable, output exists or cannot be written),
- * DH_ERR_MALFORMED / DH_ERR_UNSUPPORTED (source cannot be decoded), DH_ERR_MISMATCH (the
- * source's geometry differs from the request), DH_ERR_INVALID_ARGUMENT. */
-dh_status dh_dicom_derive_write(const dh_dicom_derive *request, char *msg, size_t msg_len);
+/* Writes one derived file. Returns DH_DICOM_OK, or the status with the reason in msg (the paths
+ * are named there): DH_DICOM_ERR_IO (source unreadable, output exists or cannot be written),
+ * DH_DICOM_ERR_MALFORMED / DH_DICOM_ERR_UNSUPPORTED (source cannot be decoded),
+ * DH_DICOM_ERR_MISMATCH (the source's geometry differs from the request),
+ * DH_DICOM_ERR_INVALID_ARGUMENT. */
+dh_dicom_status dh_dicom_derive_write(const dh_dicom_derive *request, char *msg, size_t msg_len);
 
 #ifdef __cplusplus
 }

@@ -26,8 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "dh_dicom.h" /* DH_DICOM_UID_LEN, DH_DICOM_MSG_LEN */
-#include "dicomhist.h" /* dh_status, dh_photometric */
+#include "dh_dicom.h" /* DH_DICOM_UID_LEN, DH_DICOM_MSG_LEN, statuses, photometric */
 
 #ifdef __cplusplus
 extern "C" {
@@ -37,13 +36,14 @@ extern "C" {
 #define DH_DICOM_UID_ROOT "2.25.136441711287616915122970018367938058752"
 
 /* A new UID: DH_DICOM_UID_ROOT.1.<56 random bits from the system's random device>. Returns
- * DH_OK, or DH_ERR_INTERNAL when no random source could be used. */
-dh_status dh_dicom_uid_random(char uid[DH_DICOM_UID_LEN]);
+ * DH_DICOM_OK, or DH_DICOM_ERR_INTERNAL when no random source could be used. */
+dh_dicom_status dh_dicom_uid_random(char uid[DH_DICOM_UID_LEN]);
 
 /* A deterministic UID: DH_DICOM_UID_ROOT.2.<seed>.<index>; the same arguments always give the
- * same UID. For generated test and sample data only. Returns DH_OK, or DH_ERR_INVALID_ARGUMENT
- * when the result would exceed 64 characters (seed and index both below 10^6 always fit). */
-dh_status dh_dicom_uid_seeded(char uid[DH_DICOM_UID_LEN], uint32_t seed, uint32_t index);
+ * same UID. For generated test and sample data only. Returns DH_DICOM_OK, or
+ * DH_DICOM_ERR_INVALID_ARGUMENT when the result would exceed 64 characters (seed and index both
+ * below 10^6 always fit). */
+dh_dicom_status dh_dicom_uid_seeded(char uid[DH_DICOM_UID_LEN], uint32_t seed, uint32_t index);
 
 /* 1 when uid is 1..64 characters, each a digit or a dot; else 0. */
 int dh_dicom_uid_valid(const char *uid);
@@ -72,7 +72,7 @@ typedef struct dh_dicom_write_image {
     uint32_t bits_allocated;        /* 8 or 16 */
     uint32_t bits_stored, high_bit; /* 1 <= bits_stored <= high_bit + 1 <= bits_allocated */
     int is_signed;                  /* PixelRepresentation 1 */
-    dh_photometric photometric;
+    dh_dicom_photometric photometric;
     /* rows * columns * frames stored values, frame after frame, row after row, always held in
      * 16 bits: uint16_t when unsigned, int16_t when signed. Each must fit in bits_stored; it is
      * written at bit (high_bit + 1 - bits_stored) of its word, unused bits zero when unsigned and
@@ -121,32 +121,35 @@ typedef struct dh_dicom_dataset dh_dicom_dataset;
 /* Step 1: builds a dataset from an image description. Checks the pixel format and every stored
  * value against bits_stored before writing anything. On failure returns the status, writes the
  * reason into msg and sets *out to NULL. */
-dh_status dh_dicom_dataset_build(const dh_dicom_write_image *image, dh_dicom_dataset **out,
-                                 char *msg, size_t msg_len);
+dh_dicom_status dh_dicom_dataset_build(const dh_dicom_write_image *image, dh_dicom_dataset **out,
+                                       char *msg, size_t msg_len);
 
 /* Copies the Patient and General Study modules (name, ID, birth date, sex, study UID, date, time,
  * ID, accession number, referring physician, description) from a DICOM file into the dataset,
  * replacing the values set there; tags absent from the source are removed. For derived images. */
-dh_status dh_dicom_dataset_copy_patient_study(dh_dicom_dataset *dataset, const char *source_path,
-                                              char *msg, size_t msg_len);
+dh_dicom_status dh_dicom_dataset_copy_patient_study(dh_dicom_dataset *dataset,
+                                                    const char *source_path, char *msg,
+                                                    size_t msg_len);
 
 /* Sets one string-valued tag (any VR DCMTK can parse from text: CS, LO, DS, IS, UI, ...),
  * replacing an existing value; value NULL removes the tag. Multiple values are separated by '\'. */
-dh_status dh_dicom_dataset_put_string(dh_dicom_dataset *dataset, uint16_t group, uint16_t element,
-                                      const char *value, char *msg, size_t msg_len);
+dh_dicom_status dh_dicom_dataset_put_string(dh_dicom_dataset *dataset, uint16_t group,
+                                            uint16_t element, const char *value, char *msg,
+                                            size_t msg_len);
 
 /* Step 2: writes the dataset to path in the given syntax, with a new file meta header. The file
  * appears complete or not at all: written to a temporary file in the same folder, flushed to disk
  * and renamed. An existing path is replaced only when replace is non-zero; otherwise the call
- * fails with DH_ERR_IO. The dataset may be saved again (in another syntax too). */
-dh_status dh_dicom_dataset_save(dh_dicom_dataset *dataset, const char *path,
-                                dh_dicom_syntax syntax, int replace, char *msg, size_t msg_len);
+ * fails with DH_DICOM_ERR_IO. The dataset may be saved again (in another syntax too). */
+dh_dicom_status dh_dicom_dataset_save(dh_dicom_dataset *dataset, const char *path,
+                                      dh_dicom_syntax syntax, int replace, char *msg,
+                                      size_t msg_len);
 
 void dh_dicom_dataset_free(dh_dicom_dataset *dataset);
 
 /* Both steps at once. */
-dh_status dh_dicom_write_file(const dh_dicom_write_image *image, const char *path,
-                              dh_dicom_syntax syntax, int replace, char *msg, size_t msg_len);
+dh_dicom_status dh_dicom_write_file(const dh_dicom_write_image *image, const char *path,
+                                    dh_dicom_syntax syntax, int replace, char *msg, size_t msg_len);
 
 #ifdef __cplusplus
 }

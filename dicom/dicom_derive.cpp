@@ -38,7 +38,7 @@ const DcmTagKey stale_tags[] = {
 void check(const OFCondition &c, const char *what)
 {
     if (c.bad())
-        fail(DH_ERR_INTERNAL, "cannot set %s: %s", what, c.text());
+        fail(DH_DICOM_ERR_INTERNAL, "cannot set %s: %s", what, c.text());
 }
 
 void put(DcmItem *item, const DcmTagKey &tag, const std::string &value, const char *what)
@@ -112,13 +112,13 @@ void derive(const dh_dicom_derive *r, dh_dicom_dataset *d)
 {
     OFCondition c = d->file.loadFile(r->source_path);
     if (c.bad())
-        fail(DH_ERR_IO, "%s: cannot read the source: %s", r->source_path, c.text());
+        fail(DH_DICOM_ERR_IO, "%s: cannot read the source: %s", r->source_path, c.text());
     DcmDataset *ds = d->file.getDataset();
     /* The source's pixels are replaced, so they are never decoded (nor, for a large file, read). */
     ds->findAndDeleteElement(DCM_PixelData);
     c = ds->loadAllDataIntoMemory();
     if (c.bad())
-        fail(DH_ERR_IO, "%s: cannot read the source: %s", r->source_path, c.text());
+        fail(DH_DICOM_ERR_IO, "%s: cannot read the source: %s", r->source_path, c.text());
 
     Uint16 rows = 0, columns = 0;
     Sint32 frames = 1;
@@ -127,14 +127,15 @@ void derive(const dh_dicom_derive *r, dh_dicom_dataset *d)
     if (ds->findAndGetSint32(DCM_NumberOfFrames, frames).bad() || frames < 1)
         frames = 1;
     if (rows != r->rows || columns != r->columns || (uint32_t)frames != r->frames)
-        fail(DH_ERR_MISMATCH, "%s: the source is %ux%u with %d frames, the result %ux%u with %u",
-             r->source_path, rows, columns, (int)frames, r->rows, r->columns, r->frames);
+        fail(DH_DICOM_ERR_MISMATCH,
+             "%s: the source is %ux%u with %d frames, the result %ux%u with %u", r->source_path,
+             rows, columns, (int)frames, r->rows, r->columns, r->frames);
 
     std::string sop_class = get_string(ds, DCM_SOPClassUID);
     std::string sop_instance = get_string(ds, DCM_SOPInstanceUID);
     if (sop_class.empty() || sop_instance.empty())
-        fail(DH_ERR_MALFORMED, "%s: the source has no SOPClassUID or SOPInstanceUID to reference",
-             r->source_path);
+        fail(DH_DICOM_ERR_MALFORMED,
+             "%s: the source has no SOPClassUID or SOPInstanceUID to reference", r->source_path);
     std::string modality = get_string(ds, DCM_Modality);
     bool had_rescale = ds->tagExists(DCM_RescaleSlope) || ds->tagExists(DCM_RescaleIntercept);
     bool needs_rescale = had_rescale || modality == "CT" || modality == "DX" || modality == "PT";
@@ -144,7 +145,7 @@ void derive(const dh_dicom_derive *r, dh_dicom_dataset *d)
     uint16_t top = (uint16_t)((1u << r->bits_stored) - 1);
     for (size_t i = 0; i < count; i++)
         if (r->pixels[i] > top)
-            fail(DH_ERR_INVALID_ARGUMENT, "%s: value %u at sample %zu exceeds %u bits",
+            fail(DH_DICOM_ERR_INVALID_ARGUMENT, "%s: value %u at sample %zu exceeds %u bits",
                  r->output_path, r->pixels[i], i, r->bits_stored);
     check(ds->putAndInsertUint16Array(DCM_PixelData, r->pixels, (unsigned long)count),
           "PixelData");
@@ -217,7 +218,7 @@ void derive(const dh_dicom_derive *r, dh_dicom_dataset *d)
     put(purpose, DCM_CodeMeaning, "Source image for image processing operation", "CodeMeaning");
 }
 
-dh_status report(char *msg, size_t msg_len, dh_status status, const std::string &reason)
+dh_dicom_status report(char *msg, size_t msg_len, dh_dicom_status status, const std::string &reason)
 {
     if (msg && msg_len)
         snprintf(msg, msg_len, "%s", reason.c_str());
@@ -226,19 +227,20 @@ dh_status report(char *msg, size_t msg_len, dh_status status, const std::string 
 
 } // namespace
 
-extern "C" dh_status dh_dicom_derive_write(const dh_dicom_derive *r, char *msg, size_t msg_len)
+extern "C" dh_dicom_status dh_dicom_derive_write(const dh_dicom_derive *r, char *msg,
+                                                 size_t msg_len)
 {
     if (!r || !r->source_path || !r->output_path || !r->series_uid || !r->sop_instance_uid ||
         !r->pixels || !r->derivation_description || !r->series_suffix || r->bits_stored < 1 ||
         r->bits_stored > 16 || r->frames < 1 || strlen(r->series_suffix) > 32)
-        return report(msg, msg_len, DH_ERR_INVALID_ARGUMENT, "incomplete derive request");
+        return report(msg, msg_len, DH_DICOM_ERR_INVALID_ARGUMENT, "incomplete derive request");
     dh_dicom_dataset *d = nullptr;
     try {
         dh_dicom_impl::dictionary_init();
         d = new dh_dicom_dataset;
         derive(r, d);
-        dh_status st = dh_dicom_dataset_save(d, r->output_path, DH_DICOM_EXPLICIT_LE,
-                                             r->replace, msg, msg_len);
+        dh_dicom_status st = dh_dicom_dataset_save(d, r->output_path, DH_DICOM_EXPLICIT_LE,
+                                                   r->replace, msg, msg_len);
         delete d;
         return st;
     } catch (const failure &f) {
@@ -246,11 +248,11 @@ extern "C" dh_status dh_dicom_derive_write(const dh_dicom_derive *r, char *msg, 
         return report(msg, msg_len, f.status, f.reason);
     } catch (const std::bad_alloc &) {
         delete d;
-        return report(msg, msg_len, DH_ERR_NO_MEMORY,
+        return report(msg, msg_len, DH_DICOM_ERR_NO_MEMORY,
                       std::string(r->output_path) + ": out of memory deriving");
     } catch (...) {
         delete d;
-        return report(msg, msg_len, DH_ERR_INTERNAL,
+        return report(msg, msg_len, DH_DICOM_ERR_INTERNAL,
                       std::string(r->output_path) + ": unexpected exception deriving");
     }
 }

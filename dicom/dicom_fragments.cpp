@@ -70,7 +70,7 @@ std::vector<size_t> frame_starts(const std::vector<fragment> &items, uint32_t fr
                 memcmp(items[i].bytes, marker.bytes, marker.length) == 0)
                 starts.push_back(i);
         if (starts.size() != frames || (frames > 0 && starts[0] != 1))
-            fail(DH_ERR_MALFORMED,
+            fail(DH_DICOM_ERR_MALFORMED,
                  "cannot tell which of the %zu %s fragments belong to which of the %u frames "
                  "(no usable offset table, %zu start with %s)",
                  fragments, marker.codec, frames, starts.size(), marker.name);
@@ -105,16 +105,16 @@ native_pixels native_pixels_of(DcmDataset &ds, const char *codec)
     px.is_signed = representation == 1;
     if (samples != 1 || (px.allocated != 8 && px.allocated != 16) ||
         px.high_bit >= px.allocated || px.rows == 0 || px.columns == 0)
-        fail(DH_ERR_UNSUPPORTED, "%s is written for grayscale images of 8 or 16-bit cells only",
-             codec);
+        fail(DH_DICOM_ERR_UNSUPPORTED,
+             "%s is written for grayscale images of 8 or 16-bit cells only", codec);
     if (ds.findAndGetElement(DCM_PixelData, px.element).bad() || px.element == nullptr)
-        fail(DH_ERR_INTERNAL, "no PixelData to encode");
+        fail(DH_DICOM_ERR_INTERNAL, "no PixelData to encode");
     const size_t frame_bytes = (size_t)px.rows * px.columns * (px.allocated / 8);
     Uint8 *data = nullptr;
     if (px.element->getUint8Array(data).bad() || data == nullptr ||
         px.element->getLength() < frame_bytes * px.frames)
-        fail(DH_ERR_INTERNAL, "PixelData holds fewer cells than %u frames of %ux%u", px.frames,
-             px.rows, px.columns);
+        fail(DH_DICOM_ERR_INTERNAL, "PixelData holds fewer cells than %u frames of %ux%u",
+             px.frames, px.rows, px.columns);
     px.data = data;
     return px;
 }
@@ -132,10 +132,10 @@ void encapsulate_frames(const native_pixels &px, E_TransferSyntax xfer, const ch
         stream.resize(stream.size() + (stream.size() & 1), 0); /* even, padded with 00 */
         OFCondition c = seq->storeCompressedFrame(offsets, stream.data(), (Uint32)stream.size(), 0);
         if (c.bad())
-            fail(DH_ERR_INTERNAL, "cannot store %s frame %u: %s", codec, f + 1, c.text());
+            fail(DH_DICOM_ERR_INTERNAL, "cannot store %s frame %u: %s", codec, f + 1, c.text());
     }
     if (px.frames > 1 && table->createOffsetTable(offsets).bad())
-        fail(DH_ERR_INTERNAL, "cannot build the basic offset table");
+        fail(DH_DICOM_ERR_INTERNAL, "cannot build the basic offset table");
     OFstatic_cast(DcmPixelData *, px.element)->putOriginalRepresentation(xfer, nullptr,
                                                                           seq.release());
 }

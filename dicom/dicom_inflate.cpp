@@ -49,7 +49,7 @@ void inflate_dataset(const unsigned char *data, size_t size, std::string &out)
 {
     if (inflate_with(data, size, -MAX_WBITS, out) || inflate_with(data, size, MAX_WBITS, out))
         return;
-    fail(DH_ERR_MALFORMED, "deflated dataset is corrupt or truncated: it does not inflate");
+    fail(DH_DICOM_ERR_MALFORMED, "deflated dataset is corrupt or truncated: it does not inflate");
 }
 
 } // namespace dh_dicom_impl

@@ -14,6 +14,7 @@
 #include "dcmtk/dcmdata/dcpxitem.h"
 
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -31,12 +32,12 @@ namespace dh_dicom_impl {
 
 /* A failure with the status the C caller gets and the reason for its message. */
 struct failure {
-    dh_status status;
+    dh_dicom_status status;
     std::string reason;
 };
 
-/* Throws a failure with a printf-style reason. */
-[[noreturn]] void fail(dh_status status, const char *fmt, ...)
+/* Throws a failure with a printf-style reason (dicom_failure.cpp). */
+[[noreturn]] void fail(dh_dicom_status status, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
@@ -75,7 +76,7 @@ void read_pixel_format(DcmDataset &ds, E_TransferSyntax xfer, dh_dicom_image &im
 void read_metadata(DcmDataset &ds, dh_dicom_image &img);
 
 /* Reads the Modality LUT Sequence, when there is one, into img's modality_lut fields; a
- * descriptor that disagrees with its data fails DH_ERR_MALFORMED (dicom_luts.cpp). */
+ * descriptor that disagrees with its data fails DH_DICOM_ERR_MALFORMED (dicom_luts.cpp). */
 void read_modality_lut(DcmDataset &ds, dh_dicom_image &img);
 
 /* Reads the first item of the VOI LUT Sequence, when there is one, into img's voi_lut fields,
@@ -121,7 +122,7 @@ std::vector<fragment> fragment_list(DcmPixelSequence &seq);
 /* The first item of each frame, plus one past the last item at the end. PS3.5 A.4: one fragment
  * per frame when the counts agree; a single frame spans every fragment; otherwise the basic
  * offset table says where frames start, and without one each frame starts with `marker`. Fails
- * DH_ERR_MALFORMED when none of these tells (dicom_fragments.cpp). */
+ * DH_DICOM_ERR_MALFORMED when none of these tells (dicom_fragments.cpp). */
 std::vector<size_t> frame_starts(const std::vector<fragment> &items, uint32_t frames,
                                  const frame_marker &marker);
 
@@ -139,8 +140,8 @@ struct native_pixels {
     const Uint8 *data = nullptr;
 };
 
-/* The native pixels of ds; fails DH_ERR_UNSUPPORTED, naming `codec`, for anything but one sample
- * of 8 or 16-bit cells (dicom_fragments.cpp). */
+/* The native pixels of ds; fails DH_DICOM_ERR_UNSUPPORTED, naming `codec`, for anything but one
+ * sample of 8 or 16-bit cells (dicom_fragments.cpp). */
 native_pixels native_pixels_of(DcmDataset &ds, const char *codec);
 
 /* Replaces the native PixelData by one fragment per frame, each what `encode` makes of the
@@ -155,7 +156,7 @@ inline bool is_jpegls(E_TransferSyntax xfer)
 }
 
 /* Decodes every frame of a JPEG-LS pixel sequence with CharLS 2 into cells, one per pixel,
- * frames * rows * columns in all; corrupt or mismatched streams fail DH_ERR_MALFORMED
+ * frames * rows * columns in all; corrupt or mismatched streams fail DH_DICOM_ERR_MALFORMED
  * (dicom_jpegls.cpp). */
 void decode_jpegls(DcmPixelSequence &seq, const dh_dicom_image &img, uint16_t *cells);
 
@@ -170,8 +171,8 @@ inline bool is_jpeg2000(E_TransferSyntax xfer)
 /* Decodes every frame of a JPEG 2000 or HTJ2K pixel sequence with OpenJPEG into cells, one per
  * pixel, frames * rows * columns in all: each sample's low 16 bits, for the dataset's bit layout
  * to interpret. A code stream whose header disagrees with the dataset on size, components or
- * depth, or that does not decode, fails DH_ERR_MALFORMED naming the frame and OpenJPEG's reason.
- * `threads` OpenJPEG workers per frame, one when 0 (dicom_jpeg2000.cpp). */
+ * depth, or that does not decode, fails DH_DICOM_ERR_MALFORMED naming the frame and OpenJPEG's
+ * reason. `threads` OpenJPEG workers per frame, one when 0 (dicom_jpeg2000.cpp). */
 void decode_jpeg2000(DcmPixelSequence &seq, const dh_dicom_image &img, uint32_t threads,
                      uint16_t *cells);
 
@@ -192,12 +193,24 @@ void encode_jpegls_pixels(DcmDataset &ds);
  * read from it. */
 std::unique_ptr<DcmInputStream> open_memory_stream(const void *data, size_t size);
 
-/* Inflates the deflated dataset data[0..size) into out; fails DH_ERR_MALFORMED when it does not
- * inflate (dicom_inflate.cpp). */
+/* Inflates the deflated dataset data[0..size) into out; fails DH_DICOM_ERR_MALFORMED when it
+ * does not inflate (dicom_inflate.cpp). */
 void inflate_dataset(const unsigned char *data, size_t size, std::string &out);
 
-/* Copies a C++ string into a fixed field, truncating. */
-void copy_field(char *dst, size_t cap, const char *src);
+/* Copies a string into a fixed field, truncating, without the trailing spaces and NULs DICOM
+ * pads values with. */
+inline void copy_field(char *dst, size_t cap, const char *src)
+{
+    if (cap == 0)
+        return;
+    size_t n = strlen(src);
+    while (n > 0 && (src[n - 1] == ' ' || src[n - 1] == '\0'))
+        n--;
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
 
 } // namespace dh_dicom_impl
 

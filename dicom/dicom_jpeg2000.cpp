@@ -141,37 +141,42 @@ void check_siz(const Uint8 *d, uint64_t n, const dh_dicom_image &img, const char
                uint32_t frame)
 {
     if (n < 4 || memcmp(d, soc_siz_j2k.bytes, 4) != 0)
-        fail(DH_ERR_MALFORMED, "%s frame %u does not start with a code stream header (SOC, SIZ)",
-             codec, frame + 1);
+        fail(DH_DICOM_ERR_MALFORMED,
+             "%s frame %u does not start with a code stream header (SOC, SIZ)", codec, frame + 1);
     if (n < 41)
-        fail(DH_ERR_MALFORMED, "%s frame %u: its code stream ends inside the SIZ header", codec,
-             frame + 1);
+        fail(DH_DICOM_ERR_MALFORMED, "%s frame %u: its code stream ends inside the SIZ header",
+             codec, frame + 1);
     const uint32_t xsiz = be32(d + 8), ysiz = be32(d + 12), x0 = be32(d + 16), y0 = be32(d + 20);
     const uint32_t xt = be32(d + 24), yt = be32(d + 28), xt0 = be32(d + 32), yt0 = be32(d + 36);
     const uint32_t components = be16(d + 40);
     if (xsiz <= x0 || ysiz <= y0 || xt == 0 || yt == 0 || xt0 > x0 || yt0 > y0)
-        fail(DH_ERR_MALFORMED, "%s frame %u: the SIZ header's image and tile grid are "
-                               "inconsistent", codec, frame + 1);
+        fail(DH_DICOM_ERR_MALFORMED,
+             "%s frame %u: the SIZ header's image and tile grid are "
+             "inconsistent",
+             codec, frame + 1);
     const uint32_t width = xsiz - x0, height = ysiz - y0;
-    if (width != img.columns || height != img.rows || components != 1)
-        fail(DH_ERR_MALFORMED, "%s frame %u is %ux%u with %u component(s), the dataset says "
-                               "%ux%u grayscale",
-             codec, frame + 1, width, height, components, img.columns, img.rows);
+    if (width != img.format.columns || height != img.format.rows || components != 1)
+        fail(DH_DICOM_ERR_MALFORMED,
+             "%s frame %u is %ux%u with %u component(s), the dataset says "
+             "%ux%u grayscale",
+             codec, frame + 1, width, height, components, img.format.columns, img.format.rows);
     if (n < 45)
-        fail(DH_ERR_MALFORMED, "%s frame %u: its code stream ends inside the SIZ header", codec,
-             frame + 1);
+        fail(DH_DICOM_ERR_MALFORMED, "%s frame %u: its code stream ends inside the SIZ header",
+             codec, frame + 1);
     const uint32_t precision = (d[42] & 0x7fu) + 1u;
     if (d[43] != 1 || d[44] != 1)
-        fail(DH_ERR_MALFORMED, "%s frame %u is subsampled (%ux%u), which grayscale DICOM never is",
-             codec, frame + 1, d[43], d[44]);
-    if (precision > img.bits_allocated)
-        fail(DH_ERR_MALFORMED, "%s frame %u has %u-bit samples, more than BitsAllocated %u", codec,
-             frame + 1, precision, img.bits_allocated);
+        fail(DH_DICOM_ERR_MALFORMED,
+             "%s frame %u is subsampled (%ux%u), which grayscale DICOM never is", codec, frame + 1,
+             d[43], d[44]);
+    if (precision > img.format.bits_allocated)
+        fail(DH_DICOM_ERR_MALFORMED, "%s frame %u has %u-bit samples, more than BitsAllocated %u",
+             codec, frame + 1, precision, img.format.bits_allocated);
     const uint64_t tiles = (uint64_t)((xsiz - xt0 + (uint64_t)xt - 1) / xt) *
                            ((ysiz - yt0 + (uint64_t)yt - 1) / yt);
     if (tiles > free_tiles && tiles > (uint64_t)width * height / min_pixels_per_tile)
-        fail(DH_ERR_MALFORMED, "%s frame %u claims %llu tiles for %ux%u pixels (more than %llu "
-                               "tiles of fewer than %llu pixels each are refused)",
+        fail(DH_DICOM_ERR_MALFORMED,
+             "%s frame %u claims %llu tiles for %ux%u pixels (more than %llu "
+             "tiles of fewer than %llu pixels each are refused)",
              codec, frame + 1, (unsigned long long)tiles, width, height,
              (unsigned long long)free_tiles, (unsigned long long)min_pixels_per_tile);
 }
@@ -213,9 +218,10 @@ void check_packet_data(const Uint8 *d, uint64_t n, const char *codec, uint32_t f
         const bool ends = n >= 2 && d[n - 2] == 0xff && d[n - 1] == 0xd9;
         const uint64_t end = psot != 0 ? at + psot : (ends ? n - 2 : n);
         if (psot != 0 && (psot < 14 || end > n))
-            fail(DH_ERR_MALFORMED, "%s frame %u: tile-part %u claims %llu bytes, more than the "
-                                   "code stream holds (truncated?)", codec, frame + 1, part,
-                 (unsigned long long)psot);
+            fail(DH_DICOM_ERR_MALFORMED,
+                 "%s frame %u: tile-part %u claims %llu bytes, more than the "
+                 "code stream holds (truncated?)",
+                 codec, frame + 1, part, (unsigned long long)psot);
         uint32_t scod = main_scod;
         const uint64_t sod = skip_marker_segments(d, end, at + 2 + be16(d + at + 2), 0xff93, scod);
         for (uint64_t i = sod + 2; i + 1 < end; i++) {
@@ -229,8 +235,10 @@ void check_packet_data(const Uint8 *d, uint64_t n, const char *codec, uint32_t f
                 i += 1;
                 continue;
             }
-            fail(DH_ERR_MALFORMED, "%s frame %u: corrupt code stream: marker code FF%02X inside "
-                                   "the data of tile-part %u", codec, frame + 1, d[i + 1], part);
+            fail(DH_DICOM_ERR_MALFORMED,
+                 "%s frame %u: corrupt code stream: marker code FF%02X inside "
+                 "the data of tile-part %u",
+                 codec, frame + 1, d[i + 1], part);
         }
         if (end <= at)
             break;
@@ -265,7 +273,7 @@ void decode_frame(const Uint8 *d, uint64_t n, const dh_dicom_image &img, const c
     if (!opj_setup_decoder(c.get(), &parameters) ||
         !opj_decoder_set_strict_mode(c.get(), OPJ_TRUE) ||
         (opj_has_thread_support() && !opj_codec_set_threads(c.get(), workers)))
-        fail(DH_ERR_INTERNAL, "%s frame %u: OpenJPEG's decoder cannot be set up%s%s", codec,
+        fail(DH_DICOM_ERR_INTERNAL, "%s frame %u: OpenJPEG's decoder cannot be set up%s%s", codec,
              frame + 1, errors.empty() ? "" : ": ", errors.c_str());
 
     memory_source source{d, n, 0};
@@ -282,17 +290,17 @@ void decode_frame(const Uint8 *d, uint64_t n, const dh_dicom_image &img, const c
     const bool header = opj_read_header(s.get(), c.get(), &raw);
     std::unique_ptr<opj_image_t, opj_image_free> image(raw);
     if (!header || !image)
-        fail(DH_ERR_MALFORMED, "%s frame %u: unreadable code stream header: %s", codec, frame + 1,
-             errors.empty() ? "OpenJPEG gave no reason" : errors.c_str());
+        fail(DH_DICOM_ERR_MALFORMED, "%s frame %u: unreadable code stream header: %s", codec,
+             frame + 1, errors.empty() ? "OpenJPEG gave no reason" : errors.c_str());
     if (!opj_decode(c.get(), s.get(), image.get()) || !opj_end_decompress(c.get(), s.get()))
-        fail(DH_ERR_MALFORMED, "%s frame %u: corrupt code stream: %s", codec, frame + 1,
+        fail(DH_DICOM_ERR_MALFORMED, "%s frame %u: corrupt code stream: %s", codec, frame + 1,
              errors.empty() ? "OpenJPEG gave no reason" : errors.c_str());
     const opj_image_comp_t *comp = image->numcomps == 1 ? &image->comps[0] : nullptr;
-    if (comp == nullptr || comp->data == nullptr || comp->w != img.columns ||
-        comp->h != img.rows)
-        fail(DH_ERR_MALFORMED, "%s frame %u decoded to something other than one %ux%u plane",
-             codec, frame + 1, img.columns, img.rows);
-    const size_t count = (size_t)img.rows * img.columns;
+    if (comp == nullptr || comp->data == nullptr || comp->w != img.format.columns ||
+        comp->h != img.format.rows)
+        fail(DH_DICOM_ERR_MALFORMED, "%s frame %u decoded to something other than one %ux%u plane",
+             codec, frame + 1, img.format.columns, img.format.rows);
+    const size_t count = (size_t)img.format.rows * img.format.columns;
     for (size_t i = 0; i < count; i++)
         cells[i] = (uint16_t)(uint32_t)comp->data[i]; /* the low 16 bits, two's complement */
 }
@@ -310,7 +318,7 @@ void decode_jpeg2000(DcmPixelSequence &seq, const dh_dicom_image &img, uint32_t 
     const frame_marker &marker = is_htj2k(img) ? soc_siz_htj2k : soc_siz_j2k;
     const std::vector<fragment> items = fragment_list(seq);
     const std::vector<size_t> starts = frame_starts(items, img.frames, marker);
-    const size_t frame_cells = (size_t)img.rows * img.columns;
+    const size_t frame_cells = (size_t)img.format.rows * img.format.columns;
     std::vector<Uint8> joined;
     for (uint32_t f = 0; f < img.frames; f++) {
         join_fragments(items, starts[f], starts[f + 1], joined);

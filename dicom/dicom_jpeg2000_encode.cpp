@@ -136,7 +136,7 @@ std::vector<uint8_t> encode_frame(const Uint8 *cells, const native_pixels &px, u
     if (!opj_setup_encoder(c.get(), &parameters, image.get()) ||
         !opj_start_compress(c.get(), image.get(), s.get()) || !opj_encode(c.get(), s.get()) ||
         !opj_end_compress(c.get(), s.get()))
-        fail(DH_ERR_INTERNAL, "JPEG 2000 encoding of frame %u failed: %s", frame + 1,
+        fail(DH_DICOM_ERR_INTERNAL, "JPEG 2000 encoding of frame %u failed: %s", frame + 1,
              error.empty() ? "OpenJPEG gave no reason" : error.c_str());
     return sink.bytes;
 }

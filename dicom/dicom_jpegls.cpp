@@ -48,7 +48,7 @@ const Uint8 *frame_stream(const std::vector<fragment> &items, size_t first, size
 
 [[noreturn]] void fail_charls(uint32_t frame, const char *step, charls_jpegls_errc e)
 {
-    fail(DH_ERR_MALFORMED, "JPEG-LS frame %u: %s: %s", frame + 1, step,
+    fail(DH_DICOM_ERR_MALFORMED, "JPEG-LS frame %u: %s: %s", frame + 1, step,
          charls_get_error_message(e));
 }
 
@@ -57,7 +57,7 @@ void decode_frame(const Uint8 *stream, uint64_t length, const dh_dicom_image &im
                   uint32_t frame, uint16_t *cells)
 {
     if (length <= 2) /* the guard marker alone */
-        fail(DH_ERR_MALFORMED, "JPEG-LS frame %u has no bytes", frame + 1);
+        fail(DH_DICOM_ERR_MALFORMED, "JPEG-LS frame %u has no bytes", frame + 1);
     std::unique_ptr<charls_jpegls_decoder, decoder_free> d(charls_jpegls_decoder_create());
     if (!d)
         throw std::bad_alloc();
@@ -70,15 +70,19 @@ void decode_frame(const Uint8 *stream, uint64_t length, const dh_dicom_image &im
     e = charls_jpegls_decoder_get_frame_info(d.get(), &info);
     if (e != charls::jpegls_errc::success)
         fail_charls(frame, "unreadable frame header", e);
-    if (info.width != img.columns || info.height != img.rows || info.component_count != 1)
-        fail(DH_ERR_MALFORMED, "JPEG-LS frame %u is %ux%u with %d component(s), the dataset "
-                               "says %ux%u grayscale",
-             frame + 1, info.width, info.height, info.component_count, img.columns, img.rows);
-    if (info.bits_per_sample > (int32_t)img.bits_allocated)
-        fail(DH_ERR_MALFORMED, "JPEG-LS frame %u has %d-bit samples, more than BitsAllocated %u",
-             frame + 1, info.bits_per_sample, img.bits_allocated);
+    if (info.width != img.format.columns || info.height != img.format.rows ||
+        info.component_count != 1)
+        fail(DH_DICOM_ERR_MALFORMED,
+             "JPEG-LS frame %u is %ux%u with %d component(s), the dataset "
+             "says %ux%u grayscale",
+             frame + 1, info.width, info.height, info.component_count, img.format.columns,
+             img.format.rows);
+    if (info.bits_per_sample > (int32_t)img.format.bits_allocated)
+        fail(DH_DICOM_ERR_MALFORMED,
+             "JPEG-LS frame %u has %d-bit samples, more than BitsAllocated %u", frame + 1,
+             info.bits_per_sample, img.format.bits_allocated);
 
-    const size_t n = (size_t)img.rows * img.columns;
+    const size_t n = (size_t)img.format.rows * img.format.columns;
     if (info.bits_per_sample > 8) {
         e = charls_jpegls_decoder_decode_to_buffer(d.get(), cells, n * 2, 0);
     } else {
@@ -118,7 +122,7 @@ std::vector<uint8_t> encode_frame(const void *cells, size_t cells_bytes, uint32_
     if (err == charls::jpegls_errc::success)
         err = charls_jpegls_encoder_get_bytes_written(e.get(), &written);
     if (err != charls::jpegls_errc::success)
-        fail(DH_ERR_INTERNAL, "JPEG-LS encoding of frame %u failed: %s", frame + 1,
+        fail(DH_DICOM_ERR_INTERNAL, "JPEG-LS encoding of frame %u failed: %s", frame + 1,
              charls_get_error_message(err));
     out.resize(written);
     return out;
@@ -130,7 +134,7 @@ void decode_jpegls(DcmPixelSequence &seq, const dh_dicom_image &img, uint16_t *c
 {
     const std::vector<fragment> items = fragment_list(seq);
     const std::vector<size_t> starts = frame_starts(items, img.frames, jpegls_soi);
-    const size_t frame_cells = (size_t)img.rows * img.columns;
+    const size_t frame_cells = (size_t)img.format.rows * img.format.columns;
     std::vector<Uint8> joined;
     for (uint32_t f = 0; f < img.frames; f++) {
         uint64_t length = 0;
@@ -145,7 +149,7 @@ void encode_jpegls_pixels(DcmDataset &ds)
     /* The precision of the stream is the cell up to HighBit; CharLS takes 2 to 16 bits. */
     const int precision = px.high_bit + 1;
     if (precision < 2)
-        fail(DH_ERR_UNSUPPORTED, "JPEG-LS is written for HighBit 1 or above only");
+        fail(DH_DICOM_ERR_UNSUPPORTED, "JPEG-LS is written for HighBit 1 or above only");
     /* Two's complement samples repeat their sign above HighBit; JPEG-LS takes the bits up to
      * HighBit as an unsigned sample and the reader sign-extends them again. */
     const uint16_t mask = (uint16_t)((1u << precision) - 1u);

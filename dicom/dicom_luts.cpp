@@ -48,12 +48,14 @@ static void read_descriptor(DcmItem &item, const char *what, first_mapped rule, 
 {
     DcmElement *el = nullptr;
     if (item.findAndGetElement(DCM_LUTDescriptor, el).bad() || el == nullptr)
-        fail(DH_ERR_MALFORMED, "%s without LUTDescriptor (0028,3002)", what);
+        fail(DH_DICOM_ERR_MALFORMED, "%s without LUTDescriptor (0028,3002)", what);
     uint16_t v[3];
     for (unsigned long i = 0; i < 3; i++)
         if (el->getVM() != 3 || !raw16(*el, i, v[i]))
-            fail(DH_ERR_MALFORMED, "%s: LUTDescriptor (0028,3002) must hold three 16-bit values "
-                                   "(it holds %lu)", what, el->getVM());
+            fail(DH_DICOM_ERR_MALFORMED,
+                 "%s: LUTDescriptor (0028,3002) must hold three 16-bit values "
+                 "(it holds %lu)",
+                 what, el->getVM());
     const bool is_signed = rule == first_mapped::as_pixels_signed ||
                            rule == first_mapped::by_vr_or_signed ||
                            (rule == first_mapped::by_vr_or_unsigned && el->ident() == EVR_SS);
@@ -61,7 +63,7 @@ static void read_descriptor(DcmItem &item, const char *what, first_mapped rule, 
     t.first = is_signed ? static_cast<int16_t>(v[1]) : static_cast<int32_t>(v[1]);
     t.bits = v[2];
     if (t.bits < 8 || t.bits > 16)
-        fail(DH_ERR_MALFORMED, "%s: LUTDescriptor says %u bits per entry, 8 to 16 expected",
+        fail(DH_DICOM_ERR_MALFORMED, "%s: LUTDescriptor says %u bits per entry, 8 to 16 expected",
              what, t.bits);
 }
 
@@ -72,12 +74,13 @@ static std::vector<uint16_t> read_words(DcmItem &item, const char *what, uint32_
 {
     DcmElement *el = nullptr;
     if (item.findAndGetElement(DCM_LUTData, el).bad() || el == nullptr || el->getLength() == 0)
-        fail(DH_ERR_MALFORMED, "%s without LUTData (0028,3006)", what);
+        fail(DH_DICOM_ERR_MALFORMED, "%s without LUTData (0028,3006)", what);
     const unsigned long bytes = el->getLength();
     const unsigned long packed = (entries + 1) / 2;
     if (bytes % 2 != 0 || (bytes / 2 != entries && !(bits == 8 && bytes / 2 == packed)))
-        fail(DH_ERR_MALFORMED, "%s: LUTData holds %lu bytes, but LUTDescriptor says %u entries "
-                               "of %u bits",
+        fail(DH_DICOM_ERR_MALFORMED,
+             "%s: LUTData holds %lu bytes, but LUTDescriptor says %u entries "
+             "of %u bits",
              what, bytes, entries, bits);
     std::vector<uint16_t> words(bytes / 2);
     Uint16 *w = nullptr;
@@ -90,7 +93,7 @@ static std::vector<uint16_t> read_words(DcmItem &item, const char *what, uint32_
         for (size_t i = 0; i < words.size(); i++)
             words[i] = static_cast<uint16_t>(b[2 * i] | b[2 * i + 1] << 8);
     } else {
-        fail(DH_ERR_MALFORMED, "%s: LUTData (0028,3006) cannot be read", what);
+        fail(DH_DICOM_ERR_MALFORMED, "%s: LUTData (0028,3006) cannot be read", what);
     }
     return words;
 }
@@ -119,11 +122,11 @@ void read_modality_lut(DcmDataset &ds, dh_dicom_image &img)
     if (!ds.tagExists(DCM_ModalityLUTSequence))
         return;
     if (ds.findAndGetSequenceItem(DCM_ModalityLUTSequence, item, 0).bad() || item == nullptr)
-        fail(DH_ERR_MALFORMED, "Modality LUT Sequence (0028,3000) has no item");
+        fail(DH_DICOM_ERR_MALFORMED, "Modality LUT Sequence (0028,3000) has no item");
     /* Its inputs are stored values: signed when the pixels are. */
     lut_table t = read_table(*item, "Modality LUT Sequence",
-                             img.is_signed ? first_mapped::as_pixels_signed
-                                           : first_mapped::as_pixels_unsigned);
+                             img.format.is_signed ? first_mapped::as_pixels_signed
+                                                  : first_mapped::as_pixels_unsigned);
     img.has_modality_lut = 1;
     img.modality_lut = t.data;
     img.modality_lut_entries = t.entries;
@@ -139,11 +142,11 @@ static bool modality_can_be_negative(const dh_dicom_image &img)
     if (img.has_modality_lut)
         return false;
     if (!img.has_rescale)
-        return img.is_signed != 0;
-    const double span = static_cast<double>(1u << img.bits_stored);
-    const double lo = img.is_signed ? -span / 2 : 0, hi = lo + span - 1;
-    const double a = img.rescale_slope * lo + img.rescale_intercept;
-    const double b = img.rescale_slope * hi + img.rescale_intercept;
+        return img.format.is_signed != 0;
+    const double span = static_cast<double>(1u << img.format.bits_stored);
+    const double lo = img.format.is_signed ? -span / 2 : 0, hi = lo + span - 1;
+    const double a = img.format.rescale_slope * lo + img.format.rescale_intercept;
+    const double b = img.format.rescale_slope * hi + img.format.rescale_intercept;
     return a < 0 || b < 0;
 }
 

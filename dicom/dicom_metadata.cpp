@@ -28,12 +28,12 @@ static bool get_numbers(DcmItem &item, const DcmTagKey &tag, unsigned long count
     OFString text;
     el->getOFStringArray(text);
     if (el->getVM() < count)
-        fail(DH_ERR_MALFORMED, "%s '%s' has %lu value(s), %lu expected",
+        fail(DH_DICOM_ERR_MALFORMED, "%s '%s' has %lu value(s), %lu expected",
              DcmTag(tag).getTagName(), text.c_str(), el->getVM(), count);
     for (unsigned long i = 0; i < count; i++) {
         Float64 v = 0;
         if (el->getFloat64(v, i).bad() || !std::isfinite(v))
-            fail(DH_ERR_MALFORMED, "%s '%s' is not a number", DcmTag(tag).getTagName(),
+            fail(DH_DICOM_ERR_MALFORMED, "%s '%s' is not a number", DcmTag(tag).getTagName(),
                  text.c_str());
         out[i] = v;
     }
@@ -95,7 +95,7 @@ static bool read_rescale(DcmItem &item, double &slope, double &intercept)
 
 static void read_image_rescale(DcmDataset &ds, const functional_groups &g, dh_dicom_image &img)
 {
-    if (read_rescale(ds, img.rescale_slope, img.rescale_intercept)) {
+    if (read_rescale(ds, img.format.rescale_slope, img.format.rescale_intercept)) {
         img.has_rescale = 1;
         get_string(ds, DCM_RescaleType, img.rescale_type, sizeof img.rescale_type);
         return;
@@ -108,15 +108,15 @@ static void read_image_rescale(DcmDataset &ds, const functional_groups &g, dh_di
         bool has = (m != nullptr) && read_rescale(*m, slope, intercept);
         if (f == 0) {
             img.has_rescale = has;
-            img.rescale_slope = slope;
-            img.rescale_intercept = intercept;
+            img.format.rescale_slope = slope;
+            img.format.rescale_intercept = intercept;
             if (m != nullptr)
                 get_string(*m, DCM_RescaleType, img.rescale_type, sizeof img.rescale_type);
-        } else if (slope != img.rescale_slope || intercept != img.rescale_intercept) {
-            fail(DH_ERR_UNSUPPORTED,
+        } else if (slope != img.format.rescale_slope || intercept != img.format.rescale_intercept) {
+            fail(DH_DICOM_ERR_UNSUPPORTED,
                  "frames with different rescale are not supported (frame 1: slope %g intercept "
                  "%g; frame %u: slope %g intercept %g)",
-                 img.rescale_slope, img.rescale_intercept, f + 1, slope, intercept);
+                 img.format.rescale_slope, img.format.rescale_intercept, f + 1, slope, intercept);
         }
     }
 }

@@ -20,33 +20,37 @@ namespace dh_dicom_impl {
  * < 2^31. */
 static uint64_t needed_bytes(const dh_dicom_image &img)
 {
-    return (uint64_t)img.rows * img.columns * (img.bits_allocated / 8) * img.frames;
+    return (uint64_t)img.format.rows * img.format.columns * (img.format.bits_allocated / 8) *
+           img.frames;
 }
 
 static DcmElement *pixel_element(DcmDataset &ds)
 {
     DcmElement *el = nullptr;
     if (ds.findAndGetElement(DCM_PixelData, el).bad() || el == nullptr)
-        fail(DH_ERR_MALFORMED, "no pixel data: the dataset has no PixelData (7FE0,0010) element");
+        fail(DH_DICOM_ERR_MALFORMED,
+             "no pixel data: the dataset has no PixelData (7FE0,0010) element");
     return el;
 }
 
 static void check_native(DcmElement &el, E_TransferSyntax xfer, dh_dicom_image &img)
 {
     if (el.getLengthField() == DCM_UndefinedLength)
-        fail(DH_ERR_MALFORMED, "PixelData is encapsulated (undefined length) although %s is a "
-                               "native transfer syntax", DcmXfer(xfer).getXferName());
+        fail(DH_DICOM_ERR_MALFORMED,
+             "PixelData is encapsulated (undefined length) although %s is a "
+             "native transfer syntax",
+             DcmXfer(xfer).getXferName());
     const uint64_t have = el.getLengthField();
     const uint64_t need = needed_bytes(img);
     img.pixel_data_bytes = have;
     if (have == 0)
-        fail(DH_ERR_MALFORMED, "PixelData (7FE0,0010) is present but empty (0 bytes)");
+        fail(DH_DICOM_ERR_MALFORMED, "PixelData (7FE0,0010) is present but empty (0 bytes)");
     if (have < need)
-        fail(DH_ERR_MALFORMED,
+        fail(DH_DICOM_ERR_MALFORMED,
              "PixelData too short: it holds %llu bytes but %u rows x %u columns x %u frame(s) x "
              "%u bits need %llu",
-             (unsigned long long)have, img.rows, img.columns, img.frames, img.bits_allocated,
-             (unsigned long long)need);
+             (unsigned long long)have, img.format.rows, img.format.columns, img.frames,
+             img.format.bits_allocated, (unsigned long long)need);
 }
 
 static DcmPixelSequence *fragments_of(DcmElement &el)
@@ -68,9 +72,11 @@ static void check_encapsulated(DcmElement &el, E_TransferSyntax xfer, dh_dicom_i
     DcmPixelSequence *seq = fragments_of(el);
     if (seq == nullptr) {
         if (el.getLengthField() == 0)
-            fail(DH_ERR_MALFORMED, "PixelData (7FE0,0010) is present but empty (0 bytes)");
-        fail(DH_ERR_MALFORMED, "PixelData is not encapsulated although %s is a compressed "
-                               "transfer syntax", DcmXfer(xfer).getXferName());
+            fail(DH_DICOM_ERR_MALFORMED, "PixelData (7FE0,0010) is present but empty (0 bytes)");
+        fail(DH_DICOM_ERR_MALFORMED,
+             "PixelData is not encapsulated although %s is a compressed "
+             "transfer syntax",
+             DcmXfer(xfer).getXferName());
     }
     /* Item 0 is the basic offset table; the fragments follow. */
     const std::vector<DcmPixelItem *> list = items_in<DcmPixelItem>(*seq);
@@ -80,22 +86,22 @@ static void check_encapsulated(DcmElement &el, E_TransferSyntax xfer, dh_dicom_i
         compressed += list[i]->getLengthField();
     img.pixel_data_bytes = compressed;
     if (items <= 1 || compressed == 0)
-        fail(DH_ERR_MALFORMED, "PixelData (7FE0,0010) is present but empty (no compressed "
-                               "fragment holds any byte)");
+        fail(DH_DICOM_ERR_MALFORMED, "PixelData (7FE0,0010) is present but empty (no compressed "
+                                     "fragment holds any byte)");
     const unsigned long fragments = items - 1;
     if (fragments < img.frames)
-        fail(DH_ERR_MALFORMED, "%u frames declared but PixelData holds only %lu fragment(s)",
+        fail(DH_DICOM_ERR_MALFORMED, "%u frames declared but PixelData holds only %lu fragment(s)",
              img.frames, fragments);
     const uint64_t need = needed_bytes(img);
     uint64_t allowed = compressed * DH_DICOM_MAX_EXPANSION; /* < 2^32 * 2^12: no overflow */
     if (allowed < DH_DICOM_EXPANSION_FLOOR)
         allowed = DH_DICOM_EXPANSION_FLOOR;
     if (need > allowed)
-        fail(DH_ERR_MALFORMED,
+        fail(DH_DICOM_ERR_MALFORMED,
              "implausible geometry: %u rows x %u columns x %u frame(s) x %u bits would decode "
              "to %llu bytes from %llu compressed bytes (more than %u:1)",
-             img.rows, img.columns, img.frames, img.bits_allocated, (unsigned long long)need,
-             (unsigned long long)compressed, DH_DICOM_MAX_EXPANSION);
+             img.format.rows, img.format.columns, img.frames, img.format.bits_allocated,
+             (unsigned long long)need, (unsigned long long)compressed, DH_DICOM_MAX_EXPANSION);
 }
 
 void check_pixel_data(DcmDataset &ds, E_TransferSyntax xfer, dh_dicom_image &img)
@@ -112,15 +118,15 @@ void check_pixel_data(DcmDataset &ds, E_TransferSyntax xfer, dh_dicom_image &img
 template <typename Raw>
 static void extract(const Raw &raw, size_t n, const dh_dicom_image &img, uint16_t *out)
 {
-    const unsigned shift = img.high_bit + 1 - img.bits_stored;
-    const uint32_t mask = (1u << img.bits_stored) - 1u; /* bits_stored <= 16 */
-    if (!img.is_signed) {
+    const unsigned shift = img.format.high_bit + 1 - img.format.bits_stored;
+    const uint32_t mask = (1u << img.format.bits_stored) - 1u; /* bits_stored <= 16 */
+    if (!img.format.is_signed) {
         for (size_t i = 0; i < n; i++)
             out[i] = (uint16_t)((raw(i) >> shift) & mask);
         return;
     }
-    const uint32_t sign = 1u << (img.bits_stored - 1);
-    const int32_t span = (int32_t)(1u << img.bits_stored);
+    const uint32_t sign = 1u << (img.format.bits_stored - 1);
+    const int32_t span = (int32_t)(1u << img.format.bits_stored);
     for (size_t i = 0; i < n; i++) {
         uint32_t v = (raw(i) >> shift) & mask;
         int32_t s = (v & sign) ? (int32_t)v - span : (int32_t)v;
@@ -169,8 +175,9 @@ static void refuse_stalling_jpeg(DcmPixelSequence &seq, E_TransferSyntax xfer)
         Uint8 *bytes = nullptr;
         if (items[i]->getUint8Array(bytes).good() && bytes != nullptr &&
             jpeg_marker_walk_stalls(bytes, items[i]->getLength()))
-            fail(DH_ERR_MALFORMED, "JPEG fragment %zu has a TEM marker (FF01) where a marker "
-                                   "segment is due, which DCMTK 3.6.7's decoder never gets past",
+            fail(DH_DICOM_ERR_MALFORMED,
+                 "JPEG fragment %zu has a TEM marker (FF01) where a marker "
+                 "segment is due, which DCMTK 3.6.7's decoder never gets past",
                  i);
     }
 }
@@ -178,7 +185,7 @@ static void refuse_stalling_jpeg(DcmPixelSequence &seq, E_TransferSyntax xfer)
 void decode_pixels(DcmDataset &ds, E_TransferSyntax xfer, uint32_t codec_threads,
                    dh_dicom_image &img)
 {
-    const size_t n = (size_t)img.rows * img.columns * img.frames;
+    const size_t n = (size_t)img.format.rows * img.format.columns * img.frames;
     const uint64_t need = needed_bytes(img);
     uint16_t *out = static_cast<uint16_t *>(malloc(n * sizeof(uint16_t)));
     if (out == nullptr)
@@ -189,7 +196,7 @@ void decode_pixels(DcmDataset &ds, E_TransferSyntax xfer, uint32_t codec_threads
     if (img.is_encapsulated) {
         DcmPixelSequence *seq = fragments_of(*el); /* check_encapsulated made sure it exists */
         if (seq == nullptr)
-            fail(DH_ERR_INTERNAL, "encapsulated PixelData lost its fragments");
+            fail(DH_DICOM_ERR_INTERNAL, "encapsulated PixelData lost its fragments");
         if (is_jpegls(xfer) || is_jpeg2000(xfer)) {
             if (is_jpegls(xfer))
                 decode_jpegls(*seq, img, out);
@@ -202,7 +209,7 @@ void decode_pixels(DcmDataset &ds, E_TransferSyntax xfer, uint32_t codec_threads
         refuse_stalling_jpeg(*seq, xfer);
         OFCondition c = ds.chooseRepresentation(EXS_LittleEndianExplicit, nullptr);
         if (c.bad() || !ds.canWriteXfer(EXS_LittleEndianExplicit))
-            fail(DH_ERR_MALFORMED, "decoding %s pixel data failed: %s",
+            fail(DH_DICOM_ERR_MALFORMED, "decoding %s pixel data failed: %s",
                  DcmXfer(xfer).getXferName(), c.bad() ? c.text() : "no decoded representation");
         el = pixel_element(ds); /* the decoded representation */
     }
@@ -211,7 +218,7 @@ void decode_pixels(DcmDataset &ds, E_TransferSyntax xfer, uint32_t codec_threads
      * are read as bytes; where the VR is OW (implicit VR) DCMTK gives them in file order too. */
     OFCondition c;
     uint64_t have = 0;
-    if (img.bits_allocated == 16) {
+    if (img.format.bits_allocated == 16) {
         Uint16 *words = nullptr;
         c = el->getUint16Array(words);
         have = (words != nullptr) ? (uint64_t)el->getLength() : 0;
@@ -225,9 +232,9 @@ void decode_pixels(DcmDataset &ds, E_TransferSyntax xfer, uint32_t codec_threads
             extract([bytes](size_t i) { return (uint32_t)bytes[i]; }, n, img, out);
     }
     if (c.bad())
-        fail(DH_ERR_MALFORMED, "reading PixelData failed: %s", c.text());
+        fail(DH_DICOM_ERR_MALFORMED, "reading PixelData failed: %s", c.text());
     if (have < need)
-        fail(DH_ERR_MALFORMED, "decoded pixel data holds %llu bytes, %llu expected",
+        fail(DH_DICOM_ERR_MALFORMED, "decoded pixel data holds %llu bytes, %llu expected",
              (unsigned long long)have, (unsigned long long)need);
 }
 

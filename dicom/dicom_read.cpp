@@ -8,7 +8,6 @@
 #include "dicom_internal.h"
 
 #include <cerrno>
-#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -18,30 +17,6 @@
 #include <sys/stat.h>
 
 namespace dh_dicom_impl {
-
-void fail(dh_status status, const char *fmt, ...)
-{
-    char buf[DH_DICOM_MSG_LEN];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    throw failure{status, buf};
-}
-
-/* Copies and drops the trailing spaces and NULs DICOM pads values with. */
-void copy_field(char *dst, size_t cap, const char *src)
-{
-    if (cap == 0)
-        return;
-    size_t n = strlen(src);
-    while (n > 0 && (src[n - 1] == ' ' || src[n - 1] == '\0'))
-        n--;
-    if (n >= cap)
-        n = cap - 1;
-    memcpy(dst, src, n);
-    dst[n] = '\0';
-}
 
 /* Whether the first bytes look like DICOM: the "DICM" magic after the 128-byte preamble, or a
  * bare dataset starting with group 0002 or 0008 (as files without meta header do). Only used to
@@ -65,15 +40,16 @@ static bool looks_like_dicom(const unsigned char *head, size_t n)
     DcmElement *pixels = nullptr;
     if (ds != nullptr && ds->findAndGetElement(DCM_PixelData, pixels).good() &&
         pixels != nullptr)
-        fail(DH_ERR_MALFORMED, "pixel data truncated: the data ends inside PixelData "
-                               "(7FE0,0010), which declares %lu bytes (%s)",
+        fail(DH_DICOM_ERR_MALFORMED,
+             "pixel data truncated: the data ends inside PixelData "
+             "(7FE0,0010), which declares %lu bytes (%s)",
              (unsigned long)pixels->getLengthField(), c.text());
     if (!dicom_like)
-        fail(DH_ERR_MALFORMED, "not a DICOM file: no DICM magic and no dataset at the start (%s)",
-             c.text());
+        fail(DH_DICOM_ERR_MALFORMED,
+             "not a DICOM file: no DICM magic and no dataset at the start (%s)", c.text());
     if (c == EC_StreamNotifyClient || c == EC_PrematureSequDelimitationItem)
-        fail(DH_ERR_MALFORMED, "truncated: the data ends inside an element (%s)", c.text());
-    fail(DH_ERR_MALFORMED, "not a readable DICOM file (%s)", c.text());
+        fail(DH_DICOM_ERR_MALFORMED, "truncated: the data ends inside an element (%s)", c.text());
+    fail(DH_DICOM_ERR_MALFORMED, "not a readable DICOM file (%s)", c.text());
 }
 
 /* Bytes that must outlive the dataset read from them, since DCMTK loads deferred values from
@@ -111,7 +87,7 @@ static OFCondition read_memory(DcmFileFormat &ff, const unsigned char *data, siz
     }
     const size_t start = (size_t)stream->tell();
     if (start > size)
-        fail(DH_ERR_INTERNAL, "meta header read past the end of the data");
+        fail(DH_DICOM_ERR_INTERNAL, "meta header read past the end of the data");
     *ff.getMetaInfo() = probe;
     inflate_dataset(data + start, size - start, held.inflated);
     stream = open_memory_stream(held.inflated.data(), held.inflated.size());
@@ -125,7 +101,7 @@ static OFCondition read_memory(DcmFileFormat &ff, const unsigned char *data, siz
 static void load_memory(DcmFileFormat &ff, const void *data, size_t size, held_bytes &held)
 {
     if (size == 0)
-        fail(DH_ERR_MALFORMED, "empty buffer");
+        fail(DH_DICOM_ERR_MALFORMED, "empty buffer");
     const unsigned char *bytes = static_cast<const unsigned char *>(data);
     OFCondition c = read_memory(ff, bytes, size, held);
     if (c.bad())
@@ -136,17 +112,17 @@ static void load_file(DcmFileFormat &ff, const char *path, held_bytes &held)
 {
     struct stat st;
     if (stat(path, &st) != 0)
-        fail(DH_ERR_IO, "cannot open: %s", std::generic_category().message(errno).c_str());
+        fail(DH_DICOM_ERR_IO, "cannot open: %s", std::generic_category().message(errno).c_str());
     if (S_ISDIR(st.st_mode))
-        fail(DH_ERR_IO, "is a directory, not a file");
+        fail(DH_DICOM_ERR_IO, "is a directory, not a file");
     FILE *probe = fopen(path, "rb"); /* DCMTK's own message for an unreadable file is vague */
     if (probe == nullptr)
-        fail(DH_ERR_IO, "cannot open: %s", std::generic_category().message(errno).c_str());
+        fail(DH_DICOM_ERR_IO, "cannot open: %s", std::generic_category().message(errno).c_str());
     unsigned char head[132];
     const size_t got = fread(head, 1, sizeof head, probe);
     if (st.st_size == 0) {
         fclose(probe);
-        fail(DH_ERR_MALFORMED, "empty file");
+        fail(DH_DICOM_ERR_MALFORMED, "empty file");
     }
     /* Only a file with a meta header can say it is deflated: such a file is read into memory
      * (its real size) and inflated there, never through DCMTK's filter. */
@@ -161,7 +137,8 @@ static void load_file(DcmFileFormat &ff, const char *path, held_bytes &held)
                                    held.file.size();
             fclose(probe);
             if (!whole)
-                fail(DH_ERR_IO, "cannot read: %s", std::generic_category().message(errno).c_str());
+                fail(DH_DICOM_ERR_IO, "cannot read: %s",
+                     std::generic_category().message(errno).c_str());
             load_memory(ff, held.file.data(), held.file.size(), held);
             return;
         }
@@ -218,7 +195,7 @@ static void read_image(DcmFileFormat &ff, int want_pixels, uint32_t codec_thread
 {
     DcmDataset *ds = ff.getDataset();
     if (ds == nullptr)
-        fail(DH_ERR_MALFORMED, "no dataset");
+        fail(DH_DICOM_ERR_MALFORMED, "no dataset");
     E_TransferSyntax xfer = find_transfer_syntax(ff, img);
     read_pixel_format(*ds, xfer, img);
     check_pixel_data(*ds, xfer, img);
@@ -232,7 +209,7 @@ static dh_dicom_image *new_image()
     dh_dicom_image *img = static_cast<dh_dicom_image *>(calloc(1, sizeof *img));
     if (img == nullptr)
         throw std::bad_alloc();
-    img->rescale_slope = 1.0;
+    img->format.rescale_slope = 1.0;
     img->frames = 1;
     return img;
 }
@@ -245,11 +222,12 @@ static void write_message(char *msg, size_t msg_len, const char *text)
 
 /* Runs one read with every exception caught. `load` fills the DcmFileFormat. */
 template <typename Load>
-static dh_status guarded_read(Load load, int want_pixels, const dh_dicom_read_options *options,
-                              dh_dicom_image **out, char *msg, size_t msg_len)
+static dh_dicom_status guarded_read(Load load, int want_pixels,
+                                    const dh_dicom_read_options *options, dh_dicom_image **out,
+                                    char *msg, size_t msg_len)
 {
     dh_dicom_image *img = nullptr;
-    dh_status status = DH_ERR_INTERNAL;
+    dh_dicom_status status = DH_DICOM_ERR_INTERNAL;
     const char *text = "unexpected exception";
     std::string reason;
     try {
@@ -260,13 +238,13 @@ static dh_status guarded_read(Load load, int want_pixels, const dh_dicom_read_op
         load(ff, held);
         read_image(ff, want_pixels, options ? options->codec_threads : 0, *img);
         *out = img;
-        return DH_OK;
+        return DH_DICOM_OK;
     } catch (const failure &f) {
         status = f.status;
         reason = f.reason;
         text = reason.c_str();
     } catch (const std::bad_alloc &) {
-        status = DH_ERR_NO_MEMORY;
+        status = DH_DICOM_ERR_NO_MEMORY;
         text = "out of memory";
     } catch (const std::exception &e) {
         reason = e.what();
@@ -293,48 +271,49 @@ static bool options_valid(const dh_dicom_read_options *options, char *msg, size_
     return false;
 }
 
-extern "C" dh_status dh_dicom_read_file_with(const char *path, int want_pixels,
-                                             const dh_dicom_read_options *options,
-                                             dh_dicom_image **out, char *msg, size_t msg_len)
+extern "C" dh_dicom_status dh_dicom_read_file_with(const char *path, int want_pixels,
+                                                   const dh_dicom_read_options *options,
+                                                   dh_dicom_image **out, char *msg, size_t msg_len)
 {
     write_message(msg, msg_len, "");
     if (out == nullptr || path == nullptr) {
         write_message(msg, msg_len, "no path or no output given");
-        return DH_ERR_INVALID_ARGUMENT;
+        return DH_DICOM_ERR_INVALID_ARGUMENT;
     }
     *out = nullptr;
     if (!options_valid(options, msg, msg_len))
-        return DH_ERR_INVALID_ARGUMENT;
+        return DH_DICOM_ERR_INVALID_ARGUMENT;
     return guarded_read(
         [path](DcmFileFormat &ff, held_bytes &held) { load_file(ff, path, held); }, want_pixels,
         options, out, msg, msg_len);
 }
 
-extern "C" dh_status dh_dicom_read_memory_with(const void *data, size_t size, int want_pixels,
-                                               const dh_dicom_read_options *options,
-                                               dh_dicom_image **out, char *msg, size_t msg_len)
+extern "C" dh_dicom_status dh_dicom_read_memory_with(const void *data, size_t size, int want_pixels,
+                                                     const dh_dicom_read_options *options,
+                                                     dh_dicom_image **out, char *msg,
+                                                     size_t msg_len)
 {
     write_message(msg, msg_len, "");
     if (out == nullptr || (data == nullptr && size > 0)) {
         write_message(msg, msg_len, "no data or no output given");
-        return DH_ERR_INVALID_ARGUMENT;
+        return DH_DICOM_ERR_INVALID_ARGUMENT;
     }
     *out = nullptr;
     if (!options_valid(options, msg, msg_len))
-        return DH_ERR_INVALID_ARGUMENT;
+        return DH_DICOM_ERR_INVALID_ARGUMENT;
     return guarded_read(
         [data, size](DcmFileFormat &ff, held_bytes &held) { load_memory(ff, data, size, held); },
         want_pixels, options, out, msg, msg_len);
 }
 
-extern "C" dh_status dh_dicom_read_file(const char *path, int want_pixels, dh_dicom_image **out,
-                                        char *msg, size_t msg_len)
+extern "C" dh_dicom_status dh_dicom_read_file(const char *path, int want_pixels,
+                                              dh_dicom_image **out, char *msg, size_t msg_len)
 {
     return dh_dicom_read_file_with(path, want_pixels, nullptr, out, msg, msg_len);
 }
 
-extern "C" dh_status dh_dicom_read_memory(const void *data, size_t size, int want_pixels,
-                                          dh_dicom_image **out, char *msg, size_t msg_len)
+extern "C" dh_dicom_status dh_dicom_read_memory(const void *data, size_t size, int want_pixels,
+                                                dh_dicom_image **out, char *msg, size_t msg_len)
 {
     return dh_dicom_read_memory_with(data, size, want_pixels, nullptr, out, msg, msg_len);
 }

@@ -34,13 +34,13 @@
 
 namespace {
 
-dh_status fail(char *msg, size_t msg_len, dh_status status, const char *fmt, ...)
+dh_dicom_status fail(char *msg, size_t msg_len, dh_dicom_status status, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 4, 5)))
 #endif
     ;
 
-dh_status fail(char *msg, size_t msg_len, dh_status status, const char *fmt, ...)
+dh_dicom_status fail(char *msg, size_t msg_len, dh_dicom_status status, const char *fmt, ...)
 {
     if (msg && msg_len) {
         va_list ap;
@@ -121,27 +121,27 @@ OFCondition put(DcmDataset *ds, const DcmTagKey &key, const char *value, bool ty
 bool valid_uid(const char *uid) { return dh_dicom_uid_valid(uid) != 0; }
 
 /* Checks the pixel format of an image description before anything is built from it. */
-dh_status check_image(const dh_dicom_write_image *im, char *msg, size_t msg_len)
+dh_dicom_status check_image(const dh_dicom_write_image *im, char *msg, size_t msg_len)
 {
     if (im->rows == 0 || im->columns == 0 || im->frames == 0 || im->rows > 65535 ||
         im->columns > 65535)
-        return fail(msg, msg_len, DH_ERR_INVALID_ARGUMENT,
+        return fail(msg, msg_len, DH_DICOM_ERR_INVALID_ARGUMENT,
                     "image size %" PRIu32 " x %" PRIu32 " x %" PRIu32 " frames is not writable",
                     im->rows, im->columns, im->frames);
     if (im->bits_allocated != 8 && im->bits_allocated != 16)
-        return fail(msg, msg_len, DH_ERR_INVALID_ARGUMENT,
+        return fail(msg, msg_len, DH_DICOM_ERR_INVALID_ARGUMENT,
                     "BitsAllocated %" PRIu32 " (the writer handles 8 and 16)", im->bits_allocated);
     if (im->bits_stored < 1 || im->high_bit >= im->bits_allocated ||
         im->bits_stored > im->high_bit + 1)
-        return fail(msg, msg_len, DH_ERR_INVALID_ARGUMENT,
+        return fail(msg, msg_len, DH_DICOM_ERR_INVALID_ARGUMENT,
                     "BitsStored %" PRIu32 " with HighBit %" PRIu32 " does not fit in %" PRIu32
                     " bits allocated",
                     im->bits_stored, im->high_bit, im->bits_allocated);
-    if (im->photometric != DH_MONOCHROME1 && im->photometric != DH_MONOCHROME2)
-        return fail(msg, msg_len, DH_ERR_INVALID_ARGUMENT, "photometric %d is not grayscale",
+    if (im->photometric != DH_DICOM_MONOCHROME1 && im->photometric != DH_DICOM_MONOCHROME2)
+        return fail(msg, msg_len, DH_DICOM_ERR_INVALID_ARGUMENT, "photometric %d is not grayscale",
                     (int)im->photometric);
     if (!im->pixels)
-        return fail(msg, msg_len, DH_ERR_INVALID_ARGUMENT, "no pixels given");
+        return fail(msg, msg_len, DH_DICOM_ERR_INVALID_ARGUMENT, "no pixels given");
     const struct {
         const char *name, *value;
     } uids[] = {{"SOPClassUID", im->sop_class_uid},
@@ -150,23 +150,24 @@ dh_status check_image(const dh_dicom_write_image *im, char *msg, size_t msg_len)
                 {"SeriesInstanceUID", im->series_uid}};
     for (const auto &u : uids)
         if (!valid_uid(u.value))
-            return fail(msg, msg_len, DH_ERR_INVALID_ARGUMENT, "%s \"%s\" is not a valid UID",
+            return fail(msg, msg_len, DH_DICOM_ERR_INVALID_ARGUMENT, "%s \"%s\" is not a valid UID",
                         u.name, u.value ? u.value : "(null)");
     if (im->frame_of_reference_uid && !valid_uid(im->frame_of_reference_uid))
-        return fail(msg, msg_len, DH_ERR_INVALID_ARGUMENT,
+        return fail(msg, msg_len, DH_DICOM_ERR_INVALID_ARGUMENT,
                     "FrameOfReferenceUID \"%s\" is not a valid UID", im->frame_of_reference_uid);
     if (!im->modality || !*im->modality)
-        return fail(msg, msg_len, DH_ERR_INVALID_ARGUMENT, "no Modality given");
+        return fail(msg, msg_len, DH_DICOM_ERR_INVALID_ARGUMENT, "no Modality given");
     if (im->has_rescale && !(im->rescale_slope != 0.0))
-        return fail(msg, msg_len, DH_ERR_INVALID_ARGUMENT, "RescaleSlope must not be zero");
+        return fail(msg, msg_len, DH_DICOM_ERR_INVALID_ARGUMENT, "RescaleSlope must not be zero");
     uint64_t samples = (uint64_t)im->rows * im->columns * im->frames;
     if (samples * (im->bits_allocated / 8) > 0xFFFFFFF0u)
-        return fail(msg, msg_len, DH_ERR_INVALID_ARGUMENT,
+        return fail(msg, msg_len, DH_DICOM_ERR_INVALID_ARGUMENT,
                     "%" PRIu64 " samples do not fit in one PixelData element", samples);
-    return DH_OK;
+    return DH_DICOM_OK;
 }
 
-dh_status put_pixels(DcmDataset *ds, const dh_dicom_write_image *im, char *msg, size_t msg_len)
+dh_dicom_status put_pixels(DcmDataset *ds, const dh_dicom_write_image *im, char *msg,
+                           size_t msg_len)
 {
     const size_t n = (size_t)im->rows * im->columns * im->frames;
     const unsigned shift = im->high_bit + 1 - im->bits_stored;
@@ -180,7 +181,7 @@ dh_status put_pixels(DcmDataset *ds, const dh_dicom_write_image *im, char *msg, 
         int32_t v = im->is_signed ? (int32_t)((const int16_t *)im->pixels)[i]
                                   : (int32_t)((const uint16_t *)im->pixels)[i];
         if (v < lo || v > hi)
-            return fail(msg, msg_len, DH_ERR_INVALID_ARGUMENT,
+            return fail(msg, msg_len, DH_DICOM_ERR_INVALID_ARGUMENT,
                         "sample %zu is %" PRId32 ", outside the %" PRIu32 "-bit %s range", i, v,
                         im->bits_stored, im->is_signed ? "signed" : "unsigned");
         /* Two's complement truncated to the word: the bits above HighBit repeat the sign. */
@@ -199,14 +200,14 @@ dh_status put_pixels(DcmDataset *ds, const dh_dicom_write_image *im, char *msg, 
             : ds->putAndInsertUint8Array(DCM_PixelData, (const Uint8 *)bytes.data(),
                                          (unsigned long)n);
     if (c.bad())
-        return fail(msg, msg_len, DH_ERR_INTERNAL, "cannot store PixelData: %s", c.text());
-    return DH_OK;
+        return fail(msg, msg_len, DH_DICOM_ERR_INTERNAL, "cannot store PixelData: %s", c.text());
+    return DH_DICOM_OK;
 }
 
-dh_status build(const dh_dicom_write_image *im, DcmDataset *ds, char *msg, size_t msg_len)
+dh_dicom_status build(const dh_dicom_write_image *im, DcmDataset *ds, char *msg, size_t msg_len)
 {
-    dh_status st = check_image(im, msg, msg_len);
-    if (st != DH_OK)
+    dh_dicom_status st = check_image(im, msg, msg_len);
+    if (st != DH_DICOM_OK)
         return st;
     char num[32];
     OFCondition c;
@@ -214,7 +215,8 @@ dh_status build(const dh_dicom_write_image *im, DcmDataset *ds, char *msg, size_
     do {                                                                                           \
         c = (expr);                                                                                \
         if (c.bad())                                                                               \
-            return fail(msg, msg_len, DH_ERR_INTERNAL, "cannot set %s: %s", #expr, c.text());     \
+            return fail(msg, msg_len, DH_DICOM_ERR_INTERNAL, "cannot set %s: %s", #expr,           \
+                        c.text());                                                                 \
     } while (0)
 
     /* SOP Common, General Study, Patient. */
@@ -259,7 +261,7 @@ dh_status build(const dh_dicom_write_image *im, DcmDataset *ds, char *msg, size_
     /* Image pixel. */
     DH_PUT(ds->putAndInsertUint16(DCM_SamplesPerPixel, 1));
     DH_PUT(put(ds, DCM_PhotometricInterpretation,
-               im->photometric == DH_MONOCHROME1 ? "MONOCHROME1" : "MONOCHROME2"));
+               im->photometric == DH_DICOM_MONOCHROME1 ? "MONOCHROME1" : "MONOCHROME2"));
     if (im->frames > 1) {
         snprintf(num, sizeof num, "%" PRIu32, im->frames);
         DH_PUT(put(ds, DCM_NumberOfFrames, num));
@@ -287,8 +289,8 @@ dh_status build(const dh_dicom_write_image *im, DcmDataset *ds, char *msg, size_
 
 /* The pixels in the representation of the transfer syntax: DCMTK's encoders for RLE and JPEG
  * lossless, CharLS 2 for JPEG-LS, OpenJPEG for JPEG 2000, nothing to do for the native syntaxes. */
-dh_status encode_pixels(DcmDataset *ds, E_TransferSyntax xfer, const char *path, char *msg,
-                        size_t msg_len)
+dh_dicom_status encode_pixels(DcmDataset *ds, E_TransferSyntax xfer, const char *path, char *msg,
+                              size_t msg_len)
 {
     const char *uid = DcmXfer(xfer).getXferID();
     if (xfer == EXS_JPEGLSLossless || xfer == EXS_JPEG2000LosslessOnly) {
@@ -301,7 +303,7 @@ dh_status encode_pixels(DcmDataset *ds, E_TransferSyntax xfer, const char *path,
             return fail(msg, msg_len, f.status, "%s: cannot encode the pixels as %s: %s", path,
                         uid, f.reason.c_str());
         }
-        return DH_OK;
+        return DH_DICOM_OK;
     }
     DJ_RPLossless jpeg_param(1, 0); /* process 14, selection value 1, no point transform */
     DcmRLERepresentationParameter rle_param;
@@ -312,9 +314,10 @@ dh_status encode_pixels(DcmDataset *ds, E_TransferSyntax xfer, const char *path,
         param = &rle_param;
     OFCondition c = ds->chooseRepresentation(param ? xfer : EXS_LittleEndianExplicit, param);
     if (c.bad() || !ds->canWriteXfer(xfer))
-        return fail(msg, msg_len, DH_ERR_UNSUPPORTED, "%s: cannot encode the pixels as %s: %s",
-                    path, uid, c.bad() ? c.text() : "encoder refused the image");
-    return DH_OK;
+        return fail(msg, msg_len, DH_DICOM_ERR_UNSUPPORTED,
+                    "%s: cannot encode the pixels as %s: %s", path, uid,
+                    c.bad() ? c.text() : "encoder refused the image");
+    return DH_DICOM_OK;
 }
 
 /* The folder part of a path ("." when it has none). */
@@ -346,17 +349,17 @@ int publish(const char *tmp, const char *path, int replace)
     return 0;
 }
 
-dh_status save(dh_dicom_dataset *dataset, const char *path, dh_dicom_syntax syntax, int replace,
-               char *msg, size_t msg_len)
+dh_dicom_status save(dh_dicom_dataset *dataset, const char *path, dh_dicom_syntax syntax,
+                     int replace, char *msg, size_t msg_len)
 {
     syntax_info info;
     if (!dataset || !path || !*path)
-        return fail(msg, msg_len, DH_ERR_INVALID_ARGUMENT, "no dataset or no path");
+        return fail(msg, msg_len, DH_DICOM_ERR_INVALID_ARGUMENT, "no dataset or no path");
     if (!syntax_lookup(syntax, &info))
-        return fail(msg, msg_len, DH_ERR_INVALID_ARGUMENT, "%s: unknown transfer syntax %d",
+        return fail(msg, msg_len, DH_DICOM_ERR_INVALID_ARGUMENT, "%s: unknown transfer syntax %d",
                     path, (int)syntax);
     if (!replace && access(path, F_OK) == 0)
-        return fail(msg, msg_len, DH_ERR_IO, "%s: already exists (not replaced)", path);
+        return fail(msg, msg_len, DH_DICOM_ERR_IO, "%s: already exists (not replaced)", path);
     dh_dicom_impl::encoders_init();
 
     /* Encode a copy so the caller's dataset keeps only its uncompressed representation (the
@@ -364,21 +367,21 @@ dh_status save(dh_dicom_dataset *dataset, const char *path, dh_dicom_syntax synt
      * in another syntax). */
     DcmFileFormat copy(dataset->file);
     DcmDataset *ds = copy.getDataset();
-    dh_status st = encode_pixels(ds, info.xfer, path, msg, msg_len);
-    if (st != DH_OK)
+    dh_dicom_status st = encode_pixels(ds, info.xfer, path, msg, msg_len);
+    if (st != DH_DICOM_OK)
         return st;
 
     std::string tmp = folder_of(path) + "/.dicomhist-XXXXXX";
     int fd = mkstemp(&tmp[0]);
     if (fd < 0)
-        return fail(msg, msg_len, DH_ERR_IO, "%s: cannot create a temporary file in %s: %s",
+        return fail(msg, msg_len, DH_DICOM_ERR_IO, "%s: cannot create a temporary file in %s: %s",
                     path, folder_of(path).c_str(), strerror(errno));
     close(fd);
     OFCondition c = copy.saveFile(tmp.c_str(), info.xfer, EET_ExplicitLength, EGL_recalcGL, EPD_noChange, 0,
                       0, EWM_createNewMeta);
     if (c.bad()) {
         unlink(tmp.c_str());
-        return fail(msg, msg_len, DH_ERR_IO, "%s: cannot write: %s", path, c.text());
+        return fail(msg, msg_len, DH_DICOM_ERR_IO, "%s: cannot write: %s", path, c.text());
     }
     /* mkstemp made the file 0600; a DICOM file is meant to be read by others (PACS, viewers). */
     fd = open(tmp.c_str(), O_RDWR);
@@ -387,7 +390,7 @@ dh_status save(dh_dicom_dataset *dataset, const char *path, dh_dicom_syntax synt
         if (fd >= 0)
             close(fd);
         unlink(tmp.c_str());
-        return fail(msg, msg_len, DH_ERR_IO, "%s: cannot flush the written file: %s", path,
+        return fail(msg, msg_len, DH_DICOM_ERR_IO, "%s: cannot flush the written file: %s", path,
                     strerror(e));
     }
     close(fd);
@@ -395,9 +398,9 @@ dh_status save(dh_dicom_dataset *dataset, const char *path, dh_dicom_syntax synt
         int e = errno;
         unlink(tmp.c_str());
         if (e == EEXIST)
-            return fail(msg, msg_len, DH_ERR_IO, "%s: already exists (not replaced)", path);
-        return fail(msg, msg_len, DH_ERR_IO, "%s: cannot move the written file into place: %s",
-                    path, strerror(e));
+            return fail(msg, msg_len, DH_DICOM_ERR_IO, "%s: already exists (not replaced)", path);
+        return fail(msg, msg_len, DH_DICOM_ERR_IO,
+                    "%s: cannot move the written file into place: %s", path, strerror(e));
     }
     /* The rename itself is durable only once the folder is flushed. */
     int dfd = open(folder_of(path).c_str(), O_RDONLY | O_DIRECTORY);
@@ -405,7 +408,7 @@ dh_status save(dh_dicom_dataset *dataset, const char *path, dh_dicom_syntax synt
         fsync(dfd);
         close(dfd);
     }
-    return DH_OK;
+    return DH_DICOM_OK;
 }
 
 } // namespace
@@ -422,7 +425,7 @@ int dh_dicom_uid_valid(const char *uid)
     return 1;
 }
 
-dh_status dh_dicom_uid_random(char uid[DH_DICOM_UID_LEN])
+dh_dicom_status dh_dicom_uid_random(char uid[DH_DICOM_UID_LEN])
 {
     try {
         std::random_device rd;
@@ -431,23 +434,23 @@ dh_status dh_dicom_uid_random(char uid[DH_DICOM_UID_LEN])
         if (r == 0)
             r = 1;
         snprintf(uid, DH_DICOM_UID_LEN, "%s.1.%" PRIu64, DH_DICOM_UID_ROOT, r);
-        return DH_OK;
+        return DH_DICOM_OK;
     } catch (...) {
         uid[0] = '\0';
-        return DH_ERR_INTERNAL;
+        return DH_DICOM_ERR_INTERNAL;
     }
 }
 
-dh_status dh_dicom_uid_seeded(char uid[DH_DICOM_UID_LEN], uint32_t seed, uint32_t index)
+dh_dicom_status dh_dicom_uid_seeded(char uid[DH_DICOM_UID_LEN], uint32_t seed, uint32_t index)
 {
     char buf[96];
     int n = snprintf(buf, sizeof buf, "%s.2.%" PRIu32 ".%" PRIu32, DH_DICOM_UID_ROOT, seed, index);
     if (n < 0 || n > 64) {
         uid[0] = '\0';
-        return DH_ERR_INVALID_ARGUMENT;
+        return DH_DICOM_ERR_INVALID_ARGUMENT;
     }
     memcpy(uid, buf, (size_t)n + 1);
-    return DH_OK;
+    return DH_DICOM_OK;
 }
 
 const char *dh_dicom_syntax_uid(dh_dicom_syntax syntax)
@@ -463,43 +466,45 @@ void dh_dicom_write_image_init(dh_dicom_write_image *image)
     image->bits_allocated = 16;
     image->bits_stored = 16;
     image->high_bit = 15;
-    image->photometric = DH_MONOCHROME2;
+    image->photometric = DH_DICOM_MONOCHROME2;
     image->rescale_slope = 1.0;
     image->series_number = 1;
     image->instance_number = 1;
 }
 
-dh_status dh_dicom_dataset_build(const dh_dicom_write_image *image, dh_dicom_dataset **out,
-                                 char *msg, size_t msg_len)
+dh_dicom_status dh_dicom_dataset_build(const dh_dicom_write_image *image, dh_dicom_dataset **out,
+                                       char *msg, size_t msg_len)
 {
     if (!out)
-        return fail(msg, msg_len, DH_ERR_INVALID_ARGUMENT, "no output given");
+        return fail(msg, msg_len, DH_DICOM_ERR_INVALID_ARGUMENT, "no output given");
     *out = nullptr;
     if (!image)
-        return fail(msg, msg_len, DH_ERR_INVALID_ARGUMENT, "no image given");
+        return fail(msg, msg_len, DH_DICOM_ERR_INVALID_ARGUMENT, "no image given");
     dh_dicom_dataset *d = nullptr;
     try {
         dh_dicom_impl::dictionary_init();
         d = new dh_dicom_dataset;
-        dh_status st = build(image, d->file.getDataset(), msg, msg_len);
-        if (st != DH_OK) {
+        dh_dicom_status st = build(image, d->file.getDataset(), msg, msg_len);
+        if (st != DH_DICOM_OK) {
             delete d;
             return st;
         }
         *out = d;
         clear(msg, msg_len);
-        return DH_OK;
+        return DH_DICOM_OK;
     } catch (const std::bad_alloc &) {
         delete d;
-        return fail(msg, msg_len, DH_ERR_NO_MEMORY, "out of memory building the dataset");
+        return fail(msg, msg_len, DH_DICOM_ERR_NO_MEMORY, "out of memory building the dataset");
     } catch (...) {
         delete d;
-        return fail(msg, msg_len, DH_ERR_INTERNAL, "unexpected exception building the dataset");
+        return fail(msg, msg_len, DH_DICOM_ERR_INTERNAL,
+                    "unexpected exception building the dataset");
     }
 }
 
-dh_status dh_dicom_dataset_copy_patient_study(dh_dicom_dataset *dataset, const char *source_path,
-                                              char *msg, size_t msg_len)
+dh_dicom_status dh_dicom_dataset_copy_patient_study(dh_dicom_dataset *dataset,
+                                                    const char *source_path, char *msg,
+                                                    size_t msg_len)
 {
     static const DcmTagKey keys[] = {
         DCM_PatientName,      DCM_PatientID,       DCM_PatientBirthDate,
@@ -508,14 +513,14 @@ dh_status dh_dicom_dataset_copy_patient_study(dh_dicom_dataset *dataset, const c
         DCM_ReferringPhysicianName, DCM_StudyDescription,
     };
     if (!dataset || !source_path)
-        return fail(msg, msg_len, DH_ERR_INVALID_ARGUMENT, "no dataset or no source");
+        return fail(msg, msg_len, DH_DICOM_ERR_INVALID_ARGUMENT, "no dataset or no source");
     try {
         dh_dicom_impl::dictionary_init();
         DcmFileFormat source;
         /* Large elements (the pixels) stay on disk: only the header is wanted. */
         OFCondition c = source.loadFile(source_path, EXS_Unknown, EGL_noChange, DCM_MaxReadLength);
         if (c.bad())
-            return fail(msg, msg_len, DH_ERR_MALFORMED, "%s: cannot read: %s", source_path,
+            return fail(msg, msg_len, DH_DICOM_ERR_MALFORMED, "%s: cannot read: %s", source_path,
                         c.text());
         DcmDataset *src = source.getDataset();
         DcmDataset *dst = dataset->file.getDataset();
@@ -525,7 +530,7 @@ dh_status dh_dicom_dataset_copy_patient_study(dh_dicom_dataset *dataset, const c
                 DcmElement *copy = OFstatic_cast(DcmElement *, e->clone());
                 if (!copy || dst->insert(copy, OFTrue).bad()) {
                     delete copy;
-                    return fail(msg, msg_len, DH_ERR_INTERNAL, "cannot copy %s from %s",
+                    return fail(msg, msg_len, DH_DICOM_ERR_INTERNAL, "cannot copy %s from %s",
                                 key.toString().c_str(), source_path);
                 }
             } else {
@@ -533,19 +538,20 @@ dh_status dh_dicom_dataset_copy_patient_study(dh_dicom_dataset *dataset, const c
             }
         }
         clear(msg, msg_len);
-        return DH_OK;
+        return DH_DICOM_OK;
     } catch (const std::bad_alloc &) {
-        return fail(msg, msg_len, DH_ERR_NO_MEMORY, "%s: out of memory", source_path);
+        return fail(msg, msg_len, DH_DICOM_ERR_NO_MEMORY, "%s: out of memory", source_path);
     } catch (...) {
-        return fail(msg, msg_len, DH_ERR_INTERNAL, "%s: unexpected exception", source_path);
+        return fail(msg, msg_len, DH_DICOM_ERR_INTERNAL, "%s: unexpected exception", source_path);
     }
 }
 
-dh_status dh_dicom_dataset_put_string(dh_dicom_dataset *dataset, uint16_t group, uint16_t element,
-                                      const char *value, char *msg, size_t msg_len)
+dh_dicom_status dh_dicom_dataset_put_string(dh_dicom_dataset *dataset, uint16_t group,
+                                            uint16_t element, const char *value, char *msg,
+                                            size_t msg_len)
 {
     if (!dataset)
-        return fail(msg, msg_len, DH_ERR_INVALID_ARGUMENT, "no dataset");
+        return fail(msg, msg_len, DH_DICOM_ERR_INVALID_ARGUMENT, "no dataset");
     try {
         dh_dicom_impl::dictionary_init();
         DcmTagKey key(group, element);
@@ -553,34 +559,35 @@ dh_status dh_dicom_dataset_put_string(dh_dicom_dataset *dataset, uint16_t group,
         if (!value) {
             ds->findAndDeleteElement(key);
             clear(msg, msg_len);
-            return DH_OK;
+            return DH_DICOM_OK;
         }
         OFCondition c = ds->putAndInsertString(key, value);
         if (c.bad())
-            return fail(msg, msg_len, DH_ERR_INVALID_ARGUMENT, "cannot set (%04x,%04x) to \"%s\": %s",
-                        group, element, value, c.text());
+            return fail(msg, msg_len, DH_DICOM_ERR_INVALID_ARGUMENT,
+                        "cannot set (%04x,%04x) to \"%s\": %s", group, element, value, c.text());
         clear(msg, msg_len);
-        return DH_OK;
+        return DH_DICOM_OK;
     } catch (const std::bad_alloc &) {
-        return fail(msg, msg_len, DH_ERR_NO_MEMORY, "out of memory setting a tag");
+        return fail(msg, msg_len, DH_DICOM_ERR_NO_MEMORY, "out of memory setting a tag");
     } catch (...) {
-        return fail(msg, msg_len, DH_ERR_INTERNAL, "unexpected exception setting a tag");
+        return fail(msg, msg_len, DH_DICOM_ERR_INTERNAL, "unexpected exception setting a tag");
     }
 }
 
-dh_status dh_dicom_dataset_save(dh_dicom_dataset *dataset, const char *path,
-                                dh_dicom_syntax syntax, int replace, char *msg, size_t msg_len)
+dh_dicom_status dh_dicom_dataset_save(dh_dicom_dataset *dataset, const char *path,
+                                      dh_dicom_syntax syntax, int replace, char *msg,
+                                      size_t msg_len)
 {
     try {
         dh_dicom_impl::dictionary_init();
-        dh_status st = save(dataset, path, syntax, replace, msg, msg_len);
-        if (st == DH_OK)
+        dh_dicom_status st = save(dataset, path, syntax, replace, msg, msg_len);
+        if (st == DH_DICOM_OK)
             clear(msg, msg_len);
         return st;
     } catch (const std::bad_alloc &) {
-        return fail(msg, msg_len, DH_ERR_NO_MEMORY, "%s: out of memory writing", path);
+        return fail(msg, msg_len, DH_DICOM_ERR_NO_MEMORY, "%s: out of memory writing", path);
     } catch (...) {
-        return fail(msg, msg_len, DH_ERR_INTERNAL, "%s: unexpected exception writing", path);
+        return fail(msg, msg_len, DH_DICOM_ERR_INTERNAL, "%s: unexpected exception writing", path);
     }
 }
 
@@ -589,12 +596,12 @@ void dh_dicom_dataset_free(dh_dicom_dataset *dataset)
     delete dataset;
 }
 
-dh_status dh_dicom_write_file(const dh_dicom_write_image *image, const char *path,
-                              dh_dicom_syntax syntax, int replace, char *msg, size_t msg_len)
+dh_dicom_status dh_dicom_write_file(const dh_dicom_write_image *image, const char *path,
+                                    dh_dicom_syntax syntax, int replace, char *msg, size_t msg_len)
 {
     dh_dicom_dataset *d = nullptr;
-    dh_status st = dh_dicom_dataset_build(image, &d, msg, msg_len);
-    if (st != DH_OK)
+    dh_dicom_status st = dh_dicom_dataset_build(image, &d, msg, msg_len);
+    if (st != DH_DICOM_OK)
         return st;
     st = dh_dicom_dataset_save(d, path, syntax, replace, msg, msg_len);
     dh_dicom_dataset_free(d);

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * equalize_cpu.c: the CPU twin of the lookup tables of kernels/equalize.h (equalization, clip
+ * equalize_cpu.c: the CPU twin of the lookup tables of kernels/equalize_cpu.h (equalization, clip
  * limit, VOI window/level, window sources) and of their application. The CUDA launchers must
  * produce exactly these tables and outputs.
  */
 #define _POSIX_C_SOURCE 200809L
-#include "equalize.h"
+#include "equalize_cpu.h"
 
 #include <math.h>
 #include <pthread.h>

@@ -6,8 +6,8 @@
  * Tables: one block per table, 8 consecutive bins per thread (a 4096-bin chunk per block, the
  * whole table at 12 bits), loaded through a warp transpose so global reads stay coalesced. A
  * block reduction finds the window's count and span, a second one the clip excess, then a
- * block-wide scan runs over the clipped counts and the formula of equalize.h writes each entry.
- * The per-entry arithmetic avoids the 128-bit and 64-bit divisions of the CPU twin's inline
+ * block-wide scan runs over the clipped counts and the formula of equalize_table.h writes each
+ * entry. The per-entry arithmetic avoids the 128-bit and 64-bit divisions of the CPU twin's inline
  * functions where the numbers allow (exact double quotient corrected by one, 32-bit remainders
  * for the clip redistribution) and falls back to those functions otherwise, so every entry is
  * the same exact integer.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * equalize_cuda.h: the CUDA side of kernels/equalize.h, compiled only with DH_HAVE_CUDA. Three
+ * equalize_cuda.h: the CUDA twin of kernels/equalize_cpu.h, only with DH_HAVE_CUDA. Three
  * stages, each one launch for all slices: histograms (the engine of hist_cuda.h, one bin per
  * stored value), tables from histograms (one block per table: reductions for the window's
  * count, span and clip excess, then a block-wide scan of the clipped counts and the formula),
@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "equalize.h"
+#include "equalize_table.h"
 
 #ifdef __cplusplus
 extern "C" {

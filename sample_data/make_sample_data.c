@@ -110,7 +110,7 @@ static int make_dir(const char *path)
 
 static char *uid(char *buf, uint32_t index)
 {
-    if (dh_dicom_uid_seeded(buf, UID_SEED, index) != DH_OK) {
+    if (dh_dicom_uid_seeded(buf, UID_SEED, index) != DH_DICOM_OK) {
         fprintf(stderr, "make_sample_data: UID index %" PRIu32 " too long\n", index);
         exit(1);
     }
@@ -140,17 +140,17 @@ static int save(const dh_dicom_write_image *im, const char *const *extra, const 
 {
     char msg[DH_DICOM_MSG_LEN];
     dh_dicom_dataset *ds = NULL;
-    dh_status st = dh_dicom_dataset_build(im, &ds, msg, sizeof msg);
-    for (size_t i = 0; st == DH_OK && extra[i]; i += 2) {
+    dh_dicom_status st = dh_dicom_dataset_build(im, &ds, msg, sizeof msg);
+    for (size_t i = 0; st == DH_DICOM_OK && extra[i]; i += 2) {
         unsigned g, e;
         sscanf(extra[i], "%4x,%4x", &g, &e);
         st = dh_dicom_dataset_put_string(ds, (uint16_t)g, (uint16_t)e, extra[i + 1], msg,
                                          sizeof msg);
     }
-    if (st == DH_OK)
+    if (st == DH_DICOM_OK)
         st = dh_dicom_dataset_save(ds, path, syntax, 1, msg, sizeof msg);
     dh_dicom_dataset_free(ds);
-    if (st != DH_OK) {
+    if (st != DH_DICOM_OK) {
         fprintf(stderr, "make_sample_data: %s: %s (status %d)\n", path, msg, (int)st);
         return -1;
     }
@@ -288,7 +288,7 @@ static int write_projection(const char *out, const char *name, dh_dicom_syntax s
     im.bits_allocated = 16;
     im.bits_stored = XR_BITS_STORED;
     im.high_bit = XR_BITS_STORED - 1;
-    im.photometric = DH_MONOCHROME1;
+    im.photometric = DH_DICOM_MONOCHROME1;
     im.pixels = image;
     im.has_window = 1;
     im.window_center = 2200;

@@ -208,7 +208,8 @@ int32_t reference_value(uint32_t raw, unsigned stored, unsigned high, int is_sig
 
 int32_t sample(const dh_dicom_image *img, size_t i)
 {
-    return img->is_signed ? ((const int16_t *)img->pixels)[i] : ((const uint16_t *)img->pixels)[i];
+    return img->format.is_signed ? ((const int16_t *)img->pixels)[i]
+                                 : ((const uint16_t *)img->pixels)[i];
 }
 
 void expect_malformed(const synth *s, const char *reason)

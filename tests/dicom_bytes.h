@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "dh_dicom.h"
+#include "dicomhist.h"
 
 typedef struct buf {
     uint8_t *p;

@@ -48,10 +48,10 @@ START_TEST(masks_and_sign_extends_every_layout)
     buf b = synth_build(&s);
     char msg[DH_DICOM_MSG_LEN];
     dh_dicom_image *img = read_buf(&b, 1, DH_OK, msg);
-    ck_assert_uint_eq(img->bits_allocated, l->allocated);
-    ck_assert_uint_eq(img->bits_stored, l->stored);
-    ck_assert_uint_eq(img->high_bit, l->high);
-    ck_assert_int_eq(img->is_signed, is_signed);
+    ck_assert_uint_eq(img->format.bits_allocated, l->allocated);
+    ck_assert_uint_eq(img->format.bits_stored, l->stored);
+    ck_assert_uint_eq(img->format.high_bit, l->high);
+    ck_assert_int_eq(img->format.is_signed, is_signed);
     int saw_negative = 0;
     for (size_t i = 0; i < n; i++) {
         uint32_t cell = l->allocated == 16 ? (uint32_t)raw[2 * i] | (uint32_t)raw[2 * i + 1] << 8
@@ -94,8 +94,8 @@ START_TEST(reads_the_same_from_a_file)
     ck_assert_mem_eq(a->pixels, m->pixels, sizeof raw);
     for (int i = 0; i < 64; i++)
         ck_assert_int_eq(sample(a, (size_t)i), reference_value(raw[i], 12, 11, 1));
-    ck_assert_double_eq(a->rescale_slope, 2.5);
-    ck_assert_double_eq(a->rescale_intercept, -1024);
+    ck_assert_double_eq(a->format.rescale_slope, 2.5);
+    ck_assert_double_eq(a->format.rescale_intercept, -1024);
     ck_assert_int_eq(a->has_rescale, 1);
     ck_assert_int_eq(a->has_window, 1);
     ck_assert_uint_eq(a->window_count, 2);
@@ -123,14 +123,14 @@ START_TEST(applies_defaults_when_tags_are_missing)
     buf b = synth_build(&s);
     char msg[DH_DICOM_MSG_LEN];
     dh_dicom_image *img = read_buf(&b, 1, DH_OK, msg);
-    ck_assert_double_eq(img->rescale_slope, 1.0); /* not DCMTK's 0 for a missing tag */
-    ck_assert_double_eq(img->rescale_intercept, 0.0);
+    ck_assert_double_eq(img->format.rescale_slope, 1.0); /* not DCMTK's 0 for a missing tag */
+    ck_assert_double_eq(img->format.rescale_intercept, 0.0);
     ck_assert_int_eq(img->has_rescale, 0);
     ck_assert_uint_eq(img->frames, 1);
-    ck_assert_uint_eq(img->bits_stored, 16);
-    ck_assert_uint_eq(img->high_bit, 15);
-    ck_assert_int_eq(img->is_signed, 0);
-    ck_assert_int_eq(img->photometric, DH_MONOCHROME2);
+    ck_assert_uint_eq(img->format.bits_stored, 16);
+    ck_assert_uint_eq(img->format.high_bit, 15);
+    ck_assert_int_eq(img->format.is_signed, 0);
+    ck_assert_int_eq(img->format.photometric, DH_MONOCHROME2);
     ck_assert_int_eq(img->has_window, 0);
     ck_assert_int_eq(img->has_position, 0);
     ck_assert_ptr_null(img->frame_positions);
@@ -223,8 +223,8 @@ START_TEST(reads_enhanced_functional_groups)
     dh_dicom_image *img = read_buf(&b, 1, DH_OK, msg);
     ck_assert_uint_eq(img->frames, 3);
     ck_assert_int_eq(img->has_rescale, 1);
-    ck_assert_double_eq(img->rescale_slope, 2.0);
-    ck_assert_double_eq(img->rescale_intercept, -100.0);
+    ck_assert_double_eq(img->format.rescale_slope, 2.0);
+    ck_assert_double_eq(img->format.rescale_intercept, -100.0);
     ck_assert_str_eq(img->rescale_type, "HU");
     ck_assert_int_eq(img->has_orientation, 1);
     ck_assert_double_eq(img->orientation[4], 1.0);
@@ -741,17 +741,17 @@ START_TEST(real_files_give_their_known_values)
 {
     const facts *k = &real[_i];
     dh_dicom_image *img = read_shared(k->name, 1);
-    ck_assert_uint_eq(img->rows, k->rows);
-    ck_assert_uint_eq(img->columns, k->columns);
+    ck_assert_uint_eq(img->format.rows, k->rows);
+    ck_assert_uint_eq(img->format.columns, k->columns);
     ck_assert_uint_eq(img->frames, k->frames);
-    ck_assert_uint_eq(img->bits_stored, k->stored);
-    ck_assert_int_eq(img->is_signed, k->is_signed);
-    ck_assert_int_eq(img->photometric, k->photometric);
-    ck_assert_double_eq_tol(img->rescale_slope, k->slope, 1e-12);
-    ck_assert_double_eq_tol(img->rescale_intercept, k->intercept, 1e-12);
+    ck_assert_uint_eq(img->format.bits_stored, k->stored);
+    ck_assert_int_eq(img->format.is_signed, k->is_signed);
+    ck_assert_int_eq(img->format.photometric, k->photometric);
+    ck_assert_double_eq_tol(img->format.rescale_slope, k->slope, 1e-12);
+    ck_assert_double_eq_tol(img->format.rescale_intercept, k->intercept, 1e-12);
     int32_t lo = INT32_MAX, hi = INT32_MIN;
     int64_t sum = 0;
-    const size_t n = (size_t)img->rows * img->columns * img->frames;
+    const size_t n = (size_t)img->format.rows * img->format.columns * img->frames;
     for (size_t i = 0; i < n; i++) {
         int32_t v = sample(img, i);
         lo = v < lo ? v : lo;
@@ -765,7 +765,7 @@ START_TEST(real_files_give_their_known_values)
     /* The metadata-only read agrees and loads no pixels. */
     dh_dicom_image *meta = read_shared(k->name, 0);
     ck_assert_ptr_null(meta->pixels);
-    ck_assert_uint_eq(meta->rows, img->rows);
+    ck_assert_uint_eq(meta->format.rows, img->format.rows);
     ck_assert_uint_eq(meta->frames, img->frames);
     ck_assert_str_eq(meta->transfer_syntax_uid, img->transfer_syntax_uid);
     dh_dicom_image_free(meta);
@@ -786,7 +786,7 @@ START_TEST(real_files_give_their_known_values)
     ck_assert_mem_eq(mem->pixels, img->pixels, n * 2);
     ck_assert_str_eq(mem->transfer_syntax_uid, img->transfer_syntax_uid);
     ck_assert_str_eq(mem->series_uid, img->series_uid);
-    ck_assert_double_eq(mem->rescale_slope, img->rescale_slope);
+    ck_assert_double_eq(mem->format.rescale_slope, img->format.rescale_slope);
     ck_assert_int_eq(mem->has_position, img->has_position);
     dh_dicom_image_free(mem);
     dh_dicom_image_free(img);
@@ -807,7 +807,7 @@ START_TEST(stripes_and_high_bits_read_as_the_standard_says)
     };
     for (size_t c = 0; c < 3; c++) {
         dh_dicom_image *img = read_shared(cases[c].name, 1);
-        const size_t n = (size_t)img->rows * img->columns;
+        const size_t n = (size_t)img->format.rows * img->format.columns;
         uint16_t *raw = tail_words(cases[c].name, n);
         size_t garbage = 0, stripes_0f0f = 0, stripes_ffff = 0;
         for (size_t i = 0; i < n; i++) {
@@ -879,7 +879,7 @@ START_TEST(real_headers_and_special_cases)
     dh_dicom_image_free(img);
 
     img = read_shared("highdicom_dx_image_8bit.dcm", 1); /* 8 bits, widened, odd length */
-    ck_assert_uint_eq(img->bits_allocated, 8);
+    ck_assert_uint_eq(img->format.bits_allocated, 8);
     FILE *f = fopen(dh_test_shared("highdicom_dx_image_8bit.dcm"), "rb");
     ck_assert_ptr_nonnull(f);
     fseek(f, -(long)(169 * 211), SEEK_END);
@@ -942,7 +942,7 @@ static void *reader(void *arg)
             return NULL;
         }
         int64_t sum = 0;
-        for (size_t i = 0; i < (size_t)img->rows * img->columns * img->frames; i++)
+        for (size_t i = 0; i < (size_t)img->format.rows * img->format.columns * img->frames; i++)
             sum += sample(img, i);
         job->failed |= sum != job->sum;
         dh_dicom_image_free(img);

@@ -234,8 +234,8 @@ static dh_dicom_image *read_ok(const synth *s)
 static void assert_values(const dh_dicom_image *img, const int32_t *want, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        const int32_t expect = reference_value((uint32_t)want[i] & 0xffffu, img->bits_stored,
-                                               img->high_bit, img->is_signed);
+        const int32_t expect = reference_value((uint32_t)want[i] & 0xffffu, img->format.bits_stored,
+                                               img->format.high_bit, img->format.is_signed);
         ck_assert_msg(sample(img, i) == expect, "sample %zu: %d, expected %d", i,
                       sample(img, i), expect);
     }
@@ -393,7 +393,7 @@ START_TEST(round_trips_the_sample_data)
         for (int first = 0; first < 2; first++) { /* the X-ray, then the CT slices */
             const int frames = first ? 3 : 1;
             const dh_dicom_image *im = images[first];
-            const size_t cells = (size_t)im->rows * im->columns;
+            const size_t cells = (size_t)im->format.rows * im->format.columns;
             int32_t *values = malloc(cells * frames * sizeof *values);
             ck_assert_ptr_nonnull(values);
             buf streams[3];
@@ -401,10 +401,11 @@ START_TEST(round_trips_the_sample_data)
                 const uint16_t *src = images[first + f]->pixels;
                 for (size_t i = 0; i < cells; i++)
                     values[f * cells + i] = src[i];
-                streams[f] = htj2k ? encode_ojph(values + f * cells, im->columns, im->rows,
-                                                 (int)im->bits_stored)
-                                   : encode_opj(values + f * cells, im->columns, im->rows,
-                                                (int)im->bits_stored, 0, &plain);
+                streams[f] =
+                    htj2k ? encode_ojph(values + f * cells, im->format.columns, im->format.rows,
+                                        (int)im->format.bits_stored)
+                          : encode_opj(values + f * cells, im->format.columns, im->format.rows,
+                                       (int)im->format.bits_stored, 0, &plain);
             }
             if (streams[0].n == 0) { /* no ojph_compress */
                 free(values);
@@ -412,10 +413,10 @@ START_TEST(round_trips_the_sample_data)
             }
             placed p;
             place(&p, streams, (size_t)frames, frames > 1 ? SPLIT_WITH_TABLE : ONE_FRAGMENT_EACH);
-            synth s = j2k_synth(htj2k ? TS_HTJ2K_LOSSLESS : TS_J2K, 16, (uint16_t)im->bits_stored,
-                                0, frames > 1 ? "3" : NULL, &p.e);
-            s.rows = (uint16_t)im->rows;
-            s.columns = (uint16_t)im->columns;
+            synth s = j2k_synth(htj2k ? TS_HTJ2K_LOSSLESS : TS_J2K, 16,
+                                (uint16_t)im->format.bits_stored, 0, frames > 1 ? "3" : NULL, &p.e);
+            s.rows = (uint16_t)im->format.rows;
+            s.columns = (uint16_t)im->format.columns;
             dh_dicom_image *back = read_ok(&s);
             ck_assert_uint_eq(back->frames, (uint32_t)frames);
             for (size_t i = 0; i < cells * frames; i++)

@@ -11,6 +11,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "dh_dicom.h"
+#include "dicomhist.h"
 #include "dicom_bytes.h"
 #include "test_support.h"
 
@@ -229,15 +230,15 @@ START_TEST(a_raised_reset_is_an_error_not_an_abort)
     ck_assert_int_eq(dh_dicom_read_file(DH_SAMPLE_DATA "/xray_projection.dcm", 1, &xray, msg,
                                         sizeof msg),
                      DH_OK);
-    buf stream = encode_with(xray->pixels, xray->columns, xray->rows, 16, 1, 64, 1);
+    buf stream = encode_with(xray->pixels, xray->format.columns, xray->format.rows, 16, 1, 64, 1);
     const size_t reset = reset_field(&stream);
     ck_assert_uint_eq(stream.p[reset] << 8 | stream.p[reset + 1], 64);
     stream.p[reset] = 0x39;
     placed p;
     place(&p, &stream, 1, ONE_FRAGMENT_EACH);
     synth s = jpegls_synth(16, 16, 0, NULL, &p.e);
-    s.rows = (uint16_t)xray->rows;
-    s.columns = (uint16_t)xray->columns;
+    s.rows = (uint16_t)xray->format.rows;
+    s.columns = (uint16_t)xray->format.columns;
     expect_malformed(&s, "JPEG-LS frame 1: corrupt code stream");
     dh_dicom_image_free(xray);
     free(stream.p);

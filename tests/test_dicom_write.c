@@ -10,6 +10,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "dh_dicom.h"
+#include "dicomhist.h"
 #include "dh_dicom_write.h"
 #include "test_support.h"
 
@@ -187,11 +188,11 @@ START_TEST(every_layout_round_trips_in_every_syntax)
         dh_dicom_image *back = NULL;
         st = dh_dicom_read_file(path, 1, &back, msg, sizeof msg);
         ck_assert_msg(st == DH_OK, "layout %d syntax %zu: read back: %s", _i, s, msg);
-        ck_assert_uint_eq(back->rows, ROWS);
-        ck_assert_uint_eq(back->columns, COLS);
+        ck_assert_uint_eq(back->format.rows, ROWS);
+        ck_assert_uint_eq(back->format.columns, COLS);
         ck_assert_uint_eq(back->frames, FRAMES);
-        ck_assert_uint_eq(back->bits_stored, L->stored);
-        ck_assert_int_eq(back->is_signed, L->is_signed);
+        ck_assert_uint_eq(back->format.bits_stored, L->stored);
+        ck_assert_int_eq(back->format.is_signed, L->is_signed);
         ck_assert_str_eq(back->transfer_syntax_uid, dh_dicom_syntax_uid(syntaxes[s]));
         assert_same_pixels(back, pixels, N, path);
         dh_dicom_image_free(back);

@@ -128,10 +128,10 @@ START_TEST(real_xray_volume_mode_is_the_formula_and_valid_dicom)
     dh_dicom_image *img = NULL;
     char msg[512];
     ck_assert_int_eq(dh_dicom_read_file(s->files[0], 1, &img, msg, sizeof msg), DH_OK);
-    ck_assert_uint_eq(img->bits_stored, r->output_bits);
-    ck_assert_int_eq(img->is_signed, 0);
+    ck_assert_uint_eq(img->format.bits_stored, r->output_bits);
+    ck_assert_int_eq(img->format.is_signed, 0);
     ck_assert_int_eq(img->has_window, 0);
-    ck_assert_int_eq(img->photometric, dh_volume_photometric(v));
+    ck_assert_int_eq(img->format.photometric, dh_volume_photometric(v));
     ck_assert_str_eq(img->series_uid, s->series_uid);
     ck_assert_str_eq(img->sop_instance_uid, s->sop_uids[0]);
     ck_assert_str_eq(img->study_uid, dh_volume_study_uid(v));
@@ -207,8 +207,8 @@ START_TEST(ct_series_slice_mode_one_derived_series)
         for (size_t k = 0; k < i; k++)
             ck_assert_str_ne(s->sop_uids[k], s->sop_uids[i]);
         ck_assert_str_eq(img->modality, "CT");
-        ck_assert_double_eq(img->rescale_slope, 1);
-        ck_assert_double_eq(img->rescale_intercept, 0);
+        ck_assert_double_eq(img->format.rescale_slope, 1);
+        ck_assert_double_eq(img->format.rescale_intercept, 0);
         /* The slice of this file in the volume. */
         uint32_t z = 0;
         while (strcmp(dh_volume_slice_source(v, z), s->sources[i]) != 0)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * test_equalize_cpu.c: the lookup tables of kernels/equalize.h against independent references:
+ * test_equalize_cpu.c: the lookup tables of kernels/equalize_cpu.h against independent references:
  * the equalization formula evaluated from sorted pixels (no histogram, no running cdf), a
  * textbook clip-and-redistribute loop, the DICOM VOI formulas at hand-computed points, rank
  * statistics for percentile windows, and a naive loop for table application.
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "equalize.h"
+#include "equalize_cpu.h"
 #include "test_support.h"
 
 static int cmp_i32(const void *a, const void *b)

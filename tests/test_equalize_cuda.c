@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "dicomhist.h"
-#include "equalize.h"
+#include "equalize_cpu.h"
 #include "equalize_cuda.h"
 #include "hist_cuda.h"
 #include "test_support.h"

@@ -168,8 +168,8 @@ START_TEST(test_modality_units)
     dh_ctx *ctx = dh_ctx_create();
     for (int r = 0; r < 4; r++) {
         dh_volume *v = random_volume(ctx, 40, 41, 3, 12, r == 1, 300 + r);
-        v->rescale_slope = rescale[r][0];
-        v->rescale_intercept = rescale[r][1];
+        v->format.rescale_slope = rescale[r][0];
+        v->format.rescale_intercept = rescale[r][1];
         const double a = rescale[r][0], b = rescale[r][1];
 
         /* Defaults: one bin per stored value, reversed for a negative slope. */
@@ -220,7 +220,7 @@ START_TEST(test_modality_exact_edges)
     dh_ctx *ctx = dh_ctx_create();
     dh_volume *v = NULL;
     ck_assert_int_eq(dh_volume_from_samples(ctx, 1, 8, 1, 3, 0, d, &v), DH_OK);
-    v->rescale_slope = 0.5;
+    v->format.rescale_slope = 0.5;
     dh_hist_params p;
     dh_hist_params_init(&p);
     p.units = DH_UNITS_MODALITY, p.has_range = 1, p.lo = 1, p.hi = 3, p.bins = 4;
@@ -234,7 +234,7 @@ START_TEST(test_modality_exact_edges)
     dh_histogram_free(h);
     /* 0.1 is not exact in binary: 0.1 * 10 is still exactly at the edge 1 in rational terms of
      * the doubles only if it is; check against the long double definition either way. */
-    v->rescale_slope = 0.1;
+    v->format.rescale_slope = 0.1;
     p.lo = 0.3, p.hi = 0.6, p.bins = 3;
     ck_assert_int_eq(dh_hist_compute(ctx, v, &p, &h), DH_OK);
     uint64_t c[3], u, o;
@@ -285,9 +285,9 @@ START_TEST(test_bad_params)
 
     dh_hist_params_init(&p);
     p.units = DH_UNITS_MODALITY;
-    v->rescale_slope = 0;
+    v->format.rescale_slope = 0;
     ck_assert_int_eq(dh_hist_compute(ctx, v, &p, &h), DH_ERR_INVALID_ARGUMENT);
-    v->rescale_slope = 1;
+    v->format.rescale_slope = 1;
 
     ck_assert_int_eq(dh_hist_compute(ctx, NULL, NULL, &h), DH_ERR_INVALID_ARGUMENT);
     ck_assert_int_eq(dh_hist_compute(ctx, v, NULL, NULL), DH_ERR_INVALID_ARGUMENT);

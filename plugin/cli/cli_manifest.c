@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dicomhist.h" /* dh_folder_create */
+
 struct cli_manifest {
     char *path;
     int fd;
@@ -127,30 +129,10 @@ oom2:
     return -1;
 }
 
-static int make_folders(const char *path)
-{
-    char *p = strdup(path);
-    if (!p)
-        return -1;
-    for (char *c = p + 1; *c; c++) {
-        if (*c != '/')
-            continue;
-        *c = '\0';
-        if (mkdir(p, 0755) != 0 && errno != EEXIST) {
-            free(p);
-            return -1;
-        }
-        *c = '/';
-    }
-    int rc = mkdir(p, 0755) != 0 && errno != EEXIST ? -1 : 0;
-    free(p);
-    return rc;
-}
-
 int cli_manifest_open(const char *outdir, const char *name, cli_manifest **out)
 {
     *out = NULL;
-    if (make_folders(outdir) != 0)
+    if (dh_folder_create(outdir) != 0)
         return -1;
     cli_manifest *m = calloc(1, sizeof *m);
     size_t n = strlen(outdir) + strlen(name) + 2;

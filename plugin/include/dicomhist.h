@@ -616,6 +616,11 @@ DH_API dh_status dh_equalized_write_png_with(dh_ctx *ctx, const dh_volume *volum
                                              const dh_equalized *result, const char *dir,
                                              const dh_derive_params *params);
 
+/* Creates the folder path with its missing parents (mode 0755), as the writers create their
+ * output folders, for hosts that write files of their own beside them (a batch's manifest).
+ * Returns 0 when it was created or exists already, or -1 with errno set. */
+DH_API int dh_folder_create(const char *path);
+
 /* ---------------------------------------------------------------------------------------------
  * 7. Batches
  *

@@ -8,9 +8,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "dh_dicom.h" /* its statuses, checked against dh_status below */
 #ifdef DH_HAVE_CUDA
 #include "hist_cuda.h"
 #endif
+
+/* The DICOM layer reports in the numbers of dh_status and dh_photometric (dh_dicom.h), which
+ * the library passes on as they are. */
+_Static_assert((int)DH_DICOM_OK == DH_OK &&
+                   (int)DH_DICOM_ERR_INVALID_ARGUMENT == DH_ERR_INVALID_ARGUMENT &&
+                   (int)DH_DICOM_ERR_IO == DH_ERR_IO &&
+                   (int)DH_DICOM_ERR_MALFORMED == DH_ERR_MALFORMED &&
+                   (int)DH_DICOM_ERR_UNSUPPORTED == DH_ERR_UNSUPPORTED &&
+                   (int)DH_DICOM_ERR_MISMATCH == DH_ERR_MISMATCH &&
+                   (int)DH_DICOM_ERR_NO_MEMORY == DH_ERR_NO_MEMORY &&
+                   (int)DH_DICOM_ERR_INTERNAL == DH_ERR_INTERNAL,
+               "dh_dicom_status and dh_status must agree");
+_Static_assert((int)DH_DICOM_MONOCHROME1 == DH_MONOCHROME1 &&
+                   (int)DH_DICOM_MONOCHROME2 == DH_MONOCHROME2,
+               "dh_dicom_photometric and dh_photometric must agree");
 
 unsigned dh_version_number(void)
 {

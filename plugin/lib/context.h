@@ -20,7 +20,7 @@ struct dh_ctx {
 };
 
 /* The context's GPU resources, made on first use; NULL without a context, when out of memory or
- * in builds without CUDA (callers then use a per-call state). plugin/lib/histogram_device.c. */
+ * in builds without CUDA (callers then use a per-call state). context_cuda.c. */
 struct dh_cuda_state *dh_ctx_cuda(dh_ctx *ctx);
 void dh_ctx_cuda_free(dh_ctx *ctx);
 

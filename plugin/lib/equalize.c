@@ -4,7 +4,7 @@
  * window of every table (given, from the file, or a rank statistic of its histogram), builds the
  * tables and applies them, on the CPU twin or through the CUDA session of equalize_cuda.h; both
  * paths use the same integer histograms, the same windows and the same formulas, so they give
- * the same values. Also the source grouping and naming shared with the writers.
+ * the same values. The writers of its result are derived_dicom.c and png_preview.c.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -17,8 +17,7 @@
 #include <unistd.h>
 
 #include "context.h"
-#include "equalize.h"
-#include "equalize_internal.h"
+#include "equalize_cpu.h"
 #include "modality.h"
 #include "volume.h"
 #ifdef DH_HAVE_CUDA
@@ -128,10 +127,10 @@ static dh_status check_params(dh_ctx *ctx, const dh_volume *v, const dh_equalize
     if (needs_stored_window && v->has_modality_lut && dh_modality_order(v) != 1)
         return dh_ctx_fail(ctx, DH_ERR_UNSUPPORTED,
                            "%s: a modality window needs a non-decreasing Modality LUT", v->path);
-    if (needs_stored_window && !v->has_modality_lut && !(v->rescale_slope > 0))
+    if (needs_stored_window && !v->has_modality_lut && !(v->format.rescale_slope > 0))
         return dh_ctx_fail(ctx, DH_ERR_UNSUPPORTED,
                            "%s: a modality window needs a positive RescaleSlope, not %g", v->path,
-                           v->rescale_slope);
+                           v->format.rescale_slope);
     /* Equalization works in stored order: a window from ranks is one there only when the
      * modality values follow the stored values one way or the other. */
     if (p->operation == DH_EQ_EQUALIZE && window_from_ranks(p) && dh_modality_order(v) == 0)
@@ -172,7 +171,8 @@ static int window_to_stored(const dh_volume *v, double lo, double hi, int32_t ba
                             dh_eq_window *w)
 {
     if (!v->has_modality_lut)
-        return dh_window_to_stored(lo, hi, v->rescale_slope, v->rescale_intercept, base, len, w);
+        return dh_window_to_stored(lo, hi, v->format.rescale_slope, v->format.rescale_intercept,
+                                   base, len, w);
     return dh_window_to_stored_by(lo, hi, volume_modality, v, base, len, w);
 }
 
@@ -410,8 +410,8 @@ static dh_status build_voi_tables(dh_ctx *ctx, eq_job *j)
         uint16_t *table = r->tables + (size_t)t * j->len;
         /* With a Modality LUT the first entry is built (which checks the window) and the
          * others follow from each stored value's LUT output, on the host for both devices. */
-        if (dh_voi_lut_build(j->base, v->has_modality_lut ? 1 : j->len, v->rescale_slope,
-                             v->rescale_intercept, r->center[t], r->width[t],
+        if (dh_voi_lut_build(j->base, v->has_modality_lut ? 1 : j->len, v->format.rescale_slope,
+                             v->format.rescale_intercept, r->center[t], r->width[t],
                              (dh_eq_voi)j->p->voi, j->levels, table) != 0)
             return table_failed(ctx, j, t);
         if (v->has_modality_lut)
@@ -430,7 +430,7 @@ static dh_status run_cpu(dh_ctx *ctx, eq_job *j)
                                                      : build_voi_tables(ctx, j);
     if (st != DH_OK)
         return st;
-    if (dh_lut_apply_cpu(v->data, v->is_signed, j->slice_len, v->slices, r->tables,
+    if (dh_lut_apply_cpu(v->data, v->format.is_signed, j->slice_len, v->slices, r->tables,
                          j->tables > 1, j->base, j->len, ctx->threads, r->data) != 0)
         return dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "cannot start the worker threads");
     r->device_used = DH_DEVICE_CPU;
@@ -451,7 +451,7 @@ static dh_status run_cuda(dh_ctx *ctx, eq_job *j)
     dh_eq_cuda *s = NULL;
     dh_status st = DH_OK;
     int per_slice = j->tables > 1;
-    if (dh_eq_cuda_begin(v->data, v->is_signed, j->slice_len, v->slices, per_slice, j->base,
+    if (dh_eq_cuda_begin(v->data, v->format.is_signed, j->slice_len, v->slices, per_slice, j->base,
                          j->len, &s, msg, sizeof msg) != 0)
         return dh_ctx_fail(ctx, DH_ERR_CUDA, "%s: %s", v->path, msg);
     int ranks = window_from_ranks(j->p);
@@ -508,21 +508,21 @@ dh_status dh_equalize(dh_ctx *ctx, const dh_volume *v, const dh_equalize_params 
     eq_job j = {0};
     j.v = v;
     j.p = params;
-    if (dh_eq_table_range(v->bits_stored, v->is_signed, &j.base, &j.len) != 0)
+    if (dh_eq_table_range(v->format.bits_stored, v->format.is_signed, &j.base, &j.len) != 0)
         return dh_ctx_fail(ctx, DH_ERR_UNSUPPORTED, "%s: BitsStored %u", v->path,
-                           v->bits_stored);
-    uint32_t bits = params->output_bits ? params->output_bits : v->bits_stored;
+                           v->format.bits_stored);
+    uint32_t bits = params->output_bits ? params->output_bits : v->format.bits_stored;
     j.levels = bits >= 16 ? 65536u : 1u << bits;
     j.tables = params->per_slice ? v->slices : 1;
-    j.slice_len = (size_t)v->rows * v->columns;
+    j.slice_len = (size_t)v->format.rows * v->format.columns;
     size_t n = j.slice_len * v->slices;
 
     dh_equalized *r = calloc(1, sizeof *r);
     if (!r)
         return dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "out of memory");
     j.r = r;
-    r->rows = v->rows;
-    r->columns = v->columns;
+    r->rows = v->format.rows;
+    r->columns = v->format.columns;
     r->slices = v->slices;
     r->output_bits = bits;
     r->table_count = j.tables;
@@ -554,8 +554,8 @@ dh_status dh_equalize(dh_ctx *ctx, const dh_volume *v, const dh_equalize_params 
         if (want_hist) {
             dh_bin_map map;
             dh_eq_bin_map_init(&map, j.base, j.len);
-            if (dh_hist_cpu(v->data, v->is_signed, j.slice_len, v->slices, j.tables > 1, &map,
-                            ctx->threads, j.hist) != 0) {
+            if (dh_hist_cpu(v->data, v->format.is_signed, j.slice_len, v->slices, j.tables > 1,
+                            &map, ctx->threads, j.hist) != 0) {
                 st = dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "cannot compute the histograms");
                 goto fail;
             }
@@ -578,239 +578,4 @@ fail:
     free(j.windows);
     dh_equalized_free(r);
     return st;
-}
-
-/* ---- sources and names, shared with the writers ---- */
-
-void dh_eq_sources_free(dh_eq_source *sources, size_t count)
-{
-    if (!sources)
-        return;
-    for (size_t i = 0; i < count; i++)
-        free(sources[i].slice_of_frame);
-    free(sources);
-}
-
-dh_status dh_eq_sources(dh_ctx *ctx, const dh_volume *v, dh_eq_source **out, size_t *count)
-{
-    dh_eq_source *s = calloc(v->slices, sizeof *s);
-    size_t k = 0;
-    if (!s)
-        return dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "out of memory");
-    /* Frames per file first (slices are few thousand at most: a quadratic scan is fine). */
-    for (uint32_t z = 0; z < v->slices; z++) {
-        size_t i = 0;
-        while (i < k && strcmp(s[i].path, v->slice[z].source) != 0)
-            i++;
-        if (i == k)
-            s[k++].path = v->slice[z].source;
-        if (v->slice[z].frame + 1 > s[i].frames)
-            s[i].frames = v->slice[z].frame + 1;
-    }
-    for (size_t i = 0; i < k; i++) {
-        s[i].slice_of_frame = malloc(s[i].frames * sizeof(uint32_t));
-        if (!s[i].slice_of_frame) {
-            dh_eq_sources_free(s, k);
-            return dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "out of memory");
-        }
-        for (uint32_t f = 0; f < s[i].frames; f++)
-            s[i].slice_of_frame[f] = UINT32_MAX;
-    }
-    for (uint32_t z = 0; z < v->slices; z++) {
-        size_t i = 0;
-        while (strcmp(s[i].path, v->slice[z].source) != 0)
-            i++;
-        uint32_t f = v->slice[z].frame;
-        if (s[i].slice_of_frame[f] != UINT32_MAX) {
-            dh_status st = dh_ctx_fail(ctx, DH_ERR_MALFORMED, "%s: frame %u appears twice",
-                                       s[i].path, f);
-            dh_eq_sources_free(s, k);
-            return st;
-        }
-        s[i].slice_of_frame[f] = z;
-    }
-    for (size_t i = 0; i < k; i++)
-        for (uint32_t f = 0; f < s[i].frames; f++)
-            if (s[i].slice_of_frame[f] == UINT32_MAX) {
-                dh_status st = dh_ctx_fail(ctx, DH_ERR_MALFORMED,
-                                           "%s: frame %u is missing from the volume", s[i].path, f);
-                dh_eq_sources_free(s, k);
-                return st;
-            }
-    *out = s;
-    *count = k;
-    return DH_OK;
-}
-
-const char *dh_eq_basename(const char *path)
-{
-    size_t n = strlen(path);
-    while (n > 1 && path[n - 1] == '/')
-        n--;
-    const char *end = path + n, *b = end;
-    while (b > path && b[-1] != '/')
-        b--;
-    return b;
-}
-
-static char *output_folder(const char *dir, const dh_volume *v, size_t source_count)
-{
-    if (source_count <= 1)
-        return dh_strdup(dir);
-    const char *name = dh_eq_basename(v->path);
-    size_t name_len = strcspn(name, "/");
-    if (name_len == 0 || (name_len == 1 && name[0] == '.') ||
-        (name_len == 2 && name[0] == '.' && name[1] == '.')) {
-        name = "series";
-        name_len = 6;
-    }
-    size_t n = strlen(dir) + name_len + 2;
-    char *out = malloc(n);
-    if (out)
-        snprintf(out, n, "%s/%.*s", dir, (int)name_len, name);
-    return out;
-}
-
-static int make_folder(const char *path)
-{
-    char *p = dh_strdup(path);
-    if (!p)
-        return -1;
-    for (char *c = p + 1; *c; c++) {
-        if (*c != '/')
-            continue;
-        *c = '\0';
-        if (mkdir(p, 0755) != 0 && errno != EEXIST) {
-            free(p);
-            return -1;
-        }
-        *c = '/';
-    }
-    int rc = mkdir(p, 0755) != 0 && errno != EEXIST ? -1 : 0;
-    free(p);
-    return rc;
-}
-
-dh_status dh_eq_output_open(dh_ctx *ctx, const dh_volume *v, const char *dir,
-                            const dh_derive_params *params, dh_eq_source **sources, size_t *count,
-                            char **folder)
-{
-    *folder = NULL;
-    dh_status st = dh_eq_sources(ctx, v, sources, count);
-    if (st != DH_OK)
-        return st;
-    *folder = params->output_name ? dh_strdup(dir) : output_folder(dir, v, *count);
-    if (!*folder)
-        st = dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "out of memory");
-    else if (make_folder(*folder) != 0)
-        st = dh_ctx_fail(ctx, DH_ERR_IO, "%s: cannot create the folder: %s", *folder,
-                         strerror(errno));
-    if (st != DH_OK) {
-        free(*folder);
-        *folder = NULL;
-        dh_eq_sources_free(*sources, *count);
-        *sources = NULL;
-        *count = 0;
-    }
-    return st;
-}
-
-void dh_derive_params_init(dh_derive_params *p)
-{
-    if (!p)
-        return;
-    memset(p, 0, sizeof *p);
-    p->struct_size = sizeof *p;
-    p->uids = DH_UIDS_RANDOM;
-    p->existing = DH_EXISTING_FAIL;
-    p->created = -1;
-}
-
-dh_status dh_eq_derive_params(dh_ctx *ctx, const dh_derive_params *given, dh_derive_params *out)
-{
-    dh_derive_params_init(out);
-    if (!given)
-        return DH_OK;
-    if (given->struct_size != sizeof *given)
-        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
-                           "dh_derive_params.struct_size is %u, not %zu (use "
-                           "dh_derive_params_init)", (unsigned)given->struct_size, sizeof *given);
-    if (given->existing != DH_EXISTING_FAIL && given->existing != DH_EXISTING_REPLACE &&
-        given->existing != DH_EXISTING_KEEP)
-        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "dh_derive_params: existing %d unknown",
-                           (int)given->existing);
-    if (given->uids != DH_UIDS_RANDOM && given->uids != DH_UIDS_DERIVED)
-        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "dh_derive_params: uids %d unknown",
-                           (int)given->uids);
-    if (given->created < -1)
-        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "dh_derive_params: created %lld < -1",
-                           (long long)given->created);
-    *out = *given;
-    return DH_OK;
-}
-
-/* The folder part of a path, created with its parents. */
-static int make_parent(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    if (!slash || slash == path)
-        return 0;
-    char *dir = dh_strdup(path);
-    if (!dir)
-        return -1;
-    dir[slash - path] = '\0';
-    struct stat st;
-    int rc = stat(dir, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : make_folder(dir);
-    free(dir);
-    return rc;
-}
-
-dh_status dh_eq_output_path(dh_ctx *ctx, const dh_derive_params *params, const char *dir,
-                            const char *folder, const char *source, const char *suffix,
-                            char **out)
-{
-    char name[4096];
-    const char *base = folder;
-    *out = NULL;
-    if (params->output_name) {
-        if (params->output_name(params->user, source, name, sizeof name) != 0 || !name[0] ||
-            name[0] == '/' || strcmp(name, "..") == 0 || strncmp(name, "../", 3) == 0 ||
-            strstr(name, "/../") || (strlen(name) > 2 && strcmp(name + strlen(name) - 3, "/..") == 0))
-            return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
-                               "%s: no usable output name for it", source);
-        base = dir;
-    } else {
-        snprintf(name, sizeof name, "%s", dh_eq_basename(source));
-    }
-    size_t stem = strlen(name);
-    if (suffix && stem > 4 && strcasecmp(name + stem - 4, ".dcm") == 0)
-        stem -= 4;
-    size_t n = strlen(base) + stem + (suffix ? strlen(suffix) : 0) + 2;
-    char *path = malloc(n);
-    if (!path)
-        return dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "out of memory");
-    snprintf(path, n, "%s/%.*s%s", base, (int)stem, name, suffix ? suffix : "");
-    if (params->output_name && make_parent(path) != 0) {
-        dh_status st = dh_ctx_fail(ctx, DH_ERR_IO, "%s: cannot create its folder: %s", path,
-                                   strerror(errno));
-        free(path);
-        return st;
-    }
-    *out = path;
-    return DH_OK;
-}
-
-int dh_eq_publish(const char *tmp, const char *path, dh_existing existing)
-{
-    int rc;
-    if (existing == DH_EXISTING_REPLACE) {
-        rc = rename(tmp, path);
-    } else {
-        /* A hard link fails when path exists, where rename would replace it. */
-        rc = link(tmp, path);
-    }
-    int e = errno;
-    unlink(tmp);
-    errno = e;
-    return rc;
 }

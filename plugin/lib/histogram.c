@@ -47,8 +47,8 @@ void dh_hist_params_init(dh_hist_params *params)
 /* The stored values a volume's BitsStored can represent: [lo, hi). */
 static void representable(const dh_volume *v, int64_t *lo, int64_t *hi)
 {
-    int64_t span = (int64_t)1 << v->bits_stored;
-    *lo = v->is_signed ? -span / 2 : 0;
+    int64_t span = (int64_t)1 << v->format.bits_stored;
+    *lo = v->format.is_signed ? -span / 2 : 0;
     *hi = *lo + span;
 }
 
@@ -174,7 +174,7 @@ static void range_default(const dh_volume *v, dh_units units, double *lo, double
         *lo = a, *hi = (double)b + 1;
         return;
     }
-    double a = v->rescale_slope, b = v->rescale_intercept;
+    double a = v->format.rescale_slope, b = v->format.rescale_intercept;
     if (a > 0)
         *lo = a * (double)slo + b, *hi = a * (double)shi + b;
     else
@@ -188,7 +188,7 @@ static void range_default(const dh_volume *v, dh_units units, double *lo, double
 static dh_status build_lut_map(dh_ctx *ctx, const dh_volume *v, uint32_t bins, double lo,
                                double hi, dh_bin_map *map, uint32_t **table)
 {
-    const int32_t base = v->is_signed ? -32768 : 0;
+    const int32_t base = v->format.is_signed ? -32768 : 0;
     uint32_t *by_output = malloc(65536 * sizeof *by_output);
     uint32_t *t = malloc(65536 * sizeof *t);
     if (!by_output || !t) {
@@ -213,8 +213,8 @@ static dh_status build_map(dh_ctx *ctx, const dh_volume *v, uint32_t bins, int h
     *table = NULL;
     int64_t slo, shi;
     representable(v, &slo, &shi);
-    double slope = v->rescale_slope, intercept = v->rescale_intercept;
-    int32_t base = v->is_signed ? -32768 : 0;
+    double slope = v->format.rescale_slope, intercept = v->format.rescale_intercept;
+    int32_t base = v->format.is_signed ? -32768 : 0;
 
     if (units == DH_UNITS_MODALITY && v->has_modality_lut)
         return build_lut_map(ctx, v, bins, lo, hi, map, table);
@@ -298,11 +298,12 @@ static dh_status check_params(dh_ctx *ctx, const dh_volume *v, const dh_hist_par
                                p->lo, p->hi);
     }
     if (p->units == DH_UNITS_MODALITY && !v->has_modality_lut &&
-        (!isfinite(v->rescale_slope) || v->rescale_slope == 0 || !isfinite(v->rescale_intercept)))
+        (!isfinite(v->format.rescale_slope) || v->format.rescale_slope == 0 ||
+         !isfinite(v->format.rescale_intercept)))
         return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
                            "%s: rescale slope %g and intercept %g give no modality units",
-                           v->path[0] ? v->path : "volume", v->rescale_slope,
-                           v->rescale_intercept);
+                           v->path[0] ? v->path : "volume", v->format.rescale_slope,
+                           v->format.rescale_intercept);
     return DH_OK;
 }
 
@@ -310,7 +311,7 @@ static dh_status check_params(dh_ctx *ctx, const dh_volume *v, const dh_hist_par
 static dh_status run_device(dh_ctx *ctx, const dh_volume *v, dh_device device, int per_slice,
                             const dh_bin_map *map, uint64_t *raw, dh_device *used)
 {
-    size_t slice_len = (size_t)v->rows * v->columns;
+    size_t slice_len = (size_t)v->format.rows * v->format.columns;
     int use_cuda;
     dh_status st = dh_ctx_use_cuda(ctx, device, "histogram", &use_cuda);
     if (st != DH_OK)
@@ -321,11 +322,11 @@ static dh_status run_device(dh_ctx *ctx, const dh_volume *v, dh_device device, i
          * no context (or no memory for one) a per-call state does the same work. */
         char msg[512] = "";
         struct dh_cuda_state *state = dh_ctx_cuda(ctx);
-        const int rc = state ? dh_hist_cuda_host_state(state, v->data, v->is_signed, slice_len,
-                                                       v->slices, per_slice, map, raw, msg,
-                                                       sizeof msg)
-                             : dh_hist_cuda_host(v->data, v->is_signed, slice_len, v->slices,
-                                                 per_slice, map, raw, msg, sizeof msg);
+        const int rc =
+            state ? dh_hist_cuda_host_state(state, v->data, v->format.is_signed, slice_len,
+                                            v->slices, per_slice, map, raw, msg, sizeof msg)
+                  : dh_hist_cuda_host(v->data, v->format.is_signed, slice_len, v->slices, per_slice,
+                                      map, raw, msg, sizeof msg);
         if (rc != 0)
             return dh_ctx_fail(ctx, DH_ERR_CUDA, "%s: CUDA histogram failed: %s",
                                v->path[0] ? v->path : "volume", msg);
@@ -333,7 +334,7 @@ static dh_status run_device(dh_ctx *ctx, const dh_volume *v, dh_device device, i
         return DH_OK;
     }
 #endif
-    if (dh_hist_cpu(v->data, v->is_signed, slice_len, v->slices, per_slice, map,
+    if (dh_hist_cpu(v->data, v->format.is_signed, slice_len, v->slices, per_slice, map,
                     ctx ? ctx->threads : 0, raw) != 0)
         return dh_ctx_fail(ctx, DH_ERR_NO_MEMORY,
                            "%s: CPU histogram: out of memory or no thread could start",
@@ -403,7 +404,7 @@ dh_status dh_hist_compute(dh_ctx *ctx, const dh_volume *v, const dh_hist_params 
     double lo = p->lo, hi = p->hi;
     if (!p->has_range)
         range_default(v, p->units, &lo, &hi);
-    uint32_t bins = p->bins ? p->bins : (uint32_t)1 << v->bits_stored;
+    uint32_t bins = p->bins ? p->bins : (uint32_t)1 << v->format.bits_stored;
     if (!p->bins && !p->has_range && p->units == DH_UNITS_MODALITY && v->has_modality_lut)
         bins = (uint32_t)(hi - lo); /* one per possible output: at most 65536 */
 

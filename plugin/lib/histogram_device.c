@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * histogram_device.c: histograms of samples that already live on the GPU
- * (dh_hist_compute_device), and the context's GPU resources (dh_ctx_cuda) that the host path
- * reuses between calls. In builds without CUDA the entry point answers DH_ERR_NO_DEVICE.
+ * (dh_hist_compute_device), on the context's GPU resources (context_cuda.c). In builds without
+ * CUDA the entry point answers DH_ERR_NO_DEVICE.
  */
 #include "context.h"
 
@@ -12,30 +12,6 @@
 #ifdef DH_HAVE_CUDA
 #include "hist_cuda.h"
 #endif
-
-struct dh_cuda_state *dh_ctx_cuda(dh_ctx *ctx)
-{
-#ifdef DH_HAVE_CUDA
-    if (ctx && !ctx->cuda)
-        ctx->cuda = dh_cuda_state_create();
-    return ctx ? ctx->cuda : NULL;
-#else
-    (void)ctx;
-    return NULL;
-#endif
-}
-
-void dh_ctx_cuda_free(dh_ctx *ctx)
-{
-#ifdef DH_HAVE_CUDA
-    if (ctx) {
-        dh_cuda_state_free(ctx->cuda);
-        ctx->cuda = NULL;
-    }
-#else
-    (void)ctx;
-#endif
-}
 
 /* The map for stored units: the defaults of section 4, or an integer range. */
 static dh_status device_map(dh_ctx *ctx, int is_signed, uint32_t bits_stored,

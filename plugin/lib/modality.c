@@ -10,8 +10,8 @@
 /* The representable stored values of the volume's format: [lo, hi]. */
 static void representable(const dh_volume *v, int32_t *lo, int32_t *hi)
 {
-    int32_t span = (int32_t)1 << v->bits_stored;
-    *lo = v->is_signed ? -span / 2 : 0;
+    int32_t span = (int32_t)1 << v->format.bits_stored;
+    *lo = v->format.is_signed ? -span / 2 : 0;
     *hi = *lo + span - 1;
 }
 
@@ -42,7 +42,7 @@ void dh_modality_lut_span(const dh_volume *v, int32_t *lo, int32_t *hi)
 int dh_modality_order(const dh_volume *v)
 {
     if (!v->has_modality_lut)
-        return v->rescale_slope < 0 ? -1 : 1;
+        return v->format.rescale_slope < 0 ? -1 : 1;
     int64_t first, last;
     reachable(v, &first, &last);
     int up = 1, down = 1;
@@ -96,8 +96,9 @@ void dh_modality_update_range(dh_volume *v)
     size_t n = dh_volume_sample_count(v);
     uint16_t lo = UINT16_MAX, hi = 0;
     for (size_t i = 0; i < n; i++) {
-        int32_t s = v->is_signed ? ((const int16_t *)v->data)[i] : ((const uint16_t *)v->data)[i];
-        const size_t at = (size_t)(v->is_signed ? s + 32768 : s);
+        int32_t s =
+            v->format.is_signed ? ((const int16_t *)v->data)[i] : ((const uint16_t *)v->data)[i];
+        const size_t at = (size_t)(v->format.is_signed ? s + 32768 : s);
         if (present && present[at])
             continue;
         if (present)

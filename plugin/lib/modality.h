@@ -28,7 +28,7 @@ static inline double dh_modality_of(const dh_volume *v, int32_t s)
 {
     if (v->has_modality_lut)
         return (double)dh_modality_lut_entry(v, s);
-    return v->rescale_slope * s + v->rescale_intercept;
+    return v->format.rescale_slope * s + v->format.rescale_intercept;
 }
 
 /* The smallest and largest table entry that a representable stored value reaches (the

@@ -13,11 +13,8 @@
 
 /* The header fields that must agree across the slices of a series, and where a slice lies. */
 typedef struct dh_plan_slice {
-    uint32_t rows, columns, frames;
-    uint32_t bits_allocated, bits_stored, high_bit;
-    int is_signed;
-    dh_photometric photometric;
-    double rescale_slope, rescale_intercept;
+    dh_image_format format; /* as the file has it (dh_dicom.h) */
+    uint32_t frames;
     int is_lossy;
     char lossy_method[DH_DICOM_UID_LEN];
     int has_modality_lut;

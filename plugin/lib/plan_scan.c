@@ -255,16 +255,8 @@ static char *operand_name(const char *path)
 void dh_plan_slice_from_image(dh_plan_slice *s, const dh_dicom_image *m)
 {
     memset(s, 0, sizeof *s);
-    s->rows = m->rows;
-    s->columns = m->columns;
+    s->format = m->format;
     s->frames = m->frames;
-    s->bits_allocated = m->bits_allocated;
-    s->bits_stored = m->bits_stored;
-    s->high_bit = m->high_bit;
-    s->is_signed = m->is_signed;
-    s->photometric = m->photometric;
-    s->rescale_slope = m->rescale_slope;
-    s->rescale_intercept = m->rescale_intercept;
     s->is_lossy = m->is_lossy;
     memcpy(s->lossy_method, m->lossy_method, sizeof s->lossy_method);
     s->has_modality_lut = m->has_modality_lut;
@@ -279,11 +271,7 @@ void dh_plan_slice_from_image(dh_plan_slice *s, const dh_dicom_image *m)
 
 int dh_plan_same_format(const dh_plan_slice *a, const dh_plan_slice *b)
 {
-    return a->rows == b->rows && a->columns == b->columns &&
-           a->bits_allocated == b->bits_allocated && a->bits_stored == b->bits_stored &&
-           a->high_bit == b->high_bit && a->is_signed == b->is_signed &&
-           a->photometric == b->photometric && a->rescale_slope == b->rescale_slope &&
-           a->rescale_intercept == b->rescale_intercept &&
+    return dh_image_format_equal(&a->format, &b->format) &&
            a->has_modality_lut == b->has_modality_lut &&
            a->modality_lut_hash == b->modality_lut_hash;
 }
@@ -293,12 +281,12 @@ void dh_plan_describe_format(char *buf, size_t len, const dh_plan_slice *m)
     char lut[48] = ""; /* tables that differ show different fingerprints */
     if (m->has_modality_lut)
         snprintf(lut, sizeof lut, ", Modality LUT %08x", (unsigned)(m->modality_lut_hash >> 32));
-    snprintf(buf, len,
-             "%ux%u, %u bits allocated, %u stored, high bit %u, %s, %s, rescale %g/%g%s",
-             m->columns, m->rows, m->bits_allocated, m->bits_stored, m->high_bit,
-             m->is_signed ? "signed" : "unsigned",
-             m->photometric == DH_MONOCHROME1 ? "MONOCHROME1" : "MONOCHROME2", m->rescale_slope,
-             m->rescale_intercept, lut);
+    const dh_image_format *f = &m->format;
+    snprintf(buf, len, "%ux%u, %u bits allocated, %u stored, high bit %u, %s, %s, rescale %g/%g%s",
+             f->columns, f->rows, f->bits_allocated, f->bits_stored, f->high_bit,
+             f->is_signed ? "signed" : "unsigned",
+             f->photometric == DH_MONOCHROME1 ? "MONOCHROME1" : "MONOCHROME2", f->rescale_slope,
+             f->rescale_intercept, lut);
 }
 
 /* One file's header into its record (run on the scan threads: touches only that record). */
@@ -531,7 +519,7 @@ static int form_series(dh_plan *p)
         for (size_t i = 0; i < g->count && rc == 0; i++) {
             const dh_plan_slice *s = &p->files[g->files[i]].slice;
             g->file_bytes += p->files[g->files[i]].size;
-            g->sample_bytes += (uint64_t)s->rows * s->columns * s->frames * 2;
+            g->sample_bytes += (uint64_t)s->format.rows * s->format.columns * s->frames * 2;
         }
     }
     return rc;

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "context.h"
-#include "equalize_internal.h"
+#include "derived_output.h"
 #include "volume.h"
 
 /* Writes rows of 8-bit pixels to an open file; 0, or -1 when libpng failed. */
@@ -94,7 +94,7 @@ static dh_status write_one(dh_ctx *ctx, const char *path, const uint8_t *pixels,
         e = EEXIST;
         unlink(tmp);
     } else if (rc == 0) {
-        rc = dh_eq_publish(tmp, path, existing);
+        rc = dh_derived_publish(tmp, path, existing);
         e = errno;
     } else {
         e = errno;
@@ -119,26 +119,26 @@ dh_status dh_equalized_write_png_with(dh_ctx *ctx, const dh_volume *v, const dh_
     if (!ctx || !v || !r || !dir || !*dir)
         return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "dh_equalized_write_png: NULL argument");
     dh_derive_params wp;
-    dh_status st = dh_eq_derive_params(ctx, params, &wp);
+    dh_status st = dh_derived_params_check(ctx, params, &wp);
     if (st != DH_OK)
         return st;
-    if (r->rows != v->rows || r->columns != v->columns || r->slices != v->slices)
+    if (r->rows != v->format.rows || r->columns != v->format.columns || r->slices != v->slices)
         return dh_ctx_fail(ctx, DH_ERR_MISMATCH, "%s: the result does not belong to this volume",
                            v->path);
-    dh_eq_source *src = NULL;
+    dh_derived_source *src = NULL;
     size_t count = 0;
     char *folder = NULL;
-    st = dh_eq_output_open(ctx, v, dir, &wp, &src, &count, &folder);
+    st = dh_derived_output_open(ctx, v, dir, &wp, &src, &count, &folder);
     if (st != DH_OK)
         return st;
-    size_t slice_len = (size_t)v->rows * v->columns;
+    size_t slice_len = (size_t)v->format.rows * v->format.columns;
     uint8_t *pixels = malloc(slice_len);
     if (!pixels) {
         st = dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "out of memory");
         goto done;
     }
     uint32_t top = r->output_bits >= 16 ? 65535u : (1u << r->output_bits) - 1;
-    int invert = v->photometric == DH_MONOCHROME1;
+    int invert = v->format.photometric == DH_MONOCHROME1;
     for (size_t i = 0; i < count && st == DH_OK; i++) {
         for (uint32_t f = 0; f < src[i].frames && st == DH_OK; f++) {
             char suffix[32], *path = NULL;
@@ -146,7 +146,7 @@ dh_status dh_equalized_write_png_with(dh_ctx *ctx, const dh_volume *v, const dh_
                 snprintf(suffix, sizeof suffix, "_f%04u.png", f);
             else
                 snprintf(suffix, sizeof suffix, ".png");
-            st = dh_eq_output_path(ctx, &wp, dir, folder, src[i].path, suffix, &path);
+            st = dh_derived_output_path(ctx, &wp, dir, folder, src[i].path, suffix, &path);
             if (st != DH_OK)
                 break;
             const uint16_t *d = r->data + (size_t)src[i].slice_of_frame[f] * slice_len;
@@ -154,7 +154,7 @@ dh_status dh_equalized_write_png_with(dh_ctx *ctx, const dh_volume *v, const dh_
                 uint32_t g = (uint32_t)(((uint64_t)d[k] * 255 + top / 2) / top);
                 pixels[k] = (uint8_t)(invert ? 255 - g : g);
             }
-            st = write_one(ctx, path, pixels, v->rows, v->columns, wp.existing);
+            st = write_one(ctx, path, pixels, v->format.rows, v->format.columns, wp.existing);
             if (st == DH_OK && wp.written)
                 wp.written(wp.user, src[i].path, path);
             free(path);
@@ -163,7 +163,7 @@ dh_status dh_equalized_write_png_with(dh_ctx *ctx, const dh_volume *v, const dh_
 done:
     free(pixels);
     free(folder);
-    dh_eq_sources_free(src, count);
+    dh_derived_sources_free(src, count);
     if (st == DH_OK)
         dh_ctx_clear(ctx);
     return st;

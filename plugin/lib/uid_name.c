@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "equalize_internal.h"
+#include "uid_name.h"
 
 /* 66a5b7be-0522-4f6a-b2c5-58ceb2155a00 = 136441711287616915122970018367938058752 */
 static const unsigned char namespace_uuid[16] = {0x66, 0xa5, 0xb7, 0xbe, 0x05, 0x22, 0x4f, 0x6a,

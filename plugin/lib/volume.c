@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * volume.c: single volumes: built from one decoded DICOM image (a single or multi-frame file,
- * from disk or memory) or from caller samples, their geometry and warnings, and the accessors of
- * the public header's section 3. Series assembly lives in volume_set.c.
+ * from disk or memory) or from caller samples, their geometry and warnings. The accessors of
+ * the public header's section 3 are in volume_access.c; series assembly in plan_scan.c and
+ * plan_load.c.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "volume.h"
@@ -46,18 +47,18 @@ double dh_project_on_normal(const double p[3], const double n[3])
 
 size_t dh_volume_slice_bytes(const dh_volume *v)
 {
-    return (size_t)v->rows * v->columns * sizeof(uint16_t);
+    return (size_t)v->format.rows * v->format.columns * sizeof(uint16_t);
 }
 
 /* The volume without (with_data 0) or with its sample buffer. */
 static dh_volume *volume_alloc(const dh_dicom_image *first, uint32_t slices, const char *path,
                                int with_data)
 {
-    if (!first || first->rows == 0 || first->columns == 0 || slices == 0)
+    if (!first || first->format.rows == 0 || first->format.columns == 0 || slices == 0)
         return NULL;
     /* rows and columns are at most 65535 (US tags), so one slice always fits; the volume may
      * not on a 32-bit host. */
-    size_t slice_samples = (size_t)first->rows * first->columns;
+    size_t slice_samples = (size_t)first->format.rows * first->format.columns;
     if (slice_samples > SIZE_MAX / sizeof(uint16_t) / slices)
         return NULL;
     dh_volume *v = calloc(1, sizeof *v);
@@ -71,16 +72,8 @@ static dh_volume *volume_alloc(const dh_dicom_image *first, uint32_t slices, con
         dh_volume_free(v);
         return NULL;
     }
-    v->rows = first->rows;
-    v->columns = first->columns;
+    v->format = first->format;
     v->slices = slices;
-    v->bits_allocated = first->bits_allocated;
-    v->bits_stored = first->bits_stored;
-    v->high_bit = first->high_bit;
-    v->is_signed = first->is_signed;
-    v->photometric = first->photometric;
-    v->rescale_slope = first->rescale_slope;
-    v->rescale_intercept = first->rescale_intercept;
     v->has_window = first->has_window;
     v->window_center = first->window_center;
     v->window_width = first->window_width;
@@ -175,7 +168,7 @@ void dh_volume_update_range(dh_volume *v)
 {
     size_t n = dh_volume_sample_count(v);
     int32_t lo = INT32_MAX, hi = INT32_MIN;
-    if (v->is_signed) {
+    if (v->format.is_signed) {
         const int16_t *d = v->data;
         int16_t a = INT16_MAX, b = INT16_MIN;
         for (size_t i = 0; i < n; i++) {
@@ -453,11 +446,16 @@ dh_status dh_volume_from_samples(dh_ctx *ctx, uint32_t rows, uint32_t columns, u
         return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
                            "dh_volume_from_samples: is_signed must be 0 or 1, not %d", is_signed);
 
-    dh_dicom_image header = {.rows = rows, .columns = columns, .frames = slices,
-                             .bits_allocated = 16, .bits_stored = bits_stored,
-                             .high_bit = bits_stored - 1, .is_signed = is_signed,
-                             .photometric = DH_MONOCHROME2, .rescale_slope = 1,
-                             .rescale_intercept = 0};
+    dh_dicom_image header = {.format = {.rows = rows,
+                                        .columns = columns,
+                                        .bits_allocated = 16,
+                                        .bits_stored = bits_stored,
+                                        .high_bit = bits_stored - 1,
+                                        .is_signed = is_signed,
+                                        .photometric = DH_MONOCHROME2,
+                                        .rescale_slope = 1,
+                                        .rescale_intercept = 0},
+                             .frames = slices};
     dh_volume *v = dh_volume_alloc(&header, slices, "");
     if (!v)
         return dh_ctx_fail(ctx, DH_ERR_NO_MEMORY,
@@ -495,100 +493,4 @@ dh_status dh_volume_from_samples(dh_ctx *ctx, uint32_t rows, uint32_t columns, u
     dh_ctx_clear(ctx);
     *out = v;
     return DH_OK;
-}
-
-/* Accessors. */
-uint32_t dh_volume_rows(const dh_volume *v) { return v->rows; }
-uint32_t dh_volume_columns(const dh_volume *v) { return v->columns; }
-uint32_t dh_volume_slices(const dh_volume *v) { return v->slices; }
-uint32_t dh_volume_bits_allocated(const dh_volume *v) { return v->bits_allocated; }
-uint32_t dh_volume_bits_stored(const dh_volume *v) { return v->bits_stored; }
-int dh_volume_is_signed(const dh_volume *v) { return v->is_signed; }
-dh_photometric dh_volume_photometric(const dh_volume *v) { return v->photometric; }
-double dh_volume_rescale_slope(const dh_volume *v) { return v->rescale_slope; }
-double dh_volume_rescale_intercept(const dh_volume *v) { return v->rescale_intercept; }
-double dh_volume_spacing(const dh_volume *v) { return v->spacing; }
-const char *dh_volume_path(const dh_volume *v) { return v->path; }
-const char *dh_volume_series_uid(const dh_volume *v) { return v->series_uid; }
-const char *dh_volume_study_uid(const dh_volume *v) { return v->study_uid; }
-const char *dh_volume_modality(const dh_volume *v) { return v->modality; }
-const char *dh_volume_transfer_syntax(const dh_volume *v) { return v->transfer_syntax; }
-size_t dh_volume_warning_count(const dh_volume *v) { return v->warning_count; }
-const void *dh_volume_data(const dh_volume *v) { return v->data; }
-
-int dh_volume_lossy(const dh_volume *v, const char **method)
-{
-    if (method)
-        *method = v->lossy_method;
-    return v->is_lossy;
-}
-
-int dh_volume_voi_lut(const dh_volume *v, uint32_t *count, int32_t *first_mapped,
-                      uint32_t *entries, uint32_t *bits, const uint16_t **data)
-{
-    if (!v->voi_lut_count)
-        return 0;
-    if (count)
-        *count = v->voi_lut_count;
-    if (first_mapped)
-        *first_mapped = v->voi_lut_first;
-    if (entries)
-        *entries = v->voi_lut_entries;
-    if (bits)
-        *bits = v->voi_lut_bits;
-    if (data)
-        *data = v->voi_lut;
-    return 1;
-}
-
-int dh_volume_window(const dh_volume *v, double *center, double *width)
-{
-    if (!v->has_window)
-        return 0;
-    if (center)
-        *center = v->window_center;
-    if (width)
-        *width = v->window_width;
-    return 1;
-}
-
-const char *dh_volume_slice_source(const dh_volume *v, uint32_t slice)
-{
-    return slice < v->slices ? v->slice[slice].source : "";
-}
-
-uint32_t dh_volume_slice_frame(const dh_volume *v, uint32_t slice)
-{
-    return slice < v->slices ? v->slice[slice].frame : 0;
-}
-
-double dh_volume_slice_location(const dh_volume *v, uint32_t slice)
-{
-    return slice < v->slices ? v->slice[slice].location : 0;
-}
-
-int dh_volume_slice_position(const dh_volume *v, uint32_t slice, double xyz[3])
-{
-    if (slice >= v->slices || !v->slice[slice].has_position)
-        return 0;
-    memcpy(xyz, v->slice[slice].position, 3 * sizeof *xyz);
-    return 1;
-}
-
-const char *dh_volume_warning(const dh_volume *v, size_t i)
-{
-    return i < v->warning_count ? v->warnings[i] : "";
-}
-
-size_t dh_volume_sample_count(const dh_volume *v)
-{
-    return (size_t)v->rows * v->columns * v->slices;
-}
-
-void dh_volume_stored_range(const dh_volume *v, int32_t *min, int32_t *max)
-{
-    if (min)
-        *min = v->stored_min;
-    if (max)
-        *max = v->stored_max;
 }

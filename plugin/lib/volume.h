@@ -2,7 +2,8 @@
 /*
  * volume.h: what a dh_volume holds, for the library's own files (the public header keeps it
  * opaque), and how one is assembled from decoded DICOM images: volume.c builds single volumes
- * and their geometry, volume_set.c groups files into series.
+ * and their geometry, volume_access.c answers the public accessors, plan_scan.c and plan_load.c
+ * group files into series.
  */
 #ifndef DH_PLUGIN_VOLUME_H
 #define DH_PLUGIN_VOLUME_H
@@ -23,11 +24,8 @@ typedef struct dh_slice_info {
 
 struct dh_volume {
     char *path;
-    uint32_t rows, columns, slices;
-    uint32_t bits_allocated, bits_stored, high_bit;
-    int is_signed;
-    dh_photometric photometric;
-    double rescale_slope, rescale_intercept;
+    dh_image_format format; /* of its first file; every slice has the same (dh_dicom.h) */
+    uint32_t slices;
     int has_window;
     double window_center, window_width;
     double spacing;

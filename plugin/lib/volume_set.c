@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * volume_set.c: dh_volume_set, volumes with the inputs that failed or were skipped beside them,
- * and dh_volume_set_load: a plan of the inputs (plan_scan.c) with every series read in order
- * (plan_load.c). Hosts with archives too large to hold use the plan directly.
+ * volume_set.c: dh_volume_set, volumes with the inputs that failed or were skipped beside them:
+ * how one is filled (by plan_load.c and volume_set_load.c), read and freed.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdarg.h>
@@ -76,49 +75,6 @@ int dh_set_append(dh_volume_set *to, dh_volume_set *from)
         if (dh_set_add_skipped(to, from->skipped[i]) != 0)
             return -1;
     return 0;
-}
-
-dh_status dh_volume_set_load(dh_ctx *ctx, const char *const *paths, size_t count,
-                             dh_volume_set **out)
-{
-    if (!out)
-        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "dh_volume_set_load: out is NULL");
-    *out = NULL;
-    dh_plan *plan = NULL;
-    dh_status st = dh_plan_scan(ctx, paths, count, &plan);
-    if (st != DH_OK)
-        return st;
-    dh_volume_set *set = calloc(1, sizeof *set);
-    if (!set)
-        goto oom;
-    /* Failures of the scan first, in the order found; then each series' own. */
-    for (size_t i = 0; i < plan->file_count; i++) {
-        const dh_plan_file *f = &plan->files[i];
-        int rc = 0;
-        if (f->state == DH_PLAN_FILE_FAILED)
-            rc = dh_set_add_failure(set, f->path, f->status, "%s: %s", f->path,
-                                    f->message ? f->message : "failed");
-        else if (f->state == DH_PLAN_FILE_SKIPPED)
-            rc = dh_set_add_skipped(set, f->path);
-        if (rc != 0)
-            goto oom;
-    }
-    for (size_t k = 0; k < plan->series_count; k++) {
-        dh_volume_set *one = NULL;
-        st = dh_plan_load_series(ctx, plan, k, &one);
-        int rc = st == DH_OK ? dh_set_append(set, one) : -1;
-        dh_volume_set_free(one);
-        if (rc != 0)
-            goto oom;
-    }
-    dh_plan_free(plan);
-    dh_ctx_clear(ctx);
-    *out = set;
-    return DH_OK;
-oom:
-    dh_plan_free(plan);
-    dh_volume_set_free(set);
-    return dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "out of memory while loading %zu path(s)", count);
 }
 
 void dh_volume_set_free(dh_volume_set *set)

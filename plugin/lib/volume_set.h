@@ -2,7 +2,7 @@
 /*
  * volume_set.h: what a dh_volume_set holds, for the library's own files: volumes, and the
  * inputs that failed or were skipped beside them. Filled by plan_load.c (one series) and
- * volume_set.c (a whole plan).
+ * volume_set_load.c (a whole plan).
  */
 #ifndef DH_PLUGIN_VOLUME_SET_H
 #define DH_PLUGIN_VOLUME_SET_H

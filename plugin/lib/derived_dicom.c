@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * equalize_write.c: dh_equalized_write_dicom, one derived series per call: a SeriesInstanceUID
+ * derived_dicom.c: dh_equalized_write_dicom, one derived DICOM series per call: a SeriesInstanceUID
  * for the series, a SOPInstanceUID per file, the frames of each source file gathered back out of
  * the volume's slice order, and dh_dicom_derive_write (dicom/) for each file. Files already
  * written are removed when a later one fails, so a series is written whole or not at all.
@@ -15,7 +15,8 @@
 #include "context.h"
 #include "dh_dicom_derive.h"
 #include "dh_dicom_write.h"
-#include "equalize_internal.h"
+#include "derived_output.h"
+#include "uid_name.h"
 #include "volume.h"
 
 void dh_derived_series_free(dh_derived_series *s)
@@ -34,7 +35,7 @@ void dh_derived_series_free(dh_derived_series *s)
 }
 
 /* 1 when path names the same file as one of the volume's sources. */
-static int is_input(const char *path, const dh_eq_source *sources, size_t count)
+static int is_input(const char *path, const dh_derived_source *sources, size_t count)
 {
     struct stat out_st, in_st;
     if (stat(path, &out_st) != 0)
@@ -84,7 +85,7 @@ static dh_status caller_instance_uid(dh_ctx *ctx, const dh_derive_params *p, con
 
 /* The source's SOPInstanceUID, for name-based UIDs (its path when it has none): as read with
  * the volume's pixels, never from the file again. */
-static void source_uid(const dh_volume *v, const dh_eq_source *src,
+static void source_uid(const dh_volume *v, const dh_derived_source *src,
                        char out[DH_DICOM_UID_LEN * 4])
 {
     const char *uid = v->slice[src->slice_of_frame[0]].sop_uid;
@@ -138,14 +139,14 @@ dh_status dh_equalized_write_dicom_with(dh_ctx *ctx, const dh_volume *v, const d
         return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "dh_equalized_write_dicom: NULL argument");
     *out = NULL;
     dh_derive_params wp;
-    dh_status st = dh_eq_derive_params(ctx, params, &wp);
+    dh_status st = dh_derived_params_check(ctx, params, &wp);
     if (st != DH_OK)
         return st;
     if (wp.series_uid && !dh_dicom_uid_valid(wp.series_uid))
         return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
                            "%s: the derived SeriesInstanceUID \"%.80s\" is not a valid UID (1 to "
                            "64 digits and dots)", v->path, wp.series_uid);
-    if (r->rows != v->rows || r->columns != v->columns || r->slices != v->slices)
+    if (r->rows != v->format.rows || r->columns != v->format.columns || r->slices != v->slices)
         return dh_ctx_fail(ctx, DH_ERR_MISMATCH, "%s: the result does not belong to this volume",
                            v->path);
     /* The CT Image module allows BitsStored 12 to 16 only: refuse rather than write an
@@ -154,10 +155,10 @@ dh_status dh_equalized_write_dicom_with(dh_ctx *ctx, const dh_volume *v, const d
         return dh_ctx_fail(ctx, DH_ERR_UNSUPPORTED,
                            "%s: CT images need 12 to 16 bits stored, not %u (use 12 or 16 bits)",
                            v->path, r->output_bits);
-    dh_eq_source *src = NULL;
+    dh_derived_source *src = NULL;
     size_t count = 0;
     char *folder = NULL;
-    st = dh_eq_output_open(ctx, v, output_dir, &wp, &src, &count, &folder);
+    st = dh_derived_output_open(ctx, v, output_dir, &wp, &src, &count, &folder);
     if (st != DH_OK)
         return st;
     dh_derived_series *s = calloc(1, sizeof *s);
@@ -175,10 +176,10 @@ dh_status dh_equalized_write_dicom_with(dh_ctx *ctx, const dh_volume *v, const d
     if ((st = series_uid_for(ctx, v, r, &wp, source, s->series_uid)) != DH_OK)
         goto fail;
     const char *op = strstr(r->description, "window/level") ? " windowed" : " equalized";
-    size_t slice_len = (size_t)v->rows * v->columns;
+    size_t slice_len = (size_t)v->format.rows * v->format.columns;
     for (size_t i = 0; i < count; i++) {
         char *path = NULL, uid[DH_DICOM_UID_LEN];
-        if ((st = dh_eq_output_path(ctx, &wp, output_dir, folder, src[i].path, NULL, &path)) !=
+        if ((st = dh_derived_output_path(ctx, &wp, output_dir, folder, src[i].path, NULL, &path)) !=
             DH_OK)
             goto fail;
         if (is_input(path, src, count)) {
@@ -227,8 +228,8 @@ dh_status dh_equalized_write_dicom_with(dh_ctx *ctx, const dh_volume *v, const d
             .source_path = src[i].path,
             .series_uid = s->series_uid,
             .sop_instance_uid = uid,
-            .rows = v->rows,
-            .columns = v->columns,
+            .rows = v->format.rows,
+            .columns = v->format.columns,
             .frames = src[i].frames,
             .bits_stored = r->output_bits,
             .pixels = pixels,
@@ -259,7 +260,7 @@ dh_status dh_equalized_write_dicom_with(dh_ctx *ctx, const dh_volume *v, const d
     free(fresh);
     free(frames);
     free(folder);
-    dh_eq_sources_free(src, count);
+    dh_derived_sources_free(src, count);
     *out = s;
     dh_ctx_clear(ctx);
     return DH_OK;
@@ -272,7 +273,7 @@ fail:
     free(fresh);
     free(frames);
     free(folder);
-    dh_eq_sources_free(src, count);
+    dh_derived_sources_free(src, count);
     dh_derived_series_free(s);
     return st;
 }
