@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
 # check_no_call_cycles.cmake: no two source files of the library (plugin/lib/, dicom/, kernels/)
+# or of a host (plugin/cli, plugin/report, plugin/orthanc, plugin/python)
 # call each other. A pair that does is two files with one job between them, or a function in the
 # wrong file; the layers only read downwards when every pair points one way.
 # From each object file: the global symbols it defines (strong definitions only: weak ones are

@@ -284,7 +284,7 @@ static int eq_series(void *state, const cli_command_line *cl, cli_series *s,
     return 0;
 }
 
-int cli_equalize_main(int argc, char **argv, dh_eq_operation op) {
+int cli_equalize_main(int argc, char **argv, dh_eq_operation op, void (*help)(FILE *out)) {
     const char *cmd = op == DH_EQ_EQUALIZE ? "equalize" : "window";
     eq_options o;
     memset(&o, 0, sizeof o);
@@ -293,7 +293,7 @@ int cli_equalize_main(int argc, char **argv, dh_eq_operation op) {
     cli_command_line cl;
     int status = cli_read_command_line(&cl, cmd, argc, argv,
                                        op == DH_EQ_EQUALIZE ? equalize_options : window_options,
-                                       op == DH_EQ_EQUALIZE ? equalize_help : cli_window_help,
+                                       help,
                                        read_eq_option, &o);
     if (status < 0)
         status = check_eq_command_line(cmd, &cl, &o);
@@ -316,7 +316,7 @@ int cli_equalize_main(int argc, char **argv, dh_eq_operation op) {
 }
 
 static int equalize_run(int argc, char **argv) {
-    return cli_equalize_main(argc, argv, DH_EQ_EQUALIZE);
+    return cli_equalize_main(argc, argv, DH_EQ_EQUALIZE, equalize_help);
 }
 
 const cli_command cli_command_equalize = {

@@ -10,12 +10,11 @@
 
 #include "dicomhist.h"
 
-/* Runs `dicomhist equalize` (DH_EQ_EQUALIZE) or `dicomhist window` (DH_EQ_WINDOW_LEVEL);
- * argv[0] is the command's name. Returns the exit status. */
-int cli_equalize_main(int argc, char **argv, dh_eq_operation operation);
+/* Runs `dicomhist equalize` (DH_EQ_EQUALIZE) or `dicomhist window` (DH_EQ_WINDOW_LEVEL), with
+ * that command's --help text; argv[0] is the command's name. Returns the exit status. The
+ * command's own file passes its help, so this runner never calls back into it. */
+int cli_equalize_main(int argc, char **argv, dh_eq_operation operation, void (*help)(FILE *out));
 
-/* `dicomhist window --help` (cmd_window.c). */
-void cli_window_help(FILE *out);
 /* The end of both --help texts: the options they share and the exit status. */
 void cli_derived_help_tail(FILE *out);
 

@@ -7,7 +7,7 @@
 #include "cli_commands.h"
 #include "cmd_equalize.h"
 
-void cli_window_help(FILE *out) {
+static void window_help(FILE *out) {
     fprintf(out,
             "Usage: dicomhist window --window SPEC [OPTION]... -o OUTDIR PATH...\n"
             "\n"
@@ -33,12 +33,12 @@ void cli_window_help(FILE *out) {
 }
 
 static int window_run(int argc, char **argv) {
-    return cli_equalize_main(argc, argv, DH_EQ_WINDOW_LEVEL);
+    return cli_equalize_main(argc, argv, DH_EQ_WINDOW_LEVEL, window_help);
 }
 
 const cli_command cli_command_window = {
     "window",
     "DICOM window/level (LINEAR, LINEAR_EXACT, SIGMOID) written as derived DICOM",
     window_run,
-    cli_window_help,
+    window_help,
 };

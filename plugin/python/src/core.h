@@ -43,6 +43,7 @@ int core_mi_params(PyObject *kwargs, dh_mi_params *p);
 int core_constants_add(PyObject *module);
 
 /* Registration of each file's functions into the module's method table. */
+extern PyMethodDef core_support_methods[];
 extern PyMethodDef core_volume_methods[];
 extern PyMethodDef core_mi_methods[];
 extern PyMethodDef core_params_methods[];
