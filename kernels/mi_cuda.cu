@@ -120,6 +120,7 @@ struct block_place {
     uint32_t k, b, g;  /* the image, this block among its P, this block's cluster among its G */
     uint32_t tid, T;
     uint32_t cells, lb_shift, LB, owned; /* LB = 1 << lb_shift lanes per block, owned words */
+    uint32_t skip;                       /* DH_MI_STAGE_* bits left out */
 };
 
 /* The sums every block of mi_kernel keeps in shared memory. rowp, colp: this block's row and
@@ -158,8 +159,8 @@ __device__ __forceinline__ void zero_block(const block_place &p, uint32_t *hist,
 
 /* 2, after the cluster barrier that publishes every block's s_share: the image's moving range
  * lo..hi, merged by one warp from the cluster's shares (one cluster per image) or from
- * range_kernel's parts (several), through s_range for the block. No valid pixel: 0:0, as on the CPU (nothing counts
- * anyway). */
+ * range_kernel's parts (several), through s_range for the block. No valid pixel: 0:0, as on
+ * the CPU (nothing counts anyway). */
 __device__ __forceinline__ void merged_range(cg::cluster_group &cluster, const eval_args &a,
                                              const block_place &p, int2 &s_share, int2 &s_range,
                                              int32_t &lo, int32_t &hi)
@@ -237,7 +238,7 @@ __device__ __forceinline__ bool gather_clusters(cg::cluster_group &cluster, cons
 __device__ __forceinline__ void write_owned(const eval_args &a, const block_place &p,
                                             const uint32_t *red, const block_sums &s)
 {
-    const uint32_t skip = a.skip, cells = p.cells, bm = a.bins_moving;
+    const uint32_t skip = p.skip, cells = p.cells, bm = a.bins_moving;
     uint32_t *joint = a.joint + (size_t)p.k * cells;
     for (uint32_t l = p.tid; l < p.owned; l += p.T) {
         uint32_t c = owned_cell(l, p.rank, p.lb_shift);
@@ -258,7 +259,7 @@ __device__ __forceinline__ void write_owned(const eval_args &a, const block_plac
 __device__ __forceinline__ void sums_to_block0(cg::cluster_group &cluster, const eval_args &a,
                                                const block_place &p, const block_sums &s)
 {
-    if (!(a.skip & DH_MI_STAGE_MARGINALS))
+    if (!(p.skip & DH_MI_STAGE_MARGINALS))
         for (uint32_t t = p.tid; t < DH_MI_LANES; t += p.T) {
             if (s.rowp[t])
                 atomicAdd(cluster.map_shared_rank(s.tot_f, 0) + t, s.rowp[t]);
@@ -375,7 +376,8 @@ __global__ void __launch_bounds__(THR, MINB) mi_kernel(eval_args a)
     p.lb_shift = a.lb_shift;
     p.LB = 1u << p.lb_shift;
     p.owned = owned_words(p.cells, p.lb_shift);
-    const uint32_t skip = a.skip, k = p.k, tid = p.tid;
+    p.skip = a.skip;
+    const uint32_t skip = p.skip, k = p.k, tid = p.tid;
     uint32_t *red = (uint32_t *)(smem + a.region_bytes);
     /* A one-block cluster with 32-bit counters counts straight into its share of the cluster
      * histogram (the same cells in the same order: owned_cell is the identity for C = 1), so it
@@ -978,8 +980,8 @@ extern "C" int dh_mi_gpu_evaluate(dh_mi_gpu *g, const void *d_moving, int is_sig
     }
     if (layout == DH_MI_LAYOUT_SPREAD) {
         /* P blocks per image: SPREAD_PIXELS_PER_BLOCK each, as many as the device holds */
-        size_t P = g->spread_blocks ? g->spread_blocks
-                                    : (g->n + SPREAD_PIXELS_PER_BLOCK - 1) / SPREAD_PIXELS_PER_BLOCK;
+        const size_t per_block = SPREAD_PIXELS_PER_BLOCK;
+        size_t P = g->spread_blocks ? g->spread_blocks : (g->n + per_block - 1) / per_block;
         const size_t most = g->spread_resident / count;
         P = P < 1 ? 1 : P > most ? most : P;
         a.spread_blocks = (uint32_t)P;

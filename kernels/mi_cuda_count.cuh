@@ -100,12 +100,15 @@ template <bool MASKED, bool SIGNED> struct stored_samples {
                        MASKED ? (uint32_t)(x.ok >> (8 * j)) & 0xFFu : 1u,
                        sample((mw[j >> 1] >> sh) & 0xFFFFu, SIGNED), bm, lo, width, magic);
     }
-    /* Pixel i, outside the units. */
-    __device__ __forceinline__ uint32_t cell_at(const uint16_t *fixed_bins, size_t i,
-                                                uint32_t bm) const
+    /* Pixel i, outside the units: count(c) with its cell c where it counts. */
+    template <class Count>
+    __device__ __forceinline__ void visit(const uint16_t *fixed_bins, size_t i, uint32_t bm,
+                                          const Count &count) const
     {
-        return cell_of(fixed_bins[i], MASKED ? val[i] : 1u, sample(img[i], SIGNED), bm, lo, width,
-                       magic);
+        const uint32_t c = cell_of(fixed_bins[i], MASKED ? val[i] : 1u, sample(img[i], SIGNED),
+                                   bm, lo, width, magic);
+        if (c != NO_CELL)
+            count(c);
     }
 };
 
@@ -143,13 +146,15 @@ struct float_samples {
                    ? NO_CELL
                    : f * bm + m;
     }
-    __device__ __forceinline__ uint32_t cell_at(const uint16_t *fixed_bins, size_t i,
-                                                uint32_t bm) const
+    template <class Count>
+    __device__ __forceinline__ void visit(const uint16_t *fixed_bins, size_t i, uint32_t bm,
+                                          const Count &count) const
     {
-        if (fixed_bins[i] == DH_MI_JOINT_SKIP || (val && !val[i]))
-            return NO_CELL;
-        const uint32_t m = dh_faxis_bin(bins, lo, hi, width, img[i]);
-        return m == DH_MI_JOINT_SKIP ? NO_CELL : fixed_bins[i] * bm + m;
+        if (fixed_bins[i] != DH_MI_JOINT_SKIP && (!val || val[i])) {
+            const uint32_t m = dh_faxis_bin(bins, lo, hi, width, img[i]);
+            if (m != DH_MI_JOINT_SKIP)
+                count(fixed_bins[i] * bm + m);
+        }
     }
 };
 
@@ -216,13 +221,11 @@ __device__ uint32_t count_share(cg::cluster_group &cluster, const eval_args &a, 
      * here is THREADS pixels, fewer than a vector tile, so the round bound still holds. */
     for (size_t base = nv * 8 + part * tile; base < n; base += step) {
         const size_t i = base + threadIdx.x;
-        if (i < n) {
-            const uint32_t c = px.cell_at(a.fixed_bins, i, bm);
-            if (c != NO_CELL) {
+        if (i < n)
+            px.visit(a.fixed_bins, i, bm, [&](uint32_t c) {
                 add_private<PACKED>(hist, c, 1);
                 counted++;
-            }
-        }
+            });
         if (PACKED && ++tiles == PACKED_ROUND_TILES) {
             __syncthreads();
             flush<PACKED>(cluster, hist, red, a.cells, a.lb_shift, true);
