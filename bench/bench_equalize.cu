@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * bench_equalize.cu: equalization of a device-resident volume against the memory it must move
- * (issue 4, docs/performance.md "Equalization").
+ * (docs/performance.md "Equalization").
  *
  * Data, made on the device: 512^3 CT-like 12-bit samples (256 MiB; the mix of
  * ../shared/docs/gpu.md: 40% air near 24, 15% fat near 924, 30% soft tissue near 1064, 15% bone

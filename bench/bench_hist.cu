@@ -286,7 +286,7 @@ int main(int argc, char **argv)
                    100 * gbs(N, per_t) / ceil_gbs);
         }
         /* The ways of treating the output, each against the default whole volume: a memset
-         * (the default before ZERO_STORE), zeroing in the kernel, stored by the blocks. */
+         * first, zeroing in the kernel, stored by the blocks. */
         const char *way_names[] = {"", "memset first", "zeroed in the kernel",
                                    "stored, no zeroing"};
         for (int way = 1; way <= 3; way++) {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * bench_mi.cu: mutual information on one GPU, in one run (issue 5's benchmark): latency of one
+ * bench_mi.cu: mutual information on one GPU, in one run: latency of one
  * evaluation (joint histogram + scores) for 256x256 and 512x512 pairs at 32, 64 and 256 bins
  * (single launch timed with events, and CUDA-graph replay), batched throughput for 256x256 at
  * batch 64, 256, 1024, and a 512^3 volume pair at 64 bins against a read-only kernel reading
@@ -569,8 +569,8 @@ int main(int argc, char **argv)
                 dh_mi_gpu_free(g);
             }
         /* The count loops: the branch-free one (default for 32-bit counters without a mask),
-         * the run-merging one (classic_count, the default before run 28) with one shared atomic
-         * per run or per pixel (no_run_merge). */
+         * the run-merging one (classic_count) with one shared atomic per run or per pixel
+         * (no_run_merge). */
         printf("\n## Count loop, 256x256 batch 1024 (us per launch, median of 20; automatic "
                "layout)\n| bins | loop | check | us per launch | evaluations/s |\n"
                "|---|---|---|---|---|\n");
@@ -582,7 +582,7 @@ int main(int argc, char **argv)
                           d_out, s);
             }
         /* The entropy terms: logarithms of counts read from the table (default) or computed
-         * for every non-zero cell (direct_terms, the default before run 54). */
+         * for every non-zero cell (direct_terms). */
         printf("\n## Entropy terms, 256x256 batch 1024 (us per launch, median of 20; automatic "
                "layout)\n| bins | logarithms | check | us per launch | evaluations/s |\n"
                "|---|---|---|---|---|\n");

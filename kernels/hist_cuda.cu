@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
- * hist_cuda.cu: the CUDA launchers of the 1D histogram (kernels/hist_cuda.h): the launch shape
- * chosen from the bin count and the device, the device-pointer entry, and the host path that
- * streams a host volume through pinned staging buffers in chunks. The kernel is in
- * hist_cuda_kernel.cuh (hist_cuda_cluster.cuh for bins beyond one block's shared memory), the
- * counting pieces in hist_cuda_count.cuh, the CPU twin in hist_cpu.c.
+ * hist_cuda.cu: the CUDA launchers of the 1D histogram (kernels/hist_cuda.h): `launch`, the shape
+ * chooser (map kind, counters and layout from the bin count, the input and the device), one small
+ * launcher per layout (launch_small: one cluster, hist_cuda_small.cuh; launch_cluster: clusters
+ * sharing counters, hist_cuda_cluster.cuh; launch_blocks: hist_cuda_kernel.cuh's two blocks of
+ * 512 threads per SM or hist_cuda_big.cuh's one of 1024), the device-pointer entry, and the host
+ * path that streams a host volume through pinned staging buffers in chunks. The counting pieces
+ * are in hist_cuda_count.cuh, the CPU twin in hist_cpu.c.
  *
  * Nothing here keeps global mutable state: device limits are read per call (cheap attribute
  * queries the runtime caches), and reusable resources live in a dh_cuda_state owned by a context.
@@ -37,23 +39,22 @@ const uint64_t ZERO_IN_KERNEL_MAX_SAMPLES = (uint64_t)1 << 22;
 const uint64_t ZERO_IN_KERNEL_MAX_COUNTS = (uint64_t)1 << 17;
 /* Bins whose 32-bit counters do not fit one block get packed 16-bit counters in one block of
  * 1024 threads whose guard proves that no counter wraps (hist_cuda_big.cuh: 67% of the read
- * ceiling at 65536 bins on an H100, against 44% for the earlier kernel that repaired wraps from
- * returned words, bench/NOTES.md run 20); a cluster of 2 or 4 blocks sharing 32-bit counters is
- * there only when dh_cuda_tuning asks for it: its distributed-shared-memory atomics cost about 12
- * times a local one (run 9). */
+ * ceiling at 65536 bins on an H100, against 44% for a kernel that repaired wraps from returned
+ * words); a cluster of 2 or 4 blocks sharing 32-bit counters is there only when dh_cuda_tuning
+ * asks for it: its distributed-shared-memory atomics cost about 12 times a local one. */
 /* One cluster storing a small single histogram (hist_cuda_small.cuh) lost on one 512x512 slice
  * at 4096 bins: 10.0 us (8 blocks) and 10.4 us (16) against 8.5 us for the whole device zeroing
- * in the kernel (bench/NOTES.md, run 13), so it is off by default (0) and taken only when
+ * in the kernel, so it is off by default (0) and taken only when
  * dh_cuda_tuning.small_cluster asks; SMALL_MAX_SAMPLES is where a default would apply. */
 const uint64_t SMALL_MAX_SAMPLES = (uint64_t)1 << 19;
 const uint32_t DEFAULT_SMALL_CLUSTER = 0;
 /* Wide counters take one block of 1024 threads per SM (hist_cuda_big.cuh) from this many
  * samples on, or wherever two blocks' counters do not fit an SM; two blocks of 512 threads
  * otherwise (1024 threads: CT-like 4096 bins 90.3% of the read ceiling against 85.2%, per-slice
- * 87.3% against 81.4%; bench/NOTES.md runs 19-20). */
+ * 87.3% against 81.4%). */
 const uint64_t WIDE_1024_MIN_SAMPLES = (uint64_t)1 << 22;
 /* Guarded packed counters of one histogram: 2 = flush count pairs (hist_args.pairs: uniform
- * 65536 bins 66.6% against 60.2%, run 20), 1 = one add per count. */
+ * 65536 bins 66.6% against 60.2%), 1 = one add per count. */
 const int DEFAULT_PAIR_FLUSH = 2;
 /* How a launch treats its output: add to it as it is; zero it inside the kernel (cooperative,
  * a grid-wide barrier before the first flush); no zeroing, each histogram stored by the piece
@@ -191,43 +192,68 @@ cudaLaunchConfig_t cluster_config(cudaLaunchAttribute *attr, unsigned cluster, u
     return cfg;
 }
 
-/* Counts n samples at d_data (index `first` of the volume) into d_out: adding to it (zero =
- * ZERO_NONE), or overwriting d_out (out_len counts) and d_total the way `zero` says (a way the
- * shape cannot take becomes a memset). `small` (8 or 16) asks for the one-cluster kernel where
- * it applies. A table map's lut must already be on the device. */
-int launch(const void *d_data, int is_signed, uint64_t n, uint64_t first, uint64_t seg_len,
-           const dh_bin_map *map, unsigned long long *d_out, unsigned long long *d_total,
-           int zero, uint32_t small, uint64_t out_len, cudaStream_t stream,
-           const dh_cuda_tuning *tuning, char *msg, size_t msg_len)
+/* One launch's request: n samples at d_data (index `first` of the volume, seg_len samples per
+ * histogram) counted into d_out, adding to it (zero = ZERO_NONE), or overwriting d_out (out_len
+ * counts) and d_total the way `zero` says (a way the shape cannot take becomes a memset).
+ * `small` (8 or 16) asks for the one-cluster kernel where it applies. A table map's lut must
+ * already be on the device. */
+struct launch_request {
+    const void *d_data;
+    int is_signed;
+    uint64_t n, first, seg_len;
+    const dh_bin_map *map;
+    unsigned long long *d_out, *d_total;
+    uint64_t out_len;
+    int zero; /* enum zeroing */
+    uint32_t small;
+    cudaStream_t stream;
+    const dh_cuda_tuning *tuning;
+};
+
+/* What the device offers a launch, read once per launch. */
+struct device_limits {
+    int dev, sms, optin; /* optin: shared memory per block */
+};
+
+/* The launch's shape: the kernel arguments, the map kind and the counters. */
+struct launch_shape {
+    hist_args a;
+    int kind;         /* enum map_kind */
+    int packed;       /* 16-bit counters */
+    uint32_t cluster; /* 0 or 1: one block; 2 or 4: a cluster sharing the counters */
+    int variant;      /* CLUSTER_KERNELS' last index */
+    size_t smem;
+};
+
+int read_limits(device_limits *d, char *msg, size_t msg_len)
 {
-    if (n == 0 && zero == ZERO_NONE)
-        return 0;
-    if ((uintptr_t)d_data & 1)
-        return fail_text(msg, msg_len, "16-bit samples must be 2-byte aligned");
-
-    int dev = 0, sms = 0, optin = 0;
-    DH_CUDA_CK(cudaGetDevice(&dev), "cudaGetDevice");
-    DH_CUDA_CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev),
+    DH_CUDA_CK(cudaGetDevice(&d->dev), "cudaGetDevice");
+    DH_CUDA_CK(cudaDeviceGetAttribute(&d->sms, cudaDevAttrMultiProcessorCount, d->dev),
                "cudaDeviceGetAttribute(multiprocessors)");
-    DH_CUDA_CK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev),
+    DH_CUDA_CK(cudaDeviceGetAttribute(&d->optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, d->dev),
                "cudaDeviceGetAttribute(shared memory per block)");
+    return 0;
+}
 
-    const uint32_t smem_target =
-        tuning && tuning->smem_target ? tuning->smem_target : DEFAULT_SMEM_TARGET;
-    const uint32_t max_copies =
-        tuning && tuning->max_copies ? tuning->max_copies : DEFAULT_MAX_COPIES;
-    const uint64_t min_per_block = tuning && tuning->min_samples_per_block
-                                       ? tuning->min_samples_per_block
-                                       : DEFAULT_MIN_SAMPLES_PER_BLOCK;
+/* The samples per block that size a grid: the tuning's, or the default. */
+uint64_t min_samples_per_block(const dh_cuda_tuning *tuning)
+{
+    return tuning && tuning->min_samples_per_block ? tuning->min_samples_per_block
+                                                   : DEFAULT_MIN_SAMPLES_PER_BLOCK;
+}
 
+/* The kernel arguments that follow from the request alone (no shape yet). */
+hist_args request_args(const launch_request &r)
+{
+    const dh_bin_map *map = r.map;
     hist_args a;
     memset(&a, 0, sizeof a);
-    a.data = (const uint16_t *)d_data;
-    a.n = n;
-    a.first = first;
-    a.seg_len = seg_len ? seg_len : 1;
-    a.out = d_out;
-    a.total = d_total;
+    a.data = (const uint16_t *)r.d_data;
+    a.n = r.n;
+    a.first = r.first;
+    a.seg_len = r.seg_len ? r.seg_len : 1;
+    a.out = r.d_out;
+    a.total = r.d_total;
     a.bins = map->bins;
     a.slots = map->bins + 2;
     a.lo = map->lo;
@@ -237,196 +263,255 @@ int launch(const void *d_data, int is_signed, uint64_t n, uint64_t first, uint64
     a.inv_width = a.width ? 1.0 / (double)a.width : 0.0;
     a.lut = map->lut;
     a.lut_base = map->lut_base;
-    a.head = (uint32_t)(((16 - ((uintptr_t)d_data & 15)) & 15) / 2);
-    a.out_len = out_len;
+    a.head = (uint32_t)(((16 - ((uintptr_t)r.d_data & 15)) & 15) / 2);
+    a.out_len = r.out_len;
+    return a;
+}
 
-    /* The shift kernel computes s - lo in int32: fine for any |lo| <= 2^30 (s is 16-bit);
-     * beyond that the division kernel, exact for any range, takes the map. The pair form of the
-     * shift map is preferred wherever it applies. */
+/* The map kind: the shift kernel computes s - lo in int32, fine for any |lo| <= 2^30 (s is
+ * 16-bit); beyond that the division kernel, exact for any range, takes the map. The pair form of
+ * the shift map (filling a's pair fields) is preferred wherever it applies. */
+int choose_kind(const launch_request &r, hist_args &a)
+{
+    const dh_bin_map *map = r.map;
     const int shift_ok = map->shift >= 0 && map->lo >= -(1 << 30) && map->lo <= (1 << 30);
-    int kind = map->lut ? MAP_LUT : shift_ok ? MAP_SHIFT : MAP_DIV;
-    if (kind == MAP_SHIFT && !(tuning && tuning->classic_map) && pair_params(a, is_signed))
-        kind = MAP_PAIR;
+    const int kind = map->lut ? MAP_LUT : shift_ok ? MAP_SHIFT : MAP_DIV;
+    if (kind == MAP_SHIFT && !(r.tuning && r.tuning->classic_map) && pair_params(a, r.is_signed))
+        return MAP_PAIR;
+    return kind;
+}
 
-    /* Wide 32-bit counters whenever one copy fits; as many copies as the target allows. Beyond
-     * that packed 16-bit counters in one block, or where asked a cluster sharing the counters
-     * over distributed shared memory (Hopper on). */
+/* The counters: wide 32-bit counters whenever one copy fits, as many copies as the target
+ * allows. Beyond that packed 16-bit counters in one block, or where asked a cluster sharing the
+ * counters over distributed shared memory (Hopper on). */
+int choose_counters(const launch_request &r, const device_limits &d, launch_shape &s, char *msg,
+                    size_t msg_len)
+{
+    const dh_cuda_tuning *tuning = r.tuning;
+    hist_args &a = s.a;
+    const uint32_t smem_target =
+        tuning && tuning->smem_target ? tuning->smem_target : DEFAULT_SMEM_TARGET;
+    const uint32_t max_copies =
+        tuning && tuning->max_copies ? tuning->max_copies : DEFAULT_MAX_COPIES;
     const uint32_t stride = a.slots | 1u;
-    int packed = tuning && tuning->force_packed;
-    const uint32_t cluster = tuning ? tuning->cluster_size : 0; /* 0 or 1: one block */
-    if (cluster != 0 && cluster != 1 && cluster != 2 && cluster != 4)
+    s.packed = tuning && tuning->force_packed;
+    s.cluster = tuning ? tuning->cluster_size : 0;
+    if (s.cluster != 0 && s.cluster != 1 && s.cluster != 2 && s.cluster != 4)
         return fail_text(msg, msg_len, "cluster size must be 1, 2 or 4");
-    if (cluster == 4 && packed)
+    if (s.cluster == 4 && s.packed)
         return fail_text(msg, msg_len, "packed counters in a cluster take 2 blocks");
-    const int variant = cluster == 4 ? 1 : packed ? 2 : 0;
-    size_t smem = 0;
-    if (cluster >= 2) {
+    s.variant = s.cluster == 4 ? 1 : s.packed ? 2 : 0;
+    s.smem = 0;
+    if (s.cluster >= 2) {
         /* Keys (internal slot less post) run below slots - post; block rank k % cluster keeps
          * key k at index k / cluster (hist_cuda_cluster.cuh). */
-        const int64_t post = kind == MAP_PAIR ? a.pair_post : 0;
+        const int64_t post = s.kind == MAP_PAIR ? a.pair_post : 0;
         int64_t keys = (int64_t)a.slots - post;
-        if (keys < (int64_t)cluster)
-            keys = cluster;
-        const uint32_t per_block = (uint32_t)((keys + cluster - 1) / cluster);
-        a.words = packed ? (per_block + 1) / 2 : per_block;
-        smem = (size_t)a.words * 4;
-    } else if (!packed && (size_t)stride * 4 <= (size_t)optin) {
+        if (keys < (int64_t)s.cluster)
+            keys = s.cluster;
+        const uint32_t per_block = (uint32_t)((keys + s.cluster - 1) / s.cluster);
+        a.words = s.packed ? (per_block + 1) / 2 : per_block;
+        s.smem = (size_t)a.words * 4;
+    } else if (!s.packed && (size_t)stride * 4 <= (size_t)d.optin) {
         uint32_t copies = 1;
         while (copies * 2 <= max_copies && (size_t)copies * 2 * stride * 4 <= smem_target)
             copies *= 2;
         a.copies = copies;
         a.stride = stride;
-        smem = (size_t)copies * stride * 4;
+        s.smem = (size_t)copies * stride * 4;
     } else {
-        packed = 1;
+        s.packed = 1;
     }
-    if (packed && cluster < 2) {
+    if (s.packed && s.cluster < 2) {
         /* The pair map's keys are 16-bit: word and half straight from the key (hist_args). */
-        a.words = kind == MAP_PAIR ? 32768u : (a.slots + 1) / 2;
-        a.half_lo = kind == MAP_PAIR ? a.pair_post : 0;
-        a.half_hi = kind == MAP_PAIR ? 32768 + a.pair_post : (int32_t)a.words;
-        smem = (size_t)a.words * 4;
+        a.words = s.kind == MAP_PAIR ? 32768u : (a.slots + 1) / 2;
+        a.half_lo = s.kind == MAP_PAIR ? a.pair_post : 0;
+        a.half_hi = s.kind == MAP_PAIR ? 32768 + a.pair_post : (int32_t)a.words;
+        s.smem = (size_t)a.words * 4;
     }
-    if (smem > (size_t)optin)
+    if (s.smem > (size_t)d.optin)
         return fail_text(msg, msg_len, "the device's shared memory is too small for the bins");
+    return 0;
+}
 
-    /* Where the whole input is one small histogram of wide counters, one cluster counts it and
-     * stores the output (hist_cuda_small.cuh); the output needs no zeroing. */
-    const int wide = cluster < 2 && !packed;
-    if ((small == 8 || small == 16) && wide && zero != ZERO_NONE && n > 0 &&
-        n <= DH_CUDA_PIECE_MAX && seg_len >= n && first == 0 && !d_total) {
-        int can = 0;
-        DH_CUDA_CK(cudaDeviceGetAttribute(&can, cudaDevAttrClusterLaunch, dev),
-                   "cudaDeviceGetAttribute(cluster launch)");
-        if (can) {
-            const kernel_fn kernel = SMALL_KERNELS[kind][is_signed ? 1 : 0][small == 16];
-            if (small == 16)
-                DH_CUDA_CK(cudaFuncSetAttribute((const void *)kernel,
-                                                cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
-                           "cudaFuncSetAttribute(cluster size)");
-            if (smem > 48 * 1024)
-                DH_CUDA_CK(cudaFuncSetAttribute((const void *)kernel,
-                                                cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                (int)smem),
-                           "cudaFuncSetAttribute(shared memory)");
-            cudaLaunchAttribute attr;
-            cudaLaunchConfig_t cfg = cluster_config(
-                &attr, small, small == 16 ? small_shape<16>::threads : small_shape<8>::threads,
-                smem, stream);
-            cfg.gridDim = dim3(small);
-            a.blocks = small;
-            /* 16 blocks is beyond the portable cluster size: a device whose processing clusters
-             * cannot hold it counts on the whole device instead (asked for only by tuning). */
-            int most = 1;
-            if (small == 16)
-                DH_CUDA_CK(cudaOccupancyMaxActiveClusters(&most, kernel, &cfg),
-                           "cudaOccupancyMaxActiveClusters");
-            if (most >= 1) {
-                DH_CUDA_CK(cudaLaunchKernelEx(&cfg, kernel, a),
-                           "histogram kernel launch (small cluster)");
-                return 0;
-            }
-        }
-    }
-    /* Whether this call overwrites its outputs (before the memset below turns that into
-     * ZERO_NONE): pairs (hist_args.pairs) need outputs that start at zero. */
-    const int overwrites = zero != ZERO_NONE;
-    /* Storing needs pieces cut only at histogram and block ends, wide counters, no total. */
-    if (zero == ZERO_STORE && (!wide || d_total || n == 0 || first != 0 ||
-                               seg_len > DH_CUDA_PIECE_MAX))
-        zero = ZERO_MEMSET;
-    if (zero == ZERO_MEMSET || (cluster >= 2 && zero != ZERO_NONE)) {
-        /* A cluster launch cannot be cooperative: zero with memsets first. */
-        DH_CUDA_CK(cudaMemsetAsync(d_out, 0, out_len * sizeof(uint64_t), stream),
-                   "cudaMemsetAsync(counts)");
-        if (d_total)
-            DH_CUDA_CK(cudaMemsetAsync(d_total, 0, (size_t)a.slots * sizeof(uint64_t), stream),
-                       "cudaMemsetAsync(counts)");
-        zero = ZERO_NONE;
-    }
-    if (n == 0 && zero == ZERO_NONE)
-        return 0;
-    a.zero = zero == ZERO_KERNEL;
-    a.store = zero == ZERO_STORE;
-
-    if (cluster >= 2) {
-        const kernel_fn kernel = CLUSTER_KERNELS[kind][is_signed ? 1 : 0][variant];
-        const int threads = CLUSTER_THREADS[variant];
-        if (smem > 48 * 1024)
-            DH_CUDA_CK(cudaFuncSetAttribute((const void *)kernel,
-                                            cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
-                       "cudaFuncSetAttribute(shared memory)");
-        cudaLaunchAttribute attr;
-        cudaLaunchConfig_t cfg = cluster_config(&attr, cluster, threads, smem, stream);
-        /* Clusters: one per `cluster` x min_per_block samples, at most as many as the device
-         * holds at once (asked only when more than the multiprocessors are wanted). */
-        const uint64_t by_size = n ? (n + min_per_block - 1) / min_per_block : 1;
-        uint64_t clusters = (by_size + cluster - 1) / cluster;
-        if (clusters * cluster > (uint64_t)sms) {
-            int most = 0;
-            cfg.gridDim = dim3((unsigned)(clusters * cluster < (uint64_t)sms * 4
-                                              ? clusters * cluster
-                                              : (uint64_t)sms * 4 / cluster * cluster));
-            DH_CUDA_CK(cudaOccupancyMaxActiveClusters(&most, kernel, &cfg),
-                       "cudaOccupancyMaxActiveClusters");
-            if (most < 1)
-                return fail_text(msg, msg_len, "the cluster kernel does not fit on this device");
-            if (clusters > (uint64_t)most)
-                clusters = (uint64_t)most;
-        }
-        a.blocks = (uint32_t)(clusters * cluster);
-        cfg.gridDim = dim3(a.blocks);
-        DH_CUDA_CK(cudaLaunchKernelEx(&cfg, kernel, a), "histogram kernel launch (cluster)");
-        return 0;
-    }
-
-    /* Packed counters: the guarded kernel (hist_cuda_big.cuh). Wide counters: one block of
-     * 1024 threads per SM for large inputs and where two blocks' counters would not fit an SM,
-     * else two blocks of 512 threads. */
-    int per_sm_smem = 0;
-    DH_CUDA_CK(cudaDeviceGetAttribute(&per_sm_smem, cudaDevAttrMaxSharedMemoryPerMultiprocessor,
-                                      dev),
-               "cudaDeviceGetAttribute(shared memory per multiprocessor)");
-    const uint32_t wide_threads =
-        tuning && tuning->wide_threads ? tuning->wide_threads
-        : n >= WIDE_1024_MIN_SAMPLES || 2 * (smem + 1024) > (size_t)per_sm_smem ? 1024u
-                                                                                : 512u;
-    if (!packed && wide_threads != 512 && wide_threads != 1024)
-        return fail_text(msg, msg_len, "wide counters take 512 or 1024 threads");
-    const int big = packed || wide_threads == 1024;
-    const kernel_fn kernel =
-        big ? BIG_KERNELS[kind][is_signed ? 1 : 0][packed] : KERNELS[kind][is_signed ? 1 : 0];
+/* Lets `kernel` launch with smem bytes of dynamic shared memory where that is beyond the
+ * default 48 KB. */
+int allow_smem(kernel_fn kernel, size_t smem, char *msg, size_t msg_len)
+{
     if (smem > 48 * 1024)
         DH_CUDA_CK(cudaFuncSetAttribute((const void *)kernel,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
                    "cudaFuncSetAttribute(shared memory)");
+    return 0;
+}
+
+/* Whether the one-cluster kernel for small inputs (hist_cuda_small.cuh) takes this request:
+ * the whole input is one small histogram of wide counters, overwritten, so one cluster counts it
+ * and stores the output with no zeroing. */
+int small_applies(const launch_request &r, const launch_shape &s)
+{
+    const int wide = s.cluster < 2 && !s.packed;
+    return (r.small == 8 || r.small == 16) && wide && r.zero != ZERO_NONE && r.n > 0 &&
+           r.n <= DH_CUDA_PIECE_MAX && r.seg_len >= r.n && r.first == 0 && !r.d_total;
+}
+
+/* Launches the one-cluster kernel; *launched 0 where the device cannot hold the cluster (the
+ * caller then counts on the whole device). */
+int launch_small(const launch_request &r, const device_limits &d, launch_shape &s, int *launched,
+                 char *msg, size_t msg_len)
+{
+    *launched = 0;
+    int can = 0;
+    DH_CUDA_CK(cudaDeviceGetAttribute(&can, cudaDevAttrClusterLaunch, d.dev),
+               "cudaDeviceGetAttribute(cluster launch)");
+    if (!can)
+        return 0;
+    const uint32_t small = r.small;
+    const kernel_fn kernel = SMALL_KERNELS[s.kind][r.is_signed ? 1 : 0][small == 16];
+    if (small == 16)
+        DH_CUDA_CK(cudaFuncSetAttribute((const void *)kernel,
+                                        cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
+                   "cudaFuncSetAttribute(cluster size)");
+    if (allow_smem(kernel, s.smem, msg, msg_len))
+        return -1;
+    cudaLaunchAttribute attr;
+    cudaLaunchConfig_t cfg = cluster_config(
+        &attr, small, small == 16 ? small_shape<16>::threads : small_shape<8>::threads, s.smem,
+        r.stream);
+    cfg.gridDim = dim3(small);
+    s.a.blocks = small;
+    /* 16 blocks is beyond the portable cluster size: a device whose processing clusters cannot
+     * hold it counts on the whole device instead (asked for only by tuning). */
+    int most = 1;
+    if (small == 16)
+        DH_CUDA_CK(cudaOccupancyMaxActiveClusters(&most, kernel, &cfg),
+                   "cudaOccupancyMaxActiveClusters");
+    if (most < 1)
+        return 0;
+    DH_CUDA_CK(cudaLaunchKernelEx(&cfg, kernel, s.a), "histogram kernel launch (small cluster)");
+    *launched = 1;
+    return 0;
+}
+
+/* The way the outputs get zeroed, settled: storing needs pieces cut only at histogram and block
+ * ends, wide counters, no total; a cluster launch cannot be cooperative; what the kernel cannot
+ * do is a memset first (after which the launch adds: ZERO_NONE). */
+int settle_zeroing(const launch_request &r, const launch_shape &s, int *zero, char *msg,
+                   size_t msg_len)
+{
+    const int wide = s.cluster < 2 && !s.packed;
+    *zero = r.zero;
+    if (*zero == ZERO_STORE && (!wide || r.d_total || r.n == 0 || r.first != 0 ||
+                                r.seg_len > DH_CUDA_PIECE_MAX))
+        *zero = ZERO_MEMSET;
+    if (*zero == ZERO_MEMSET || (s.cluster >= 2 && *zero != ZERO_NONE)) {
+        DH_CUDA_CK(cudaMemsetAsync(r.d_out, 0, r.out_len * sizeof(uint64_t), r.stream),
+                   "cudaMemsetAsync(counts)");
+        if (r.d_total)
+            DH_CUDA_CK(cudaMemsetAsync(r.d_total, 0, (size_t)s.a.slots * sizeof(uint64_t),
+                                       r.stream),
+                       "cudaMemsetAsync(counts)");
+        *zero = ZERO_NONE;
+    }
+    return 0;
+}
+
+/* Launches the cluster kernel (hist_cuda_cluster.cuh): one cluster per `cluster` x
+ * min_per_block samples, at most as many as the device holds at once (asked only when more than
+ * the multiprocessors are wanted). */
+int launch_cluster(const launch_request &r, const device_limits &d, launch_shape &s, char *msg,
+                   size_t msg_len)
+{
+    const uint32_t cluster = s.cluster;
+    const kernel_fn kernel = CLUSTER_KERNELS[s.kind][r.is_signed ? 1 : 0][s.variant];
+    const int threads = CLUSTER_THREADS[s.variant];
+    if (allow_smem(kernel, s.smem, msg, msg_len))
+        return -1;
+    cudaLaunchAttribute attr;
+    cudaLaunchConfig_t cfg = cluster_config(&attr, cluster, threads, s.smem, r.stream);
+    const uint64_t min_per_block = min_samples_per_block(r.tuning);
+    const uint64_t by_size = r.n ? (r.n + min_per_block - 1) / min_per_block : 1;
+    uint64_t clusters = (by_size + cluster - 1) / cluster;
+    if (clusters * cluster > (uint64_t)d.sms) {
+        int most = 0;
+        cfg.gridDim = dim3((unsigned)(clusters * cluster < (uint64_t)d.sms * 4
+                                          ? clusters * cluster
+                                          : (uint64_t)d.sms * 4 / cluster * cluster));
+        DH_CUDA_CK(cudaOccupancyMaxActiveClusters(&most, kernel, &cfg),
+                   "cudaOccupancyMaxActiveClusters");
+        if (most < 1)
+            return fail_text(msg, msg_len, "the cluster kernel does not fit on this device");
+        if (clusters > (uint64_t)most)
+            clusters = (uint64_t)most;
+    }
+    s.a.blocks = (uint32_t)(clusters * cluster);
+    cfg.gridDim = dim3(s.a.blocks);
+    DH_CUDA_CK(cudaLaunchKernelEx(&cfg, kernel, s.a), "histogram kernel launch (cluster)");
+    return 0;
+}
+
+/* Whether guarded packed counters of one overwritten histogram flush count pairs
+ * (hist_args.pairs): an even slot count, every block given two or more words to spread, a
+ * cooperative launch. `overwrites`: the request's outputs start at zero. */
+int choose_pairs(const launch_request &r, const device_limits &d, const launch_shape &s,
+                 int overwrites, uint64_t blocks, uint32_t *pairs, char *msg, size_t msg_len)
+{
+    const hist_args &a = s.a;
+    const int pair_flush =
+        r.tuning && r.tuning->pair_flush ? r.tuning->pair_flush : DEFAULT_PAIR_FLUSH;
+    const int pairs_fit = s.kind == MAP_PAIR ? a.bins == 65536 && a.pair_post == 1
+                                             : a.slots % 2 == 0; /* spread_pairs says why */
+    *pairs = 0;
+    if (pair_flush == 2 && s.packed && overwrites && r.n > 0 && r.n < ((uint64_t)1 << 32) &&
+        r.seg_len >= r.n && r.first == 0 && !r.d_total && pairs_fit && blocks * 2 <= a.words) {
+        int coop = 0;
+        DH_CUDA_CK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, d.dev),
+                   "cudaDeviceGetAttribute(cooperative launch)");
+        *pairs = coop != 0;
+    }
+    return 0;
+}
+
+/* Launches the one-block kernels: packed counters in the guarded kernel (hist_cuda_big.cuh);
+ * wide counters in one block of 1024 threads per SM for large inputs and where two blocks'
+ * counters would not fit an SM, else in two blocks of 512 threads (hist_cuda_kernel.cuh). */
+int launch_blocks(const launch_request &r, const device_limits &d, launch_shape &s,
+                  int overwrites, char *msg, size_t msg_len)
+{
+    hist_args &a = s.a;
+    const dh_cuda_tuning *tuning = r.tuning;
+    int per_sm_smem = 0;
+    DH_CUDA_CK(cudaDeviceGetAttribute(&per_sm_smem, cudaDevAttrMaxSharedMemoryPerMultiprocessor,
+                                      d.dev),
+               "cudaDeviceGetAttribute(shared memory per multiprocessor)");
+    const uint32_t wide_threads =
+        tuning && tuning->wide_threads ? tuning->wide_threads
+        : r.n >= WIDE_1024_MIN_SAMPLES || 2 * (s.smem + 1024) > (size_t)per_sm_smem ? 1024u
+                                                                                    : 512u;
+    if (!s.packed && wide_threads != 512 && wide_threads != 1024)
+        return fail_text(msg, msg_len, "wide counters take 512 or 1024 threads");
+    const int big = s.packed || wide_threads == 1024;
+    const int sign = r.is_signed ? 1 : 0;
+    const kernel_fn kernel = big ? BIG_KERNELS[s.kind][sign][s.packed] : KERNELS[s.kind][sign];
+    if (allow_smem(kernel, s.smem, msg, msg_len))
+        return -1;
     const int threads = big ? DH_CUDA_BIG_THREADS : DH_CUDA_THREADS;
     /* A grid no larger than the multiprocessors needs no occupancy query (one block of any of
-     * our shapes fits an SM: launch bounds cap the registers, smem was checked above); small
+     * our shapes fits an SM: launch bounds cap the registers, smem was checked before); small
      * inputs, where the query's host time would show, take this way. */
-    const uint64_t by_size = n ? (n + min_per_block - 1) / min_per_block : 1;
-    uint64_t blocks = by_size;
-    if (blocks > (uint64_t)sms) {
+    const uint64_t min_per_block = min_samples_per_block(tuning);
+    uint64_t blocks = r.n ? (r.n + min_per_block - 1) / min_per_block : 1;
+    if (blocks > (uint64_t)d.sms) {
         int per_sm = 0;
-        DH_CUDA_CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem),
+        DH_CUDA_CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, s.smem),
                    "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
         if (per_sm < 1)
             return fail_text(msg, msg_len, "the kernel does not fit on this device");
-        if (blocks > (uint64_t)sms * per_sm)
-            blocks = (uint64_t)sms * per_sm;
+        if (blocks > (uint64_t)d.sms * per_sm)
+            blocks = (uint64_t)d.sms * per_sm;
     }
-    /* Guarded packed counters of one overwritten histogram flush count pairs (hist_args.pairs):
-     * an even slot count, every block given two or more words to spread, a cooperative launch. */
-    const int pair_flush = tuning && tuning->pair_flush ? tuning->pair_flush : DEFAULT_PAIR_FLUSH;
-    const int pairs_fit = kind == MAP_PAIR ? a.bins == 65536 && a.pair_post == 1
-                                           : a.slots % 2 == 0; /* spread_pairs says why */
-    if (pair_flush == 2 && packed && overwrites && n > 0 && n < ((uint64_t)1 << 32) &&
-        seg_len >= n && first == 0 && !d_total && pairs_fit && blocks * 2 <= a.words) {
-        int coop = 0;
-        DH_CUDA_CK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev),
-                   "cudaDeviceGetAttribute(cooperative launch)");
-        a.pairs = coop != 0;
-    }
+    if (choose_pairs(r, d, s, overwrites, blocks, &a.pairs, msg, msg_len))
+        return -1;
     a.blocks = (uint32_t)blocks;
 
     if (a.zero || a.store || a.pairs) {
@@ -434,36 +519,91 @@ int launch(const void *d_data, int is_signed, uint64_t n, uint64_t first, uint64
          * requires; the cooperative launch checks that. */
         void *args[] = {&a};
         DH_CUDA_CK(cudaLaunchCooperativeKernel((const void *)kernel, dim3(a.blocks), dim3(threads),
-                                               args, smem, stream),
+                                               args, s.smem, r.stream),
                    "histogram kernel launch (cooperative)");
         return 0;
     }
-    kernel<<<a.blocks, threads, smem, stream>>>(a);
+    kernel<<<a.blocks, threads, s.smem, r.stream>>>(a);
     DH_CUDA_CK(cudaGetLastError(), "histogram kernel launch");
     return 0;
+}
+
+/* A request that adds n samples at d_data (the start of the volume, seg_len per histogram) into
+ * d_out; callers that zero, chunk or count a total set those fields. */
+launch_request counts_request(const void *d_data, int is_signed, uint64_t n, uint64_t seg_len,
+                              const dh_bin_map *map, unsigned long long *d_out,
+                              cudaStream_t stream, const dh_cuda_tuning *tuning)
+{
+    launch_request r;
+    memset(&r, 0, sizeof r);
+    r.d_data = d_data;
+    r.is_signed = is_signed;
+    r.n = n;
+    r.seg_len = seg_len;
+    r.map = map;
+    r.d_out = d_out;
+    r.zero = ZERO_NONE;
+    r.stream = stream;
+    r.tuning = tuning;
+    return r;
+}
+
+/* The shape chooser: the map kind and counters for this input and device, then the layout (one
+ * small cluster, a grid of clusters, or a grid of blocks) and its launcher. */
+int launch(const launch_request &r, char *msg, size_t msg_len)
+{
+    if (r.n == 0 && r.zero == ZERO_NONE)
+        return 0;
+    if ((uintptr_t)r.d_data & 1)
+        return fail_text(msg, msg_len, "16-bit samples must be 2-byte aligned");
+    device_limits d;
+    if (read_limits(&d, msg, msg_len))
+        return -1;
+    launch_shape s;
+    s.a = request_args(r);
+    s.kind = choose_kind(r, s.a);
+    if (choose_counters(r, d, s, msg, msg_len))
+        return -1;
+    if (small_applies(r, s)) {
+        int launched = 0;
+        if (launch_small(r, d, s, &launched, msg, msg_len))
+            return -1;
+        if (launched)
+            return 0;
+    }
+    /* Whether this call overwrites its outputs (before settle_zeroing's memset turns that into
+     * ZERO_NONE): pairs (hist_args.pairs) need outputs that start at zero. */
+    const int overwrites = r.zero != ZERO_NONE;
+    int zero = ZERO_NONE;
+    if (settle_zeroing(r, s, &zero, msg, msg_len))
+        return -1;
+    if (r.n == 0 && zero == ZERO_NONE)
+        return 0;
+    s.a.zero = zero == ZERO_KERNEL;
+    s.a.store = zero == ZERO_STORE;
+    if (s.cluster >= 2)
+        return launch_cluster(r, d, s, msg, msg_len);
+    return launch_blocks(r, d, s, overwrites, msg, msg_len);
 }
 
 /* Overwrites the outputs with the counts, in one launch where the device can: per-slice
  * histograms stored by the blocks that end them (ZERO_STORE: 94% of the whole-volume rate at 4096
  * bins against 89% with a memset of the 16 MB of counts); other small inputs zeroed inside the
- * kernel; anything else after a memset.
+ * kernel; anything else after a memset. r.zero and r.small are chosen here;
  * tuning->zero_mode and small_cluster force a way (bench/NOTES.md has the measurements). */
-int zero_and_count(const void *d_data, int is_signed, uint64_t n, uint64_t seg_len,
-                   const dh_bin_map *map, unsigned long long *d_out, uint64_t out_len,
-                   unsigned long long *d_total, cudaStream_t stream, const dh_cuda_tuning *tuning,
-                   char *msg, size_t msg_len)
+int zero_and_count(launch_request r, char *msg, size_t msg_len)
 {
-    const int mode = tuning ? tuning->zero_mode : 0;
-    const uint32_t asked = tuning ? tuning->small_cluster : 0;
-    const uint32_t small =
-        asked == 8 || asked == 16 ? asked
-        : asked == 0 && n <= SMALL_MAX_SAMPLES && seg_len >= n ? DEFAULT_SMALL_CLUSTER
-                                                               : 0;
+    const int mode = r.tuning ? r.tuning->zero_mode : 0;
+    const uint32_t asked = r.tuning ? r.tuning->small_cluster : 0;
+    const uint64_t n = r.n, seg_len = r.seg_len;
+    r.small = asked == 8 || asked == 16 ? asked
+              : asked == 0 && n <= SMALL_MAX_SAMPLES && seg_len >= n ? DEFAULT_SMALL_CLUSTER
+                                                                     : 0;
     int zero = mode == 1   ? ZERO_MEMSET
                : mode == 2 ? ZERO_KERNEL
                : mode == 3 ? ZERO_STORE
-               : seg_len < n && !d_total ? ZERO_STORE
-               : n <= ZERO_IN_KERNEL_MAX_SAMPLES && out_len <= ZERO_IN_KERNEL_MAX_COUNTS
+               : seg_len < n && !r.d_total ? ZERO_STORE
+               : n <= ZERO_IN_KERNEL_MAX_SAMPLES && r.out_len <= ZERO_IN_KERNEL_MAX_COUNTS
                    ? ZERO_KERNEL
                    : ZERO_MEMSET;
     if (zero == ZERO_KERNEL || zero == ZERO_STORE) {
@@ -474,8 +614,8 @@ int zero_and_count(const void *d_data, int is_signed, uint64_t n, uint64_t seg_l
         if (!coop)
             zero = ZERO_MEMSET;
     }
-    return launch(d_data, is_signed, n, 0, seg_len, map, d_out, d_total, zero, small, out_len,
-                  stream, tuning, msg, msg_len);
+    r.zero = zero;
+    return launch(r, msg, msg_len);
 }
 
 } // namespace
@@ -549,14 +689,13 @@ int dh_hist_cuda_device_tuned(const void *d_data, int is_signed, size_t slice_le
     size_t n;
     if (count_samples(d_data, slice_len, slices, &n, msg, msg_len))
         return -1;
-    cudaStream_t st = (cudaStream_t)stream;
     const size_t hists = per_slice ? slices : 1;
-    const uint64_t seg_len = per_slice ? slice_len : n;
-    if (zero_output)
-        return zero_and_count(d_data, is_signed, n, seg_len, map, (unsigned long long *)d_out,
-                              hists * (map->bins + 2), NULL, st, tuning, msg, msg_len);
-    return launch(d_data, is_signed, n, 0, seg_len, map, (unsigned long long *)d_out, NULL,
-                  ZERO_NONE, 0, 0, st, tuning, msg, msg_len);
+    launch_request r = counts_request(d_data, is_signed, n, per_slice ? slice_len : n, map,
+                                      (unsigned long long *)d_out, (cudaStream_t)stream, tuning);
+    if (!zero_output)
+        return launch(r, msg, msg_len);
+    r.out_len = hists * (map->bins + 2);
+    return zero_and_count(r, msg, msg_len);
 }
 
 int dh_hist_cuda_device_with_total(const void *d_data, int is_signed, size_t slice_len,
@@ -570,10 +709,11 @@ int dh_hist_cuda_device_with_total(const void *d_data, int is_signed, size_t sli
     size_t n;
     if (count_samples(d_data, slice_len, slices, &n, msg, msg_len))
         return -1;
-    cudaStream_t st = (cudaStream_t)stream;
-    const size_t slots = (size_t)map->bins + 2;
-    return zero_and_count(d_data, is_signed, n, slice_len, map, (unsigned long long *)d_slices,
-                          slices * slots, (unsigned long long *)d_total, st, NULL, msg, msg_len);
+    launch_request r = counts_request(d_data, is_signed, n, slice_len, map,
+                                      (unsigned long long *)d_slices, (cudaStream_t)stream, NULL);
+    r.d_total = (unsigned long long *)d_total;
+    r.out_len = slices * ((size_t)map->bins + 2);
+    return zero_and_count(r, msg, msg_len);
 }
 
 int dh_hist_cuda_device(const void *d_data, int is_signed, size_t slice_len, size_t slices,
@@ -726,8 +866,10 @@ static int host_run(dh_cuda_state *s, const void *data, int is_signed, size_t sl
         DH_CUDA_CK(cudaMemcpyAsync(s->dbuf[b], s->pinned[b], len * sizeof(uint16_t),
                                    cudaMemcpyHostToDevice, s->stream[b]),
                    "cudaMemcpyAsync(samples)");
-        if (launch(s->dbuf[b], is_signed, len, off, seg_len, &dmap, s->d_out, NULL, ZERO_NONE, 0,
-                   0, s->stream[b], NULL, msg, msg_len))
+        launch_request r = counts_request(s->dbuf[b], is_signed, len, seg_len, &dmap, s->d_out,
+                                          s->stream[b], NULL);
+        r.first = off;
+        if (launch(r, msg, msg_len))
             return -1;
         DH_CUDA_CK(cudaEventRecord(s->done[b], s->stream[b]), "cudaEventRecord");
     }

@@ -71,10 +71,10 @@ typedef struct dh_cuda_tuning {
                                     * distributed shared memory, at any bin count (with
                                     * force_packed and 2: packed counters in the cluster) */
     uint32_t small_cluster;        /* one histogram of a small input: 0 default (today never:
-                                    * it measured slower, bench/NOTES.md run 13), 1 never, 8 or
-                                    * 16: one cluster of that many blocks counts it and sums
-                                    * the blocks' counters over distributed shared memory into
-                                    * the output with plain stores (no zeroing, no atomics) */
+                                    * it measured slower), 1 never, 8 or 16: one cluster of
+                                    * that many blocks counts it and sums the blocks' counters
+                                    * over distributed shared memory into the output with plain
+                                    * stores (no zeroing, no atomics) */
     uint32_t wide_threads;         /* wide counters: 0 default, 512 (two blocks per SM where
                                     * they fit) or 1024 (one block per SM, hist_cuda_big.cuh) */
     int pair_flush;                /* guarded packed counters of one histogram: 0 default, 1 one

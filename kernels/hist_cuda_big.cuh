@@ -8,8 +8,8 @@
  *    multiprocessor (more than about 28000 slots); hist_kernel would run 512 threads there.
  *  - GUARD = 1, packed 16-bit counters (two per word, as in hist_cuda_count.cuh: 128 KB at 65536
  *    bins) that never wrap, so every increment is one shared atomic with no repair: the guard
- *    below proves it. (The kernel it replaced repaired wraps from each atomic's returned word in
- *    768 threads: 44% of the read ceiling at 65536 bins on an H100 against 67%, bench/NOTES.md.)
+ *    below proves it. (Repairing wraps from each atomic's returned word instead, in 768
+ *    threads, reached 44% of the read ceiling at 65536 bins on an H100, against 67%.)
  *
  * The guard. A block walks each piece in epochs of at most E = 2 x 2 x 1024 x 8 = 32768 vector
  * samples (one loop turn), plus at most 14 scalar samples at the piece's ends. Every shared

@@ -5,7 +5,7 @@
  * cluster of CS blocks shares one histogram spread over its blocks' shared memories (distributed
  * shared memory). Launched by hist_cuda.cu in place of hist_kernel (hist_cuda_kernel.cuh) when
  * dh_cuda_tuning.cluster_size asks for it; not the default: on an H200 its remote atomics made it
- * 4 times slower than packed 16-bit counters at 65536 bins (bench/NOTES.md, runs 9-10).
+ * 4 times slower than packed 16-bit counters at 65536 bins.
  *
  * A slot's key (the value the map gives: the internal slot, less `post` for the pair form) is
  * owned by block rank key % CS, at word key / CS of that block: interleaved, so the bins of a

@@ -7,8 +7,9 @@
  * that never cross a histogram boundary (a slice in per-slice mode, the whole volume otherwise)
  * nor exceed 2^30 samples. Each piece is counted into the block's shared histogram, which is then
  * flushed: non-zero slots are added to the 64-bit global counts (and, when asked, to a second
- * whole-volume histogram, so per-slice and volume counts come from one pass) and zeroed again. A block thus
- * flushes about once per slice it touches, so 512 slices cost about what one volume costs.
+ * whole-volume histogram, so per-slice and volume counts come from one pass) and zeroed again.
+ * A block thus flushes about once per slice it touches, so 512 slices cost about what one volume
+ * costs.
  *
  * Samples are read 8 at a time with 16-byte loads, the next group in flight while the current
  * one is counted (the first group of the next piece already during the flush). Power-of-two
@@ -18,8 +19,9 @@
  * launches need no zeroing at all (a.store): the piece that ends a slice stores that slice's
  * whole histogram, and only a block's last piece, ending inside a slice, adds to it, after one
  * grid-wide barrier that every store precedes. Degenerate data stays fast: when a whole warp's
- * 256 samples fall in one slot (a constant image, air) one lane adds 256 with one atomic; otherwise lanes add into different
- * copies of the histogram, so equal values in a warp do not queue on one address.
+ * 256 samples fall in one slot (a constant image, air) one lane adds 256 with one atomic;
+ * otherwise lanes add into different copies of the histogram, so equal values in a warp do not
+ * queue on one address.
  */
 #ifndef DH_KERNELS_HIST_CUDA_KERNEL_CUH
 #define DH_KERNELS_HIST_CUDA_KERNEL_CUH

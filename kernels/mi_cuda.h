@@ -45,13 +45,13 @@ typedef struct dh_mi_gpu_tuning {
                                     one per run of equal cells among a thread's 8 (the loop of
                                     masked images and packed counters) */
     uint32_t classic_count;      /* 1: 32-bit counters without a mask count with that loop too,
-                                    not the branch-free one (the default before run 28) */
+                                    not the branch-free one */
     uint32_t no_spread;          /* 1: calls of few images take the cluster layouts, not the
-                                    spread kernel (mi_cuda_spread.cuh; the default before run
-                                    49); reads back 1 wherever the spread kernel is never taken */
+                                    spread kernel (mi_cuda_spread.cuh); reads back 1 wherever
+                                    the spread kernel is never taken */
     uint32_t spread_blocks;      /* the spread kernel's blocks per image (0: automatic) */
     uint32_t direct_terms;       /* 1: every entropy term computes its logarithm, no table of
-                                    them (the default before run 54) */
+                                    them */
 } dh_mi_gpu_tuning;
 
 /* Stages of one evaluation, for stage_skip (timing, never for results). */

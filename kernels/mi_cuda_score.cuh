@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * mi_cuda_score.cuh: one block of 1024 threads scores one image whose counts it can read
- * whole (cnt(c) for every cell c, cnt4(c) for the four from c = 0 mod 4), included by
- * mi_cuda.cu inside its namespace (it uses eval_args, row_of, thread_tree, cell_term,
- * marginal_terms and write_record from there). The solo kernel reads its packed shared counters
- * this way, the spread kernel the 32-bit counts its last block gathered.
+ * whole (cnt(c) for every cell c, cnt4(c) for the four from c = 0 mod 4), with the scoring
+ * arithmetic of mi_cuda_common.cuh. The solo kernel reads its packed shared counters this way,
+ * the spread kernel the 32-bit counts its last block gathered.
  *  - the joint histogram written back, the row and column sums from it (integers, 32-bit: the
  *    callers count fewer than 2^32 pixels), four cells a turn where rows hold whole fours;
  *  - the lanes' trees of mi_scores.h: lane L adds the terms of cells j * 256 + L over its rows j
@@ -18,6 +17,10 @@
  */
 #ifndef DH_KERNELS_MI_CUDA_SCORE_CUH
 #define DH_KERNELS_MI_CUDA_SCORE_CUH
+
+#include "mi_cuda_common.cuh"
+
+namespace {
 
 constexpr uint32_t SCORE_THREADS = 1024;
 
@@ -53,7 +56,7 @@ __device__ void score_counts(const eval_args &a, uint32_t k, const Cnt &cnt, con
     const uint32_t rows = (cells + 255) >> 8, L = tid & 255u, q = tid >> 8;
     /* the joint histogram back, the row and column sums: four cells at a time where a row holds
      * whole fours (one load, one 16-byte store; at 256 x 256 bins most fours are empty and take
-     * no atomic: 8 of 100 warps' turns had a non-zero cell, bench/NOTES.md run 58) */
+     * no atomic: 8 of 100 warps' turns had a non-zero cell) */
     if (bm % 4 == 0) {
         for (uint32_t g = tid; g < cells / 4; g += T) {
             const uint32_t c = g * 4;
@@ -142,5 +145,7 @@ __device__ void score_counts(const eval_args &a, uint32_t k, const Cnt &cnt, con
     if (tid == 0 && !(skip & DH_MI_STAGE_FINISH))
         write_record(a, k, nn, s_sum[0], s_sum[1], s_sum[2], lo, hi);
 }
+
+} // namespace
 
 #endif /* DH_KERNELS_MI_CUDA_SCORE_CUH */

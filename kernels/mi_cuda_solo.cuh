@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * mi_cuda_solo.cuh: one block per image for batches at more than 16384 cells (up to 256 x 256
- * bins) of images of at most 512x512 pixels, included by mi_cuda.cu inside its namespace (it
- * uses eval_args, sample, share_minmax and mi_cuda_score.cuh's score_counts from there).
+ * bins) of images of at most 512x512 pixels (eval_args, sample and share_minmax from
+ * mi_cuda_common.cuh, score_counts from mi_cuda_score.cuh).
  *
  * The cluster layout gives each of 4 blocks a 128 KB packed private histogram and a 64 KB share
  * per image, zeroes and flushes both for 16K pixels each: the fixed cost of an image is several
@@ -19,11 +19,16 @@
  *    the sums, the lanes' trees and the record, every addition the CPU twin's.
  * Larger images count in rounds of 65536 pixels, each with its first pixel aside, and add each
  * round into their joint histogram in global memory (the first round stores), then score from
- * it: 512x512 pairs at 256 bins 920 -> 304 us per batch of 256 (bench/NOTES.md run 60).
+ * it: 512x512 pairs at 256 bins 920 -> 304 us per batch of 256.
  * The records are bit-identical to the CPU's (test_mi_cuda).
  */
 #ifndef DH_KERNELS_MI_CUDA_SOLO_CUH
 #define DH_KERNELS_MI_CUDA_SOLO_CUH
+
+#include "mi_cuda_common.cuh"
+#include "mi_cuda_score.cuh"
+
+namespace {
 
 constexpr uint32_t SOLO_THREADS = SCORE_THREADS;
 /* A round counts at most 65536 pixels, its first one kept aside: no 16-bit counter can pass 65535.
@@ -64,8 +69,8 @@ __device__ void solo_flush(uint32_t *hist, uint32_t *joint, uint32_t cells, bool
         hist[w] = 0;
 }
 
-/* MULTI: images of more than one round (a kernel of its own, so that one-round images run the
- * code they ran before rounds existed: 3% faster, bench/NOTES.md run 61). */
+/* MULTI: images of more than one round (a kernel of its own, so that one-round images run
+ * code without the rounds' flushes and bookkeeping: 3% faster). */
 template <bool SIGNED, bool MERGE, bool MULTI>
 __global__ void __launch_bounds__(SOLO_THREADS, 1) mi_solo_kernel(eval_args a)
 {
@@ -230,5 +235,7 @@ __global__ void __launch_bounds__(SOLO_THREADS, 1) mi_solo_kernel(eval_args a)
             part, false);
     }
 }
+
+} // namespace
 
 #endif /* DH_KERNELS_MI_CUDA_SOLO_CUH */

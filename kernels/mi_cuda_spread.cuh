@@ -2,9 +2,9 @@
 /*
  * mi_cuda_spread.cuh: one image over P plain blocks, for calls of fewer images than SMs with
  * 32-bit counters (up to 16384 cells): the latency of one evaluation, as a registration loop
- * that scores one pose at a time sees it. Included by mi_cuda.cu inside its namespace (it uses
- * eval_args, share_minmax, count_block, owned_words and mi_cuda_score.cuh's score_counts from
- * there).
+ * that scores one pose at a time sees it (eval_args, share_minmax and owned_words from
+ * mi_cuda_common.cuh, count_block from mi_cuda_count.cuh, score_counts from
+ * mi_cuda_score.cuh).
  *
  * The cluster layout spends most of a single evaluation on itself: a 16-block cluster's launch,
  * three cluster barriers and the distributed reduction, about 10 of a 512x512 pair's 16 us on an
@@ -25,6 +25,12 @@
  */
 #ifndef DH_KERNELS_MI_CUDA_SPREAD_CUH
 #define DH_KERNELS_MI_CUDA_SPREAD_CUH
+
+#include "mi_cuda_common.cuh"
+#include "mi_cuda_count.cuh"
+#include "mi_cuda_score.cuh"
+
+namespace {
 
 constexpr uint32_t SPREAD_THREADS = SCORE_THREADS;
 /* Pixels per block when the call leaves room: one vector of 8 per thread (the count loops hand
@@ -166,5 +172,7 @@ __global__ void __launch_bounds__(SPREAD_THREADS, 1) mi_spread_kernel(eval_args 
         [&](uint32_t c) -> uint4 { return *(const uint4 *)(hist + c); }, nn, lo, hi, part,
         true);
 }
+
+} // namespace
 
 #endif /* DH_KERNELS_MI_CUDA_SPREAD_CUH */
