@@ -147,6 +147,19 @@ if(TARGET orthanc_dicomhist)
   set(CPACK_DEBIAN_ORTHANC_PACKAGE_CONTROL_EXTRA ${_dh_deb_out}/orthanc/conffiles)
 endif()
 
+# dicomhist(1), made from the built command's --help texts (cmake/deb/manpage.cmake), for the
+# command's package. Not in sanitizer builds, whose command would run under the sanitizers.
+if(NOT DH_SANITIZE)
+  add_custom_command(OUTPUT ${_dh_deb_out}/dicomhist.1.gz
+    COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:dicomhist_cli> -DVERSION=${PROJECT_VERSION}
+            -DCOMMANDS=info,histogram,mi,equalize,window -DOUT=${_dh_deb_out}/dicomhist.1.gz
+            -P ${_dh_deb_src}/manpage.cmake
+    DEPENDS dicomhist_cli ${_dh_deb_src}/manpage.cmake VERBATIM)
+  add_custom_target(dicomhist_manpage ALL DEPENDS ${_dh_deb_out}/dicomhist.1.gz)
+  install(FILES ${_dh_deb_out}/dicomhist.1.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man1
+          COMPONENT cli EXCLUDE_FROM_ALL)
+endif()
+
 # Each package's /usr/share/doc/<package>: copyright and changelog (the orthanc plugin's copyright
 # says GPL-3+, and it has a README.Debian). Only in component installs (CPack's).
 foreach(component IN LISTS CPACK_COMPONENTS_ALL)
