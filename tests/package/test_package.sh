@@ -7,10 +7,11 @@
 #      (tests/package/) built against it through find_package (CMAKE_PREFIX_PATH) and through
 #      pkg-config (PKG_CONFIG_PATH), shared and static, C and C++; every binary run on
 #      sample_data/xray_projection.dcm must print what the installed command says of that file.
-# test_package.sh BUILD_DIR SOURCE_DIR LIBDIR VERSION C_COMPILER CXX_COMPILER [ORTHANC_PLUGIN_DIR]
+# test_package.sh BUILD_DIR SOURCE_DIR LIBDIR VERSION C_COMPILER CXX_COMPILER [ORTHANC_FILE...]
 set -euo pipefail
 
-build="$1" source="$2" libdir="$3" version="$4" cc="$5" cxx="$6" orthanc_dir="${7:-}"
+build="$1" source="$2" libdir="$3" version="$4" cc="$5" cxx="$6"
+orthanc_files=("${@:7}") # the Orthanc plugin's files, relative to the prefix (none: not built)
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 sample="$source/sample_data/xray_projection.dcm"
@@ -50,7 +51,7 @@ check_component development include/dicomhist.h "$so" "$libdir/libdicomhist.a" \
     "$cmakedir/dicomhistTargets-CONFIG.cmake" "$cmakedir/dicomhistStaticTargets.cmake" \
     "$cmakedir/dicomhistStaticTargets-CONFIG.cmake"
 check_component cli bin/dicomhist
-check_component orthanc ${orthanc_dir:+"$orthanc_dir/libOrthancDicomhist.so"}
+check_component orthanc "${orthanc_files[@]}"
 check_component Unspecified
 
 # --- 2. one install, three ways to build against it ---------------------------------------------
