@@ -256,17 +256,25 @@ static PyObject *bytes_of(const void *data, size_t len)
     return PyByteArray_FromStringAndSize(data ? (const char *)data : "", data ? (Py_ssize_t)len : 0);
 }
 
+/* The two positional arguments of the calls over one volume: a context capsule and a volume. */
+static int ctx_and_volume(PyObject *args, dh_ctx **ctx, const dh_volume **v)
+{
+    PyObject *ctx_obj, *vol_obj;
+    if (!PyArg_ParseTuple(args, "OO", &ctx_obj, &vol_obj))
+        return -1;
+    *ctx = core_ctx(ctx_obj);
+    *v = volume_of(vol_obj);
+    return *ctx && *v ? 0 : -1;
+}
+
 /* histogram(ctx, volume, **fields of dh_hist_params) -> dict */
 static PyObject *py_histogram(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     (void)self;
-    PyObject *ctx_obj, *vol_obj;
+    dh_ctx *ctx;
+    const dh_volume *v;
     dh_hist_params p;
-    if (!PyArg_ParseTuple(args, "OO", &ctx_obj, &vol_obj) || core_hist_params(kwargs, &p) < 0)
-        return NULL;
-    dh_ctx *ctx = core_ctx(ctx_obj);
-    const dh_volume *v = volume_of(vol_obj);
-    if (!ctx || !v)
+    if (ctx_and_volume(args, &ctx, &v) < 0 || core_hist_params(kwargs, &p) < 0)
         return NULL;
     dh_histogram *h = NULL;
     dh_status st;
@@ -299,14 +307,10 @@ static PyObject *py_histogram(PyObject *self, PyObject *args, PyObject *kwargs)
 static PyObject *py_equalize(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     (void)self;
-    PyObject *ctx_obj, *vol_obj;
+    dh_ctx *ctx;
+    const dh_volume *v;
     dh_equalize_params p;
-    if (!PyArg_ParseTuple(args, "OO", &ctx_obj, &vol_obj) ||
-        core_equalize_params(kwargs, &p) < 0)
-        return NULL;
-    dh_ctx *ctx = core_ctx(ctx_obj);
-    const dh_volume *v = volume_of(vol_obj);
-    if (!ctx || !v)
+    if (ctx_and_volume(args, &ctx, &v) < 0 || core_equalize_params(kwargs, &p) < 0)
         return NULL;
     dh_equalized *r = NULL;
     dh_status st;
