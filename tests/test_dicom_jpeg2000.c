@@ -157,12 +157,11 @@ static buf file_bytes(const char *path)
 
 /* A code stream of unsigned samples of `precision` bits made by a command-line encoder: OpenJPH's
  * ojph_compress (HTJ2K, from a PGM file) or OpenJPEG's opj_compress (J2K, from raw little-endian
- * words), with `options` added; an empty buffer where the tool is absent. */
+ * words), with `options` added. */
 static buf encode_with_tool(const char *tool, const int32_t *samples, uint32_t w, uint32_t h,
                             int precision, const char *options)
 {
-    if (!dh_test_have_tool(tool))
-        return (buf){NULL, 0, 0};
+    dh_test_need_tool(tool);
     const int pgm = strcmp(tool, "ojph_compress") == 0;
     char *dir = dh_test_temp_dir("/tmp/dh_j2k_tool");
     char in[256], out[256], cmd[900];
@@ -340,8 +339,7 @@ END_TEST
  * trip), which the dataset's PixelRepresentation turns back into the signed values. */
 START_TEST(decodes_htj2k_from_openjph)
 {
-    if (!dh_test_have_tool("ojph_compress"))
-        return;
+    dh_test_need_tool("ojph_compress");
     static const struct {
         uint16_t allocated, stored;
         int sgnd;
@@ -406,10 +404,6 @@ START_TEST(round_trips_the_sample_data)
                                         (int)im->format.bits_stored)
                           : encode_opj(values + f * cells, im->format.columns, im->format.rows,
                                        (int)im->format.bits_stored, 0, &plain);
-            }
-            if (streams[0].n == 0) { /* no ojph_compress */
-                free(values);
-                continue;
             }
             placed p;
             place(&p, streams, (size_t)frames, frames > 1 ? SPLIT_WITH_TABLE : ONE_FRAGMENT_EACH);
@@ -542,8 +536,6 @@ START_TEST(refuses_marker_codes_inside_packet_data)
     static int32_t values[FRAME];
     fill_noise(values, FRAME, 12, 0, 600);
     buf stream = encode_ojph(values, COLUMNS, ROWS, 12);
-    if (stream.n == 0)
-        return;
     size_t sod = 0;
     for (size_t i = 0; i + 1 < stream.n && !sod; i++)
         if (stream.p[i] == 0xff && stream.p[i + 1] == 0x93)
@@ -560,8 +552,6 @@ START_TEST(refuses_marker_codes_inside_packet_data)
     free(stream.p);
 
     buf sop = encode_with_tool("opj_compress", values, COLUMNS, ROWS, 12, "-n 3 -SOP -EPH");
-    if (sop.n == 0)
-        return;
     int markers = 0; /* SOP and EPH markers in the packet data */
     for (size_t i = 0; i + 1 < sop.n; i++)
         markers += sop.p[i] == 0xff && (sop.p[i + 1] == 0x91 || sop.p[i + 1] == 0x92);
@@ -598,8 +588,6 @@ START_TEST(corrupt_streams_are_errors_not_crashes)
 {
     const int htj2k = _i;
     buf stream = ct_like_stream(htj2k, 64, 9);
-    if (stream.n == 0)
-        return; /* no ojph_compress */
     placed p;
     place(&p, &stream, 1, ONE_FRAGMENT_EACH);
     synth s = j2k_synth(htj2k ? TS_HTJ2K_LOSSLESS : TS_J2K, 16, 12, 0, NULL, &p.e);
@@ -653,8 +641,6 @@ START_TEST(truncated_streams_fail_at_once)
 {
     const int htj2k = _i;
     buf stream = ct_like_stream(htj2k, 512, 10);
-    if (stream.n == 0)
-        return;
     const size_t whole = stream.n;
     placed p;
     double slowest = 0;

@@ -142,11 +142,12 @@ void dh_test_shell(const char *fmt, ...)
     ck_assert_msg(system(cmd) == 0, "command failed: %s", cmd);
 }
 
-int dh_test_have_tool(const char *name)
+void dh_test_need_tool(const char *name)
 {
     char cmd[256];
     snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1", name);
-    return system(cmd) == 0;
+    ck_assert_msg(system(cmd) == 0, "%s not found: the tests need it (tools/install-deps installs it)",
+                  name);
 }
 
 void dh_test_add_case(Suite *suite, const char *name, double timeout, const dh_test *tests,

@@ -57,8 +57,10 @@ void dh_test_shell(const char *fmt, ...)
 #endif
     ;
 
-/* 1 when a command-line tool (DCMTK's, say) is on the PATH. */
-int dh_test_have_tool(const char *name);
+/* Fails the test unless a command-line tool the tests need (DCMTK's, dicom3tools', OpenJPEG's,
+ * OpenJPH's: tools/install-deps installs them all) is on the PATH: a test never passes without
+ * doing its work. */
+void dh_test_need_tool(const char *name);
 
 /* One entry of a table of tests: with `loops` > 0, Check runs it once for each _i in
  * [0, loops). Tables are built inside a function: START_TEST's names are not constants. Write
