@@ -183,8 +183,14 @@ def run_checks(c, server, cli, shared, work):
             status["Device"] not in ("", "cpu"), f"status names the device: {status}")
     c.check(status["AutoEqualize"]["Enabled"] is False, f"auto-equalization off here: {status}")
     # Every staging folder is gone, the finished job's too (its answer stays in Orthanc's
-    # job history, its files must not).
-    left = [f for f in os.listdir(os.path.join(work, "tmp")) if f.startswith("dicomhist-")]
+    # job history, its files must not). A cancelled job's folder goes when Orthanc stops the job,
+    # which it may do a moment after the job's state reads Failure: wait for that, not forever.
+    end = time.monotonic() + 15
+    while True:
+        left = [f for f in os.listdir(os.path.join(work, "tmp")) if f.startswith("dicomhist-")]
+        if not left or time.monotonic() > end:
+            break
+        time.sleep(0.1)
     c.equal(left, [], "no staging folder left behind")
     # Orthanc is still serving after everything above, bad requests included.
     c.check(server.get("/system")["Version"] != "", "Orthanc still answers /system")
