@@ -81,26 +81,34 @@ int dho_stage_open(dho_stage *st, const char *series_id, char *msg, size_t len)
     }
     json_decref(series);
     json_decref(instances);
-    if (status == 0) {
-        size_t dlen = strlen(stage_root) + 32;
-        st->dir = malloc(dlen);
-        if (st->dir)
-            snprintf(st->dir, dlen, "%s/dicomhist-XXXXXX", stage_root);
-        if (!st->dir || !mkdtemp(st->dir)) {
-            snprintf(msg, len, "cannot make a staging folder in %s: %s", stage_root,
-                     strerror(errno));
-            free(st->dir);
-            st->dir = NULL;
-            status = 500;
-        }
-    }
     return status;
+}
+
+/* The staging folder, made with the first instance staged rather than when the series is listed:
+ * a job cancelled while it waits in Orthanc's queue is never stopped (Orthanc stops running jobs
+ * only), so a folder made for it would stay until the job left Orthanc's history. */
+static int make_folder(dho_stage *st, char *msg, size_t len)
+{
+    size_t dlen = strlen(stage_root) + 32;
+    st->dir = malloc(dlen);
+    if (st->dir)
+        snprintf(st->dir, dlen, "%s/dicomhist-XXXXXX", stage_root);
+    if (!st->dir || !mkdtemp(st->dir)) {
+        snprintf(msg, len, "cannot make a staging folder in %s: %s", stage_root, strerror(errno));
+        free(st->dir);
+        st->dir = NULL;
+        return 500;
+    }
+    return 0;
 }
 
 int dho_stage_next(dho_stage *st, char *msg, size_t len)
 {
     if (st->staged >= st->count)
         return 0;
+    int made = st->dir ? 0 : make_folder(st, msg, len);
+    if (made != 0)
+        return made;
     const char *id = st->instances[st->staged];
     OrthancPluginMemoryBuffer buf = {0};
     if (OrthancPluginGetDicomForInstance(dho_context, &buf, id) != OrthancPluginErrorCode_Success) {

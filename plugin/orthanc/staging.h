@@ -30,8 +30,8 @@ typedef struct dho_stage {
  * once at start. */
 void dho_stage_set_root(const char *root);
 
-/* Lists the series' instances and makes the folder. Returns 0, or the HTTP status of the
- * failure (404 unknown series, 500) with the reason in msg. */
+/* Lists the series' instances (the folder is made by the first dho_stage_next). Returns 0, or
+ * the HTTP status of the failure (404 unknown series, 500) with the reason in msg. */
 int dho_stage_open(dho_stage *st, const char *series_id, char *msg, size_t len);
 /* Copies the next instance's bytes into the folder. Returns 0, or an HTTP status with msg. */
 int dho_stage_next(dho_stage *st, char *msg, size_t len);
