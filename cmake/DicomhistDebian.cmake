@@ -147,9 +147,20 @@ if(TARGET orthanc_dicomhist)
   set(CPACK_DEBIAN_ORTHANC_PACKAGE_CONTROL_EXTRA ${_dh_deb_out}/orthanc/conffiles)
 endif()
 
+# The packages' own files (the manual page, each package's copyright, changelog and README.Debian)
+# join the components only in a tree configured for the system's prefix, as tools/build-debs
+# configures it: a `cmake --install --component` elsewhere gets the project's files alone.
+if(CMAKE_INSTALL_PREFIX STREQUAL "/usr")
+  set(_dh_deb_files_default ON)
+else()
+  set(_dh_deb_files_default OFF)
+endif()
+option(DH_DEB_FILES "Install the Debian packages' own files with the components"
+       ${_dh_deb_files_default})
+
 # dicomhist(1), made from the built command's --help texts (cmake/deb/manpage.cmake), for the
 # command's package. Not in sanitizer builds, whose command would run under the sanitizers.
-if(NOT DH_SANITIZE)
+if(DH_DEB_FILES AND NOT DH_SANITIZE)
   add_custom_command(OUTPUT ${_dh_deb_out}/dicomhist.1.gz
     COMMAND ${CMAKE_COMMAND} -DCLI=$<TARGET_FILE:dicomhist_cli> -DVERSION=${PROJECT_VERSION}
             -DCOMMANDS=info,histogram,mi,equalize,window -DOUT=${_dh_deb_out}/dicomhist.1.gz
@@ -163,6 +174,9 @@ endif()
 # Each package's /usr/share/doc/<package>: copyright and changelog (the orthanc plugin's copyright
 # says GPL-3+, and it has a README.Debian). Only in component installs (CPack's).
 foreach(component IN LISTS CPACK_COMPONENTS_ALL)
+  if(NOT DH_DEB_FILES)
+    break()
+  endif()
   string(TOUPPER ${component} upper)
   set(doc ${CMAKE_INSTALL_DATADIR}/doc/${CPACK_DEBIAN_${upper}_PACKAGE_NAME})
   set(copyright ${_dh_deb_out}/copyright)
