@@ -534,8 +534,8 @@ OrthancPluginErrorCode dho_route_status(OrthancPluginRestOutput *out, const char
     for (int i = 0; i < A.modality_count; i++)
         json_array_append_new(mods, json_string(A.modalities[i]));
     pthread_mutex_lock(&A.lock);
-    int busy = 0;
-    for (int i = 0; i < A.threads; i++)
+    int busy = 0; /* in_flight[] holds seqs only while the workers run (dho_auto_start sets it) */
+    for (int i = 0; A.running && i < A.threads; i++)
         busy += A.in_flight[i] >= 0;
     json_object_set_new(ae, "Enabled", json_boolean(A.enabled));
     json_object_set_new(ae, "Running", json_boolean(A.running));

@@ -182,6 +182,7 @@ def run_checks(c, server, cli, shared, work):
     c.check(status["Device"] == "cpu" if not status["CudaAvailable"] else
             status["Device"] not in ("", "cpu"), f"status names the device: {status}")
     c.check(status["AutoEqualize"]["Enabled"] is False, f"auto-equalization off here: {status}")
+    c.equal(status["AutoEqualize"].get("InProgress"), 0, "status: nothing in progress when off")
     # Every staging folder is gone, the finished job's too (its answer stays in Orthanc's
     # job history, its files must not). A cancelled job's folder goes when Orthanc stops the job,
     # which it may do a moment after the job's state reads Failure: wait for that, not forever.
