@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: MIT
+/*
+ * mi_parzen_cpu.c: the CPU twin of mi_parzen.h: Parzen-window (Mattes) MI, NMI and the gradient
+ * with respect to every moving pixel, one fixed image against a batch of moving images. Integer
+ * joint histograms (any order gives the same counts), mi_scores.h's fixed-order entropy sums, and
+ * a per-pixel gradient: the same bits on every run, as the GPU twin must give.
+ */
+#include "mi_parzen.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int dh_parzen_axis_init(dh_parzen_axis *axis, uint32_t bins, double lo, double hi)
+{
+    if (bins < DH_PARZEN_MIN_BINS || bins > DH_PARZEN_MAX_BINS || !isfinite(lo) ||
+        !isfinite(hi) || lo > hi)
+        return -1;
+    axis->bins = bins;
+    axis->lo = lo;
+    axis->hi = hi;
+    axis->degenerate = hi == lo;
+    axis->width = axis->degenerate
+                      ? 1.0
+                      : DH_MI_DIV(DH_MI_SUB(hi, lo), (double)(bins - 2 * DH_PARZEN_PADDING));
+    return 0;
+}
+
+/* Pixel k of an image (element offset `base`) as a double, or 0 when it is not valid. */
+static int read_pixel(const dh_parzen_image *image, size_t base, size_t k, double *value)
+{
+    if (image->mask && !image->mask[base + k])
+        return 0;
+    switch (image->sample) {
+    case DH_PARZEN_FLOAT32: {
+        float v = ((const float *)image->data)[base + k];
+        *value = (double)v;
+        return isfinite(v) != 0;
+    }
+    case DH_PARZEN_UINT16:
+        *value = (double)((const uint16_t *)image->data)[base + k];
+        return 1;
+    default:
+        *value = (double)((const int16_t *)image->data)[base + k];
+        return 1;
+    }
+}
+
+/* The axis of one image: the given range, or its min..max over its own valid pixels (0..0 when
+ * none is valid: nothing will count then anyway). */
+static int image_axis(const dh_parzen_image *image, size_t base, size_t pixels, uint32_t bins,
+                      int given, double lo, double hi, dh_parzen_axis *axis)
+{
+    if (!given) {
+        lo = INFINITY;
+        hi = -INFINITY;
+        for (size_t k = 0; k < pixels; k++) {
+            double v;
+            if (read_pixel(image, base, k, &v)) {
+                lo = v < lo ? v : lo;
+                hi = v > hi ? v : hi;
+            }
+        }
+        if (lo > hi)
+            lo = hi = 0.0;
+    }
+    return dh_parzen_axis_init(axis, bins, lo, hi);
+}
+
+/* Scratch of one call: the fixed positions (NaN where not valid), one joint histogram, its
+ * column sums, the gradient's cell factors. */
+typedef struct parzen_scratch {
+    double *fixed_t;
+    uint64_t *joint;
+    uint64_t rows[DH_PARZEN_MAX_BINS], cols[DH_PARZEN_MAX_BINS];
+    double *cell;
+} parzen_scratch;
+
+/* The fixed window of a pixel at t: its first row and its weights, both quantized (at `one`)
+ * and exact; a box window is one row of weight 1. Returns the number of rows. */
+static uint32_t fixed_window(uint32_t window, uint32_t bins, double t, uint64_t one,
+                             uint32_t *first, uint64_t q[4], double w[4])
+{
+    double f;
+    uint32_t i = dh_parzen_index(bins, t, &f);
+    if (window == DH_PARZEN_FIXED_BOX) {
+        *first = i;
+        q[0] = one;
+        w[0] = 1.0;
+        return 1;
+    }
+    *first = i - 1;
+    dh_parzen_bspline(f, w);
+    dh_parzen_quantize(w, one, q);
+    return 4;
+}
+
+/* Adds every pixel valid in both images to the joint histogram; returns how many counted. */
+static uint64_t accumulate(const dh_parzen_params *p, size_t pixels, const double *fixed_t,
+                           const dh_parzen_image *moving, size_t base, const dh_parzen_axis *axis,
+                           uint64_t *joint)
+{
+    const uint32_t bins = p->bins;
+    /* Box: moving weights at 2^32. Cubic: both at 2^16, their product at 2^32. */
+    const uint64_t one_m = p->fixed_window == DH_PARZEN_FIXED_BOX ? DH_PARZEN_UNIT
+                                                                 : (uint64_t)1 << 16;
+    const uint64_t one_f = DH_PARZEN_UNIT / one_m;
+    uint64_t n = 0;
+    memset(joint, 0, (size_t)bins * bins * sizeof *joint);
+    for (size_t k = 0; k < pixels; k++) {
+        double v, f, wm[4], wf[4];
+        if (isnan(fixed_t[k]) || !read_pixel(moving, base, k, &v))
+            continue;
+        uint32_t im = dh_parzen_index(bins, dh_parzen_position(axis, v), &f) - 1, row;
+        uint64_t qm[4], qf[4];
+        dh_parzen_bspline(f, wm);
+        dh_parzen_quantize(wm, one_m, qm);
+        uint32_t rows = fixed_window(p->fixed_window, bins, fixed_t[k], one_f, &row, qf, wf);
+        for (uint32_t a = 0; a < rows; a++) {
+            uint64_t *cells = joint + (size_t)(row + a) * bins + im;
+            for (int j = 0; j < 4; j++)
+                cells[j] += qf[a] * qm[j];
+        }
+        n++;
+    }
+    return n;
+}
+
+/* The gradient's factor of each cell: d score / d p_ij up to terms that vanish because a
+ * pixel's window slopes sum to zero. MI: ln(W_ij / C_j); NMI: (S ln p_ij - H_j ln pm_j) / H_j^2
+ * with S = H(f) + H(m) and H_j = H(f, m) in nats. A cell with W_ij = 0 gets 0. */
+static void cell_factors(const dh_parzen_params *p, parzen_scratch *s, uint64_t total,
+                         const dh_mi_values *scores)
+{
+    const uint32_t bins = p->bins;
+    double ln_col[DH_PARZEN_MAX_BINS];
+    const double ln_t = dh_mi_log((double)total);
+    for (uint32_t j = 0; j < bins; j++)
+        ln_col[j] = s->cols[j] ? dh_mi_log((double)s->cols[j]) : 0.0;
+    double sum_h = 0.0, hj = 1.0, hj2 = 1.0;
+    if (p->gradient_of == DH_PARZEN_GRAD_NMI) {
+        const double ln2 = 0.69314718055994530942; /* back to nats when the record is in bits */
+        double unit = p->log2 ? ln2 : 1.0;
+        sum_h = DH_MI_MUL(DH_MI_ADD(scores->h_fixed, scores->h_moving), unit);
+        hj = DH_MI_MUL(scores->h_joint, unit);
+        hj2 = DH_MI_MUL(hj, hj);
+    }
+    for (uint32_t i = 0; i < bins; i++)
+        for (uint32_t j = 0; j < bins; j++) {
+            const uint64_t w = s->joint[(size_t)i * bins + j];
+            double c = 0.0;
+            if (w != 0 && p->gradient_of == DH_PARZEN_GRAD_MI) {
+                c = DH_MI_SUB(dh_mi_log((double)w), ln_col[j]);
+            } else if (w != 0) {
+                double ln_p = DH_MI_SUB(dh_mi_log((double)w), ln_t);
+                double ln_pm = DH_MI_SUB(ln_col[j], ln_t);
+                c = DH_MI_DIV(DH_MI_SUB(DH_MI_MUL(sum_h, ln_p), DH_MI_MUL(hj, ln_pm)), hj2);
+            }
+            s->cell[(size_t)i * bins + j] = c;
+        }
+}
+
+/* Each pixel's gradient: scale * sum_a wf_a sum_j cell[row + a][im + j] slope_j, in that order. */
+static void pixel_gradients(const dh_parzen_params *p, size_t pixels, const parzen_scratch *s,
+                            const dh_parzen_image *moving, size_t base,
+                            const dh_parzen_axis *axis, double scale, float *gradient)
+{
+    const uint32_t bins = p->bins;
+    for (size_t k = 0; k < pixels; k++) {
+        double v, f, slope[4], wf[4];
+        gradient[k] = 0.0f;
+        if (isnan(s->fixed_t[k]) || !read_pixel(moving, base, k, &v) || v < axis->lo ||
+            v > axis->hi)
+            continue;
+        uint32_t im = dh_parzen_index(bins, dh_parzen_position(axis, v), &f) - 1, row;
+        uint64_t qf[4];
+        dh_parzen_bspline_slope(f, slope);
+        uint32_t rows = fixed_window(p->fixed_window, bins, s->fixed_t[k], 1, &row, qf, wf);
+        double sum = 0.0;
+        for (uint32_t a = 0; a < rows; a++) {
+            const double *cells = s->cell + (size_t)(row + a) * bins + im;
+            double inner = 0.0;
+            for (int j = 0; j < 4; j++)
+                inner = DH_MI_ADD(inner, DH_MI_MUL(cells[j], slope[j]));
+            sum = DH_MI_ADD(sum, DH_MI_MUL(wf[a], inner));
+        }
+        gradient[k] = (float)DH_MI_MUL(sum, scale);
+    }
+}
+
+/* One moving image: joint histogram, marginals, scores, then the gradient if asked. */
+static void score_one(const dh_parzen_params *p, size_t pixels, const dh_parzen_image *moving,
+                      size_t base, parzen_scratch *s, dh_mi_values *out, float *gradient)
+{
+    const uint32_t bins = p->bins;
+    dh_parzen_axis axis = {bins, 0.0, 0.0, 1.0, 1};
+    if (image_axis(moving, base, pixels, bins, p->moving_range_given, p->moving_lo,
+                   p->moving_hi, &axis) != 0)
+        dh_parzen_axis_init(&axis, bins, 0.0, 0.0); /* unreachable: ranges were checked */
+    const uint64_t n = accumulate(p, pixels, s->fixed_t, moving, base, &axis, s->joint);
+    const uint64_t total = n * DH_PARZEN_UNIT;
+    memset(s->rows, 0, sizeof s->rows);
+    memset(s->cols, 0, sizeof s->cols);
+    for (uint32_t i = 0; i < bins; i++)
+        for (uint32_t j = 0; j < bins; j++) {
+            s->rows[i] += s->joint[(size_t)i * bins + j];
+            s->cols[j] += s->joint[(size_t)i * bins + j];
+        }
+    const double ln_t = n ? dh_mi_log((double)total) : 0.0;
+    dh_mi_finish(total, dh_mi_sum_terms_u64(s->rows, bins, total, ln_t),
+                 dh_mi_sum_terms_u64(s->cols, bins, total, ln_t),
+                 dh_mi_sum_terms_u64(s->joint, (size_t)bins * bins, total, ln_t), p->log2, out);
+    out->n = n;
+    out->moving_lo = out->moving_hi = 0;
+    out->reserved = 0;
+    if (!gradient)
+        return;
+    const int nmi_undefined = p->gradient_of == DH_PARZEN_GRAD_NMI && out->h_joint == 0.0;
+    if (n == 0 || axis.degenerate || nmi_undefined) {
+        memset(gradient, 0, pixels * sizeof *gradient);
+        return;
+    }
+    cell_factors(p, s, total, out);
+    double scale = DH_MI_DIV(1.0, DH_MI_MUL((double)n, axis.width));
+    if (p->log2 && p->gradient_of == DH_PARZEN_GRAD_MI)
+        scale = DH_MI_MUL(scale, 1.44269504088896340736);
+    pixel_gradients(p, pixels, s, moving, base, &axis, scale, gradient);
+}
+
+static int params_valid(const dh_parzen_params *p)
+{
+    dh_parzen_axis a;
+    if (p->bins < DH_PARZEN_MIN_BINS || p->bins > DH_PARZEN_MAX_BINS ||
+        p->fixed_window > DH_PARZEN_FIXED_CUBIC || p->gradient_of > DH_PARZEN_GRAD_NMI)
+        return 0;
+    if (p->fixed_range_given && dh_parzen_axis_init(&a, p->bins, p->fixed_lo, p->fixed_hi))
+        return 0;
+    if (p->moving_range_given && dh_parzen_axis_init(&a, p->bins, p->moving_lo, p->moving_hi))
+        return 0;
+    return 1;
+}
+
+static int image_valid(const dh_parzen_image *image)
+{
+    return image && image->data && image->sample >= DH_PARZEN_FLOAT32 &&
+           image->sample <= DH_PARZEN_INT16;
+}
+
+int dh_parzen_mi_cpu(const dh_parzen_params *params, size_t pixels, const dh_parzen_image *fixed,
+                     const dh_parzen_image *moving, uint32_t count, dh_mi_values *out,
+                     float *gradient)
+{
+    if (!params || !image_valid(fixed) || !image_valid(moving) || (count && !out) ||
+        pixels == 0 || pixels > DH_PARZEN_MAX_PIXELS || !params_valid(params))
+        return DH_PARZEN_ERR_ARGUMENT;
+    const uint32_t bins = params->bins;
+    dh_parzen_axis faxis;
+    if (image_axis(fixed, 0, pixels, bins, params->fixed_range_given, params->fixed_lo,
+                   params->fixed_hi, &faxis) != 0)
+        return DH_PARZEN_ERR_ARGUMENT;
+    parzen_scratch s;
+    s.fixed_t = malloc(pixels * sizeof *s.fixed_t);
+    s.joint = malloc((size_t)bins * bins * sizeof *s.joint);
+    s.cell = malloc((size_t)bins * bins * sizeof *s.cell);
+    int status = DH_PARZEN_ERR_NO_MEMORY;
+    if (s.fixed_t && s.joint && s.cell) {
+        for (size_t k = 0; k < pixels; k++) {
+            double v;
+            s.fixed_t[k] = read_pixel(fixed, 0, k, &v) ? dh_parzen_position(&faxis, v) : NAN;
+        }
+        for (uint32_t b = 0; b < count; b++)
+            score_one(params, pixels, moving, (size_t)b * pixels, &s, &out[b],
+                      gradient ? gradient + (size_t)b * pixels : NULL);
+        status = DH_PARZEN_OK;
+    }
+    free(s.fixed_t);
+    free(s.joint);
+    free(s.cell);
+    return status;
+}
