@@ -76,8 +76,8 @@ typedef struct parzen_scratch {
     double *cell;
 } parzen_scratch;
 
-/* The fixed window of a pixel at t: its first row and its weights, both quantized (at `one`)
- * and exact; a box window is one row of weight 1. Returns the number of rows. */
+/* The fixed window of a pixel at t: its first row and its weights, exact in w and, when q is not
+ * NULL, quantized at `one`; a box window is one row of weight 1. Returns the number of rows. */
 static uint32_t fixed_window(uint32_t window, uint32_t bins, double t, uint64_t one,
                              uint32_t *first, uint64_t q[4], double w[4])
 {
@@ -85,13 +85,15 @@ static uint32_t fixed_window(uint32_t window, uint32_t bins, double t, uint64_t 
     uint32_t i = dh_parzen_index(bins, t, &f);
     if (window == DH_PARZEN_FIXED_BOX) {
         *first = i;
-        q[0] = one;
+        if (q)
+            q[0] = one;
         w[0] = 1.0;
         return 1;
     }
     *first = i - 1;
     dh_parzen_bspline(f, w);
-    dh_parzen_quantize(w, one, q);
+    if (q)
+        dh_parzen_quantize(w, one, q);
     return 4;
 }
 
@@ -173,9 +175,8 @@ static void pixel_gradients(const dh_parzen_params *p, size_t pixels, const parz
             v > axis->hi)
             continue;
         uint32_t im = dh_parzen_index(bins, dh_parzen_position(axis, v), &f) - 1, row;
-        uint64_t qf[4];
         dh_parzen_bspline_slope(f, slope);
-        uint32_t rows = fixed_window(p->fixed_window, bins, s->fixed_t[k], 1, &row, qf, wf);
+        uint32_t rows = fixed_window(p->fixed_window, bins, s->fixed_t[k], 0, &row, NULL, wf);
         double sum = 0.0;
         for (uint32_t a = 0; a < rows; a++) {
             const double *cells = s->cell + (size_t)(row + a) * bins + im;
