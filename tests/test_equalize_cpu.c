@@ -149,42 +149,6 @@ START_TEST(constant_and_two_value_images)
 }
 END_TEST
 
-/* The textbook clip: cap, sum the excess, spread evenly, spread the remainder by a stride. */
-static void reference_clip(const uint64_t *h, uint32_t len, int64_t lo, int64_t hi, double x,
-                           uint64_t *out)
-{
-    memcpy(out, h, len * sizeof *out);
-    int64_t first = -1, last = -1;
-    uint64_t count = 0;
-    for (int64_t i = lo; i <= hi; i++)
-        if (h[i]) {
-            if (first < 0)
-                first = i;
-            last = i;
-            count += h[i];
-        }
-    if (first < 0)
-        return;
-    uint64_t span = (uint64_t)(last - first + 1);
-    uint64_t limit = (uint64_t)(x * (double)count / (double)span);
-    if (limit < 1)
-        limit = 1;
-    uint64_t excess = 0;
-    for (int64_t i = first; i <= last; i++)
-        if (out[i] > limit) {
-            excess += out[i] - limit;
-            out[i] = limit;
-        }
-    for (int64_t i = first; i <= last; i++)
-        out[i] += excess / span;
-    uint64_t rest = excess % span;
-    if (rest) {
-        uint64_t step = span / rest > 1 ? span / rest : 1;
-        for (int64_t i = first; rest > 0 && i <= last; i += (int64_t)step, rest--)
-            out[i]++;
-    }
-}
-
 START_TEST(clip_limit_matches_textbook_redistribution)
 {
     dh_test_rng rng;
@@ -202,7 +166,7 @@ START_TEST(clip_limit_matches_textbook_redistribution)
         dh_eq_window w = {0, 1023};
         if (round % 2)
             w.lo = (int32_t)dh_test_rng_below(&rng, 512), w.hi = w.lo + 400;
-        reference_clip(h, len, w.lo, w.hi, x, c);
+        dh_test_reference_clip(h, len, w.lo, w.hi, x, c);
         uint64_t total_before = 0, total_after = 0;
         for (int32_t i = w.lo; i <= w.hi; i++)
             total_before += h[i], total_after += c[i];

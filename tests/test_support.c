@@ -237,3 +237,39 @@ int dh_test_main(int argc, char **argv, const char *name, double timeout, const 
         return 2;
     }
 }
+
+/* The textbook clip of test_support.h. */
+void dh_test_reference_clip(const uint64_t *h, uint32_t len, int64_t lo, int64_t hi, double x,
+                            uint64_t *out)
+{
+    memcpy(out, h, len * sizeof *out);
+    int64_t first = -1, last = -1;
+    uint64_t count = 0;
+    for (int64_t i = lo; i <= hi; i++)
+        if (h[i]) {
+            if (first < 0)
+                first = i;
+            last = i;
+            count += h[i];
+        }
+    if (first < 0)
+        return;
+    uint64_t span = (uint64_t)(last - first + 1);
+    uint64_t limit = (uint64_t)(x * (double)count / (double)span);
+    if (limit < 1)
+        limit = 1;
+    uint64_t excess = 0;
+    for (int64_t i = first; i <= last; i++)
+        if (out[i] > limit) {
+            excess += out[i] - limit;
+            out[i] = limit;
+        }
+    for (int64_t i = first; i <= last; i++)
+        out[i] += excess / span;
+    uint64_t rest = excess % span;
+    if (rest) {
+        uint64_t step = span / rest > 1 ? span / rest : 1;
+        for (int64_t i = first; rest > 0 && i <= last; i += (int64_t)step, rest--)
+            out[i]++;
+    }
+}

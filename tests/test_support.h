@@ -105,4 +105,11 @@ int dh_test_main_suites(int argc, char **argv, Suite *(*synthetic)(void),
 int dh_test_main(int argc, char **argv, const char *name, double timeout, const dh_test *synthetic,
                  size_t n_synthetic, const dh_test *real_files, size_t n_real_files);
 
+/* The textbook contrast limit of docs/equalization.md over bins lo..hi of h (len bins), written
+ * apart from the library: cap every bin at max(1, floor(x * count / span)) (span from the first to
+ * the last non-empty bin), spread the excess evenly over the span, then the remainder one each by
+ * a stride of max(span / rest, 1) from the first bin. out (len bins) gets h clipped. */
+void dh_test_reference_clip(const uint64_t *h, uint32_t len, int64_t lo, int64_t hi, double x,
+                            uint64_t *out);
+
 #endif /* DH_TEST_SUPPORT_H */
