@@ -237,3 +237,17 @@ int dh_test_main(int argc, char **argv, const char *name, double timeout, const 
         return 2;
     }
 }
+
+char *dh_test_command_output(const char *fmt, const char *arg)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, fmt, arg);
+    FILE *p = popen(cmd, "r");
+    ck_assert_msg(p != NULL, "cannot run: %s", cmd);
+    char *buf = calloc(1, 65536);
+    ck_assert_ptr_nonnull(buf);
+    size_t n = fread(buf, 1, 65535, p);
+    buf[n] = '\0';
+    pclose(p);
+    return buf;
+}

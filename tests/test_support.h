@@ -105,4 +105,8 @@ int dh_test_main_suites(int argc, char **argv, Suite *(*synthetic)(void),
 int dh_test_main(int argc, char **argv, const char *name, double timeout, const dh_test *synthetic,
                  size_t n_synthetic, const dh_test *real_files, size_t n_real_files);
 
+/* The standard output of a shell command, `fmt` given one string argument (at most 64 KiB, NUL
+ * terminated; free it). */
+char *dh_test_command_output(const char *fmt, const char *arg);
+
 #endif /* DH_TEST_SUPPORT_H */
