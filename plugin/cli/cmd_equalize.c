@@ -250,8 +250,10 @@ static void eq_record_json(report_json *j, const dh_volume *v, const eq_options 
     report_json_string(j, r->device_used == DH_DEVICE_CUDA ? "cuda" : "cpu");
     report_json_key(j, "derivation");
     report_json_string(j, r->description);
-    report_json_key(j, "output_kind");
-    report_json_string(j, o->gsps ? "gsps" : "derived");
+    if (o->gsps) { /* the default's records keep their fields as they were */
+        report_json_key(j, "output_kind");
+        report_json_string(j, "gsps");
+    }
     report_json_key(j, "series_uid");
     report_json_string(j, s->series_uid);
     report_json_key(j, "outputs");
