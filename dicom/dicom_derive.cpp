@@ -24,6 +24,7 @@
 namespace {
 
 using dh_dicom_impl::failure;
+using dh_dicom_impl::cut;
 using dh_dicom_impl::fail;
 
 /* Tags that describe the old pixel values and would lie about the new ones. */
@@ -52,18 +53,6 @@ std::string get_string(DcmItem *item, const DcmTagKey &tag)
     if (item->findAndGetOFStringArray(tag, s).good())
         return std::string(s.c_str());
     return std::string();
-}
-
-/* Cuts a string to at most n characters (DICOM counts characters of the value; our suffixes
- * are ASCII and a cut inside a multibyte character is avoided by stepping back to a lead byte). */
-std::string cut(std::string s, size_t n)
-{
-    if (s.size() <= n)
-        return s;
-    size_t k = n;
-    while (k > 0 && (static_cast<unsigned char>(s[k]) & 0xC0) == 0x80)
-        k--;
-    return s.substr(0, k);
 }
 
 /* Enhanced multi-frame images keep rescale and VOI inside functional groups. */
@@ -189,14 +178,7 @@ void derive(const dh_dicom_derive *r, dh_dicom_dataset *d)
     put(ds, DCM_SeriesDescription, cut(description, 64 - suffix.size()) + suffix,
         "SeriesDescription");
     char date[16], tm_text[16];
-    time_t now = r->has_created ? (time_t)r->created : time(nullptr);
-    struct tm local;
-    if (r->has_created)
-        gmtime_r(&now, &local);
-    else
-        localtime_r(&now, &local);
-    strftime(date, sizeof date, "%Y%m%d", &local);
-    strftime(tm_text, sizeof tm_text, "%H%M%S", &local);
+    dh_dicom_impl::creation_date_time(r->has_created, r->created, date, tm_text);
     put(ds, DCM_ContentDate, date, "ContentDate");
     put(ds, DCM_ContentTime, tm_text, "ContentTime");
     put(ds, DCM_InstanceCreationDate, date, "InstanceCreationDate");
@@ -234,25 +216,7 @@ extern "C" dh_dicom_status dh_dicom_derive_write(const dh_dicom_derive *r, char 
         !r->pixels || !r->derivation_description || !r->series_suffix || r->bits_stored < 1 ||
         r->bits_stored > 16 || r->frames < 1 || strlen(r->series_suffix) > 32)
         return report(msg, msg_len, DH_DICOM_ERR_INVALID_ARGUMENT, "incomplete derive request");
-    dh_dicom_dataset *d = nullptr;
-    try {
-        dh_dicom_impl::dictionary_init();
-        d = new dh_dicom_dataset;
-        derive(r, d);
-        dh_dicom_status st = dh_dicom_dataset_save(d, r->output_path, DH_DICOM_EXPLICIT_LE,
-                                                   r->replace, msg, msg_len);
-        delete d;
-        return st;
-    } catch (const failure &f) {
-        delete d;
-        return report(msg, msg_len, f.status, f.reason);
-    } catch (const std::bad_alloc &) {
-        delete d;
-        return report(msg, msg_len, DH_DICOM_ERR_NO_MEMORY,
-                      std::string(r->output_path) + ": out of memory deriving");
-    } catch (...) {
-        delete d;
-        return report(msg, msg_len, DH_DICOM_ERR_INTERNAL,
-                      std::string(r->output_path) + ": unexpected exception deriving");
-    }
+    return dh_dicom_impl::build_and_save(r->output_path, r->replace,
+                                         [r](dh_dicom_dataset *d) { derive(r, d); }, msg,
+                                         msg_len);
 }

@@ -212,6 +212,22 @@ inline void copy_field(char *dst, size_t cap, const char *src)
     dst[n] = '\0';
 }
 
+/* At most n bytes of s, stepping back so as never to end inside a UTF-8 sequence: values cut
+ * to their VR's length (dicom_write.cpp). */
+std::string cut(std::string s, size_t n);
+
+/* A creation date ("YYYYMMDD") and time ("HHMMSS"): `created` seconds since 1970 as UTC when
+ * has_created (runs that repeat byte for byte), else now in local time (dicom_write.cpp). */
+void creation_date_time(bool has_created, int64_t created, char date[16], char time_text[16]);
+
+/* The one-file writers' frame (dicom_derive.cpp, dicom_gsps.cpp): a new dataset filled by `build`,
+ * then saved to path in explicit little endian by dh_dicom_dataset_save (atomic, replacing only
+ * when asked). Every failure, thrown or returned, becomes the status and its reason in msg, the
+ * path named where the reason would not say it (dicom_write.cpp). */
+dh_dicom_status build_and_save(const char *path, int replace,
+                               const std::function<void(dh_dicom_dataset *)> &build, char *msg,
+                               size_t msg_len);
+
 } // namespace dh_dicom_impl
 
 #endif /* DH_DICOM_INTERNAL_H */

@@ -25,6 +25,7 @@
 #include <cinttypes>
 #include <cstdarg>
 #include <cstring>
+#include <ctime>
 #include <new>
 #include <random>
 #include <string>
@@ -609,3 +610,48 @@ dh_dicom_status dh_dicom_write_file(const dh_dicom_write_image *image, const cha
 }
 
 } // extern "C"
+
+namespace dh_dicom_impl {
+
+std::string cut(std::string s, size_t n)
+{
+    if (s.size() <= n)
+        return s;
+    size_t k = n;
+    while (k > 0 && (static_cast<unsigned char>(s[k]) & 0xC0) == 0x80)
+        k--;
+    return s.substr(0, k);
+}
+
+void creation_date_time(bool has_created, int64_t created, char date[16], char time_text[16])
+{
+    time_t now = has_created ? (time_t)created : time(nullptr);
+    struct tm when;
+    if (has_created)
+        gmtime_r(&now, &when);
+    else
+        localtime_r(&now, &when);
+    strftime(date, 16, "%Y%m%d", &when);
+    strftime(time_text, 16, "%H%M%S", &when);
+}
+
+dh_dicom_status build_and_save(const char *path, int replace,
+                               const std::function<void(dh_dicom_dataset *)> &build, char *msg,
+                               size_t msg_len)
+{
+    std::unique_ptr<dh_dicom_dataset> d;
+    try {
+        dictionary_init();
+        d.reset(new dh_dicom_dataset);
+        build(d.get());
+        return dh_dicom_dataset_save(d.get(), path, DH_DICOM_EXPLICIT_LE, replace, msg, msg_len);
+    } catch (const failure &f) {
+        return ::fail(msg, msg_len, f.status, "%s", f.reason.c_str());
+    } catch (const std::bad_alloc &) {
+        return ::fail(msg, msg_len, DH_DICOM_ERR_NO_MEMORY, "%s: out of memory", path);
+    } catch (...) {
+        return ::fail(msg, msg_len, DH_DICOM_ERR_INTERNAL, "%s: unexpected exception", path);
+    }
+}
+
+} // namespace dh_dicom_impl

@@ -63,14 +63,7 @@ static void check_formula(const dh_volume *v, const uint16_t *out, size_t begin,
 /* Error lines of dciodvfy for a file, sorted, with the file-specific prefix dropped. */
 static char *dciodvfy_errors(const char *path)
 {
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "dciodvfy '%s' 2>&1 | grep '^Error' | sort -u", path);
-    FILE *p = popen(cmd, "r");
-    char *buf = calloc(1, 65536);
-    size_t n = fread(buf, 1, 65535, p);
-    buf[n] = '\0';
-    pclose(p);
-    return buf;
+    return dh_test_command_output("dciodvfy '%s' 2>&1 | grep '^Error' | sort -u", path);
 }
 
 static void check_no_new_errors(const char *source, const char *written)

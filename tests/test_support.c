@@ -272,4 +272,17 @@ void dh_test_reference_clip(const uint64_t *h, uint32_t len, int64_t lo, int64_t
         for (int64_t i = first; rest > 0 && i <= last; i += (int64_t)step, rest--)
             out[i]++;
     }
+
+char *dh_test_command_output(const char *fmt, const char *arg)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, fmt, arg);
+    FILE *p = popen(cmd, "r");
+    ck_assert_msg(p != NULL, "cannot run: %s", cmd);
+    char *buf = calloc(1, 65536);
+    ck_assert_ptr_nonnull(buf);
+    size_t n = fread(buf, 1, 65535, p);
+    buf[n] = '\0';
+    pclose(p);
+    return buf;
 }

@@ -112,4 +112,8 @@ int dh_test_main(int argc, char **argv, const char *name, double timeout, const 
 void dh_test_reference_clip(const uint64_t *h, uint32_t len, int64_t lo, int64_t hi, double x,
                             uint64_t *out);
 
+/* The standard output of a shell command, `fmt` given one string argument (at most 64 KiB, NUL
+ * terminated; free it). */
+char *dh_test_command_output(const char *fmt, const char *arg);
+
 #endif /* DH_TEST_SUPPORT_H */

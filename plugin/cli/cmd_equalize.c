@@ -41,6 +41,12 @@ static void equalize_help(FILE *out) {
 void cli_derived_help_tail(FILE *out) {
     fprintf(out,
             "  --bits 8|12|16         output bits stored (default: the input's)\n"
+            "  --output-kind derived|gsps\n"
+            "                         derived (default): a derived series of new pixels;\n"
+            "                         gsps: one Grayscale Softcopy Presentation State per\n"
+            "                         series instead (NAME.gsps.dcm beside where the derived\n"
+            "                         series would go) holding the tables, the sources\n"
+            "                         untouched\n"
             "  --device auto|cpu|cuda where to compute (default auto: the GPU when usable);\n"
             "                         cuda without a usable GPU is an error\n"
             "  --png DIR              also an 8-bit PNG preview per slice, placed like the\n"
@@ -63,13 +69,15 @@ void cli_derived_help_tail(FILE *out) {
             "failed, 2 usage error.\n");
 }
 
-enum { OPT_OUTPUT = 1, OPT_MODE, OPT_WINDOW, OPT_WINDOW_RANGE, OPT_CLIP, OPT_BITS, OPT_PNG, OPT_VOI };
+enum { OPT_OUTPUT = 1, OPT_MODE, OPT_WINDOW, OPT_WINDOW_RANGE, OPT_CLIP, OPT_BITS, OPT_PNG, OPT_VOI,
+       OPT_OUTPUT_KIND };
 
 static const cli_option equalize_options[] = {
     {"output", 1, OPT_OUTPUT, 'o'},          {"mode", 1, OPT_MODE, 0},
     {"window", 1, OPT_WINDOW, 0},            {"window-range", 1, OPT_WINDOW_RANGE, 0},
     {"clip-limit", 1, OPT_CLIP, 0},          {"bits", 1, OPT_BITS, 0},
-    {"png", 1, OPT_PNG, 0},                  CLI_OPTION_DEVICE,
+    {"png", 1, OPT_PNG, 0},                  {"output-kind", 1, OPT_OUTPUT_KIND, 0},
+    CLI_OPTION_DEVICE,
     CLI_OPTION_JSON,                         CLI_OPTIONS_BATCH,
     CLI_OPTIONS_BATCH_WRITE,                 {NULL, 0, 0, 0}};
 
@@ -78,7 +86,8 @@ static const cli_option window_options[] = {
     {"output", 1, OPT_OUTPUT, 'o'},          {"mode", 1, OPT_MODE, 0},
     {"window", 1, OPT_WINDOW, 0},            {"window-range", 1, OPT_WINDOW_RANGE, 0},
     {"function", 1, OPT_VOI, 0},             {"bits", 1, OPT_BITS, 0},
-    {"png", 1, OPT_PNG, 0},                  CLI_OPTION_DEVICE,
+    {"png", 1, OPT_PNG, 0},                  {"output-kind", 1, OPT_OUTPUT_KIND, 0},
+    CLI_OPTION_DEVICE,
     CLI_OPTION_JSON,                         CLI_OPTIONS_BATCH,
     CLI_OPTIONS_BATCH_WRITE,                 {NULL, 0, 0, 0}};
 
@@ -87,6 +96,7 @@ static const cli_option window_options[] = {
 typedef struct eq_options {
     dh_equalize_params params;
     const char *output, *png;
+    int gsps; /* --output-kind gsps: a presentation state instead of a derived series */
     int windows; /* how many --window and --window-range were given */
 } eq_options;
 
@@ -112,6 +122,14 @@ static int read_eq_option(void *state, const char *cmd, int id, const char *valu
         if (!*value)
             return cli_usage_error(cmd, "--png needs a folder");
         o->png = value;
+        return -1;
+    case OPT_OUTPUT_KIND:
+        if (strcmp(value, "derived") == 0)
+            o->gsps = 0;
+        else if (strcmp(value, "gsps") == 0)
+            o->gsps = 1;
+        else
+            return cli_usage_error(cmd, "--output-kind '%s': expected derived or gsps", value);
         return -1;
     case OPT_MODE:
         if (strcmp(value, "volume") == 0)
@@ -232,6 +250,10 @@ static void eq_record_json(report_json *j, const dh_volume *v, const eq_options 
     report_json_string(j, r->device_used == DH_DEVICE_CUDA ? "cuda" : "cpu");
     report_json_key(j, "derivation");
     report_json_string(j, r->description);
+    if (o->gsps) { /* the default's records keep their fields as they were */
+        report_json_key(j, "output_kind");
+        report_json_string(j, "gsps");
+    }
     report_json_key(j, "series_uid");
     report_json_string(j, s->series_uid);
     report_json_key(j, "outputs");
@@ -263,7 +285,9 @@ static int eq_series(void *state, const cli_command_line *cl, cli_series *s,
     cli_series_gpu_begin(s);
     dh_status st = dh_equalize(s->ctx, v, &o->params, &r);
     cli_series_gpu_end(s);
-    if (st != DH_OK || dh_equalized_write_dicom_with(s->ctx, v, r, o->output, &wp, &d) != DH_OK ||
+    if (st != DH_OK ||
+        (o->gsps ? dh_equalized_write_gsps(s->ctx, v, r, o->output, &wp, &d)
+                 : dh_equalized_write_dicom_with(s->ctx, v, r, o->output, &wp, &d)) != DH_OK ||
         (o->png && dh_equalized_write_png_with(s->ctx, v, r, o->png, &wp) != DH_OK)) {
         cli_series_fail(s, dh_volume_path(v), dh_ctx_error(s->ctx));
         dh_equalized_free(r);
@@ -273,9 +297,9 @@ static int eq_series(void *state, const cli_command_line *cl, cli_series *s,
     if (cl->json) {
         eq_record_json(s->json, v, o, r, d);
     } else {
-        report_sink_printf(s->out, "%s: %zu file%s in series %s (%s)\n", dh_volume_path(v),
-                        d->file_count, d->file_count == 1 ? "" : "s", d->series_uid,
-                        r->description);
+        report_sink_printf(s->out, "%s: %zu %s%s in series %s (%s)\n", dh_volume_path(v),
+                        d->file_count, o->gsps ? "presentation state" : "file",
+                        d->file_count == 1 ? "" : "s", d->series_uid, r->description);
         for (size_t k = 0; k < d->file_count; k++)
             report_sink_printf(s->out, "  %s\n", d->files[k]);
     }
@@ -304,10 +328,10 @@ int cli_equalize_main(int argc, char **argv, dh_eq_operation op, void (*help)(FI
         char work[512];
         snprintf(work, sizeof work,
                  "%s mode=%s window=%s center=%.17g width=%.17g range=%.17g:%.17g "
-                 "percentile=%.17g function=%d clip=%.17g bits=%u png=%s",
+                 "percentile=%.17g function=%d clip=%.17g bits=%u png=%s%s",
                  cmd, p->per_slice ? "slice" : "volume", window_source_name(p->window), p->center,
                  p->width, p->lo, p->hi, p->percentile, (int)p->voi, p->clip_limit,
-                 (unsigned)p->output_bits, o.png ? o.png : "-");
+                 (unsigned)p->output_bits, o.png ? o.png : "-", o.gsps ? " kind=gsps" : "");
         cli_batch_config config = {.outdir = o.output, .png_dir = o.png, .work = work};
         status = cli_run_batch(&cl, &config, eq_series, &o);
     }

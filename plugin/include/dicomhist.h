@@ -621,6 +621,33 @@ DH_API dh_status dh_equalized_write_png_with(dh_ctx *ctx, const dh_volume *volum
  * Returns 0 when it was created or exists already, or -1 with errno set. */
 DH_API int dh_folder_create(const char *path);
 
+/* Writes the result as a Grayscale Softcopy Presentation State (PS3.3 A.33.1) instead of new
+ * pixels: the sources stay as they are and a viewer applies the result's tables to them. One
+ * file per call, placed where dh_equalized_write_dicom_with would put the derived file of the
+ * volume's first source, named after it with ".gsps.dcm" in place of ".dcm" (or added): the
+ * Softcopy VOI LUT Module holds one item for every image when the result has one table, else
+ * one per slice referencing its file (and frame of a multi-frame file). Each table is written
+ * with 16-bit entries, v << (16 - output_bits), its runs of equal entries at both ends written
+ * once (a VOI LUT maps inputs outside its range to its end entries): LUT Descriptor (entries,
+ * first stored value mapped, SS when negative; 16); a table of zeros alone (one distinct value)
+ * becomes a LINEAR window of width 1 above every stored value. An identity rescale (slope 1,
+ * intercept 0, US) replaces the sources' Modality LUT or rescale where they have one, so the
+ * tables read stored values; the Presentation LUT Shape is IDENTITY, INVERSE for MONOCHROME1,
+ * so the state shows what the derived series of the same result shows. Referenced Series Sequence with every
+ * source instance; patient and study of the first source; ContentLabel EQUALIZED or WINDOWED;
+ * ContentDescription and LUT Explanation the derivation description without the program's name
+ * and version (Manufacturer "dicomhist"), cut to 64 characters; Displayed Area the whole image
+ * scaled to fit. UIDs as params say (series_uid, instance_uid asked for the first source, or
+ * `uids`: DH_UIDS_DERIVED names them after the source series and the description, never equal
+ * to the derived series' UIDs); `existing`, `created`, `output_name` and `written` (called for
+ * every source with the one file) as for the DICOM writer. The file is written atomically.
+ * *out lists that one file (file_count 1, sources[0] the first source) and the state's
+ * SeriesInstanceUID; free it with dh_derived_series_free. */
+DH_API dh_status dh_equalized_write_gsps(dh_ctx *ctx, const dh_volume *volume,
+                                         const dh_equalized *result, const char *output_dir,
+                                         const dh_derive_params *params,
+                                         dh_derived_series **out);
+
 /* ---------------------------------------------------------------------------------------------
  * 7. Batches
  *

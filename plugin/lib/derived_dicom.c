@@ -108,20 +108,16 @@ static dh_status write_one(dh_ctx *ctx, dh_dicom_derive *req, const char *path,
                            const dh_derive_params *wp, int *kept)
 {
     char msg[DH_DICOM_MSG_LEN];
-    *kept = 0;
-    if (wp->existing != DH_EXISTING_REPLACE && access(path, F_OK) == 0) {
-        if (wp->existing == DH_EXISTING_KEEP && is_same_instance(path, req->sop_instance_uid)) {
-            *kept = 1;
-            return DH_OK;
-        }
-        return dh_ctx_fail(ctx, DH_ERR_IO, "%s: already exists (not replaced)", path);
-    }
+    dh_status st = dh_derived_existing(ctx, path, wp->existing, is_same_instance,
+                                       req->sop_instance_uid, kept);
+    if (st != DH_OK || *kept)
+        return st;
     /* The DICOM writer itself writes beside and renames (replacing only when asked): one file
      * made, where going through a temporary name of ours would make three (and ext4 pays for
      * every inode created and deleted). */
     req->output_path = path;
     req->replace = wp->existing == DH_EXISTING_REPLACE;
-    dh_status st = dh_dicom_derive_write(req, msg, sizeof msg);
+    st = dh_dicom_derive_write(req, msg, sizeof msg);
     return st == DH_OK ? DH_OK : dh_ctx_fail(ctx, st, "%s", msg);
 }
 
@@ -139,16 +135,9 @@ dh_status dh_equalized_write_dicom_with(dh_ctx *ctx, const dh_volume *v, const d
         return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "dh_equalized_write_dicom: NULL argument");
     *out = NULL;
     dh_derive_params wp;
-    dh_status st = dh_derived_params_check(ctx, params, &wp);
+    dh_status st = dh_derived_request_check(ctx, v, r, params, "the derived", &wp);
     if (st != DH_OK)
         return st;
-    if (wp.series_uid && !dh_dicom_uid_valid(wp.series_uid))
-        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
-                           "%s: the derived SeriesInstanceUID \"%.80s\" is not a valid UID (1 to "
-                           "64 digits and dots)", v->path, wp.series_uid);
-    if (r->rows != v->format.rows || r->columns != v->format.columns || r->slices != v->slices)
-        return dh_ctx_fail(ctx, DH_ERR_MISMATCH, "%s: the result does not belong to this volume",
-                           v->path);
     /* The CT Image module allows BitsStored 12 to 16 only: refuse rather than write an
      * invalid file (PNG previews of 8-bit results are still possible). */
     if (strcmp(v->modality, "CT") == 0 && r->output_bits < 12)

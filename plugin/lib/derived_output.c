@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "context.h"
+#include "dh_dicom_write.h"
 #include "volume.h"
 
 void dh_derived_sources_free(dh_derived_source *sources, size_t count)
@@ -253,4 +254,35 @@ int dh_derived_publish(const char *tmp, const char *path, dh_existing existing)
     unlink(tmp);
     errno = e;
     return rc;
+}
+
+dh_status dh_derived_existing(dh_ctx *ctx, const char *path, dh_existing existing,
+                              int (*is_same)(const char *path, const char *uid), const char *uid,
+                              int *kept)
+{
+    *kept = 0;
+    if (existing == DH_EXISTING_REPLACE || access(path, F_OK) != 0)
+        return DH_OK;
+    if (existing == DH_EXISTING_KEEP && is_same(path, uid)) {
+        *kept = 1;
+        return DH_OK;
+    }
+    return dh_ctx_fail(ctx, DH_ERR_IO, "%s: already exists (not replaced)", path);
+}
+
+dh_status dh_derived_request_check(dh_ctx *ctx, const dh_volume *v, const dh_equalized *r,
+                                   const dh_derive_params *params, const char *what,
+                                   dh_derive_params *wp)
+{
+    dh_status st = dh_derived_params_check(ctx, params, wp);
+    if (st != DH_OK)
+        return st;
+    if (wp->series_uid && !dh_dicom_uid_valid(wp->series_uid))
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
+                           "%s: %s SeriesInstanceUID \"%.80s\" is not a valid UID (1 to 64 digits "
+                           "and dots)", v->path, what, wp->series_uid);
+    if (r->rows != v->format.rows || r->columns != v->format.columns || r->slices != v->slices)
+        return dh_ctx_fail(ctx, DH_ERR_MISMATCH, "%s: the result does not belong to this volume",
+                           v->path);
+    return DH_OK;
 }

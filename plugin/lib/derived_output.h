@@ -50,6 +50,20 @@ dh_status dh_derived_params_check(dh_ctx *ctx, const dh_derive_params *given,
  * gone afterwards either way; returns 0, or -1 with errno set (EEXIST: path exists). */
 int dh_derived_publish(const char *tmp, const char *path, dh_existing existing);
 
+/* What every writer of one result checks first: the params (dh_derived_params_check, into *wp),
+ * a caller's SeriesInstanceUID (`what` names the series in the message) and that the result has
+ * the volume's geometry. DH_OK, or the failure recorded on ctx. */
+dh_status dh_derived_request_check(dh_ctx *ctx, const dh_volume *v, const dh_equalized *r,
+                                   const dh_derive_params *params, const char *what,
+                                   dh_derive_params *wp);
+
+/* Before writing path: DH_OK with *kept 0 when it may be written (absent, or DH_EXISTING_REPLACE),
+ * DH_OK with *kept 1 when DH_EXISTING_KEEP finds it is this very output already (is_same(path,
+ * uid) non-zero), else the failure "already exists (not replaced)" (DH_ERR_IO, on ctx). */
+dh_status dh_derived_existing(dh_ctx *ctx, const char *path, dh_existing existing,
+                              int (*is_same)(const char *path, const char *uid), const char *uid,
+                              int *kept);
+
 /* The last component of a path (a pointer into it). */
 const char *dh_path_basename(const char *path);
 
