@@ -272,7 +272,9 @@ void dh_test_reference_clip(const uint64_t *h, uint32_t len, int64_t lo, int64_t
         for (int64_t i = first; rest > 0 && i <= last; i += (int64_t)step, rest--)
             out[i]++;
     }
+}
 
+/* The standard output of a shell command (test_support.h). */
 char *dh_test_command_output(const char *fmt, const char *arg)
 {
     char cmd[4096];
