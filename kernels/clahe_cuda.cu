@@ -43,13 +43,16 @@ namespace {
 
 /* Units per batch: their parameters travel inside the launches (no upload, no wait). */
 constexpr uint32_t kMaxUnits = 64;
-/* Samples per histogram piece: a packed 16-bit counter cannot overflow. */
-constexpr uint32_t kPieceMax = 65535;
+/* Samples per histogram piece: a packed 16-bit counter cannot overflow; with 32-bit counters
+ * the bound only keeps indices in 32 bits. */
+constexpr uint32_t kPieceMaxPacked = 65535, kPieceMaxWide = 1u << 26;
+/* Bins up to this many get 32-bit shared counters (64 KiB a copy); more, packed 16-bit ones. */
+constexpr uint32_t kWideMaxBins = 16384;
 constexpr int kMapThreads = 256;
 /* Scratch a batch of slices may take (at least one unit, whatever its size). */
 constexpr size_t kBatchBytes = (size_t)256 << 20;
 /* Shared memory the histogram copies may take together before copies stop doubling. */
-constexpr uint32_t kCopyBytes = 32 * 1024;
+constexpr uint32_t kCopyBytes = 64 * 1024;
 
 /* One equalization unit's window (clamped; lo > hi: empty), its bins and the bin multiplier. */
 struct Unit {
@@ -61,6 +64,7 @@ struct Unit {
 /* A batch: units z0 .. z0 + units - 1 (slices in 2D; the volume, z0 0, in 3D). */
 struct Batch {
     Unit u[kMaxUnits];
+    size_t total;       /* samples of the whole input */
     uint32_t units, z0; /* in units */
     uint32_t nz;        /* slices per unit */
     uint32_t tz;        /* tiles across a unit's slices */
@@ -90,8 +94,56 @@ __device__ __forceinline__ Box tile_box(const Batch &b, uint32_t k)
 
 /* ---- histograms ---- */
 
-/* Block = (table t of the batch, piece p of its tile). */
-template <typename T>
+/* Counts one sample into this lane's copy: a 32-bit counter, or a 16-bit half of a packed word. */
+template <int kPacked>
+__device__ __forceinline__ void count_sample(uint32_t *mine, const Unit &u, int32_t v,
+                                             uint32_t &count)
+{
+    if (v < u.lo || v > u.hi)
+        return;
+    const uint32_t bin = dh_clahe_bin_fast(v, u.lo, u.bins, u.magic);
+    if (kPacked)
+        atomicAdd(mine + (bin >> 1), 1u << ((bin & 1) << 4));
+    else
+        atomicAdd(mine + bin, 1u);
+    count++;
+}
+
+/* The eight samples of 16-byte vector k of row r of a piece (k counted from the vector holding
+ * the row's first sample, which starts `head` samples before it); samples outside the row are
+ * left out. Vectors reaching outside the input are read sample by sample. */
+template <typename T, int kPacked>
+__device__ __forceinline__ void count_vector(const T *__restrict__ data, const Batch &b,
+                                             const Box &box, const Unit &u, size_t slice0,
+                                             uint32_t r, uint32_t k, uint32_t *mine,
+                                             uint32_t &count)
+{
+    const size_t start = ((slice0 + r / box.h) * b.ny + box.y0 + r % box.h) * b.nx + box.x0;
+    const uint32_t head = (uint32_t)(((uintptr_t)(data + start) >> 1) & 7);
+    if (8 * k >= head + box.w)
+        return; /* this row has fewer vectors than the longest */
+    const long long v0 = (long long)start - head + 8ll * k;
+    T x[8];
+    if (v0 >= 0 && v0 + 8 <= (long long)b.total) {
+        const uint4 q = __ldcs((const uint4 *)(data + v0));
+        memcpy(x, &q, 16);
+    } else {
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+            x[j] = v0 + j >= 0 && v0 + j < (long long)b.total ? data[v0 + j] : (T)0;
+    }
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        const int32_t pos = (int32_t)(8 * k + j) - (int32_t)head;
+        if (pos >= 0 && pos < (int32_t)box.w)
+            count_sample<kPacked>(mine, u, (int32_t)x[j], count);
+    }
+}
+
+/* Block = (table t of the batch, piece p of its tile): rows r0 .. r1 - 1 of the tile, read as
+ * 16-byte vectors, two per thread in flight, counted into `copies` shared histograms of `words`
+ * words each, then added to the tile's global counts. */
+template <typename T, int kPacked>
 __global__ void __launch_bounds__(1024)
     hist_kernel(const T *__restrict__ data, const Batch b, uint32_t copies, uint32_t words,
                 unsigned long long *__restrict__ hist)
@@ -107,7 +159,7 @@ __global__ void __launch_bounds__(1024)
     const uint32_t r1 = (uint32_t)((uint64_t)(p + 1) * box.rows / b.pieces);
     const size_t slice0 = ((size_t)b.z0 + ub) * b.nz + box.z0;
     unsigned long long *out = hist + (size_t)t * (b.stride + 2);
-    const uint32_t tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, warps = blockDim.x >> 5;
+    const uint32_t tid = threadIdx.x, lane = tid & 31;
     const uint32_t pixels = (r1 - r0) * box.w;
 
     if ((uint64_t)pixels * 8 < b.stride) { /* a few pixels: straight into the global counts */
@@ -132,36 +184,29 @@ __global__ void __launch_bounds__(1024)
     __syncthreads();
     uint32_t *mine = smem + (lane & (copies - 1)) * words;
     uint32_t count = 0;
-    for (uint32_t r = r0 + warp; r < r1; r += warps) {
-        const T *row = data + ((slice0 + r / box.h) * b.ny + box.y0 + r % box.h) * b.nx + box.x0;
-        for (uint32_t x = lane; x < box.w; x += 128) {
-            int32_t v[4];
-#pragma unroll
-            for (int j = 0; j < 4; j++) {
-                const uint32_t xx = x + 32 * j;
-                v[j] = xx < box.w ? (int32_t)__ldg(row + xx) : u.hi + 1;
-            }
-#pragma unroll
-            for (int j = 0; j < 4; j++)
-                if (v[j] >= u.lo && v[j] <= u.hi) {
-                    const uint32_t bin = dh_clahe_bin_fast(v[j], u.lo, u.bins, u.magic);
-                    atomicAdd(mine + (bin >> 1), 1u << ((bin & 1) << 4));
-                    count++;
-                }
-        }
+    const uint32_t vmax = (box.w + 14) / 8; /* vectors of the longest row (head up to 7) */
+    const uint32_t total = (r1 - r0) * vmax, step = blockDim.x;
+    for (uint32_t f = tid; f < total; f += 2 * step) {
+        const uint32_t ra = f / vmax, g = f + step, rb = g / vmax;
+        count_vector<T, kPacked>(data, b, box, u, slice0, r0 + ra, f - ra * vmax, mine, count);
+        if (g < total)
+            count_vector<T, kPacked>(data, b, box, u, slice0, r0 + rb, g - rb * vmax, mine,
+                                     count);
     }
     __syncthreads();
+    const uint32_t slots = kPacked ? 2 * words : words;
     for (uint32_t w = tid; w < words; w += blockDim.x) {
         uint32_t lo = 0, hi = 0;
         for (uint32_t c = 0; c < copies; c++) {
             const uint32_t s = smem[c * words + w];
-            lo += s & 0xffffu;
-            hi += s >> 16;
+            lo += kPacked ? s & 0xffffu : s;
+            hi += kPacked ? s >> 16 : 0;
         }
+        const uint32_t bin = kPacked ? 2 * w : w;
         if (lo)
-            atomicAdd(out + 2 * w, (unsigned long long)lo);
-        if (hi)
-            atomicAdd(out + 2 * w + 1, (unsigned long long)hi);
+            atomicAdd(out + bin, (unsigned long long)lo);
+        if (hi && bin + 1 < slots)
+            atomicAdd(out + bin + 1, (unsigned long long)hi);
     }
     count = __reduce_add_sync(0xffffffffu, count);
     if (lane == 0 && count)
@@ -256,7 +301,53 @@ __device__ __forceinline__ uint16_t map_one(const RowState &s, const dh_clahe_ax
     }
 }
 
-/* Thread: eight consecutive samples of the batch (slices z0 * nz .. of the volume). */
+/* G samples of one row (x .. x + G - 1) at once: their weights, bins and table entries all
+ * loaded before the first blend, so each thread keeps 4 G (2D) or 8 G (3D) independent loads in
+ * flight instead of a chain of dependent ones per sample. */
+template <typename T, int kVolume, int kWide, int G>
+__device__ __forceinline__ void map_group(const RowState &s, const dh_clahe_axis_weight *wx,
+                                          const T *in, uint32_t stride, uint32_t top,
+                                          uint16_t *o)
+{
+    constexpr int kTaps = kVolume ? 4 : 2; /* table rows (y, z) per sample */
+    dh_clahe_axis_weight ax[G];
+    uint32_t c0[G], c1[G];
+#pragma unroll
+    for (int j = 0; j < G; j++)
+        ax[j] = wx[j];
+#pragma unroll
+    for (int j = 0; j < G; j++) {
+        const int32_t v = (int32_t)in[j];
+        const uint32_t bin =
+            v >= s.u.lo && v <= s.u.hi ? dh_clahe_bin_fast(v, s.u.lo, s.u.bins, s.u.magic) : 0;
+        c0[j] = ax[j].i0 * stride + bin;
+        c1[j] = ax[j].i1 * stride + bin;
+    }
+    uint32_t e[G][2 * kTaps];
+#pragma unroll
+    for (int j = 0; j < G; j++)
+#pragma unroll
+        for (int k = 0; k < kTaps; k++) {
+            e[j][2 * k] = __ldg(s.rp[k] + c0[j]);
+            e[j][2 * k + 1] = __ldg(s.rp[k] + c1[j]);
+        }
+#pragma unroll
+    for (int j = 0; j < G; j++) {
+        const int32_t v = (int32_t)in[j];
+        uint16_t r;
+        if constexpr (!kVolume)
+            r = dh_clahe_blend2_fast(ax[j], s.ay, e[j][0], e[j][1], e[j][2], e[j][3]);
+        else if constexpr (kWide)
+            r = dh_clahe_blend3(ax[j], s.ay, s.az, e[j]);
+        else
+            r = dh_clahe_blend3_fast(ax[j], s.ay, s.az, e[j]);
+        o[j] = v < s.u.lo ? 0 : v > s.u.hi ? (uint16_t)top : r;
+    }
+}
+
+/* Thread: eight consecutive samples of the batch (slices z0 * nz .. of the volume). Where all
+ * eight lie in one row (all but the threads that straddle a row's end), the row's state is
+ * found once and the samples go through map_group; the others go one by one. */
 template <typename T, int kVolume, int kWide>
 __global__ void __launch_bounds__(kMapThreads)
     map_kernel(const T *__restrict__ data, const Batch b,
@@ -272,31 +363,46 @@ __global__ void __launch_bounds__(kMapThreads)
     const size_t first = (size_t)b.z0 * b.nz * slice + i0; /* sample index in the volume */
     const uint32_t cnt = n - i0 < 8 ? (uint32_t)(n - i0) : 8;
     T in[8];
-    const bool vin = cnt == 8 && ((uintptr_t)(data + first) & 15) == 0;
-    if (vin) {
+    if (cnt == 8 && ((uintptr_t)(data + first) & 15) == 0) {
         const uint4 q = __ldcs((const uint4 *)(data + first));
         memcpy(in, &q, 16);
     } else {
-        for (uint32_t j = 0; j < cnt; j++)
-            in[j] = data[first + j];
+        for (uint32_t j = 0; j < 8; j++)
+            in[j] = j < cnt ? data[first + j] : (T)0;
     }
-    uint32_t x = (uint32_t)(i0 % b.nx);
-    size_t r = i0 / b.nx; /* row within the batch */
-    uint32_t y = (uint32_t)(r % b.ny), zb = (uint32_t)(r / b.ny); /* slice within the batch */
+    uint32_t x, y, zb; /* column, row, slice within the batch */
+    if (n <= UINT32_MAX) {
+        const uint32_t r = (uint32_t)i0 / b.nx;
+        x = (uint32_t)i0 - r * b.nx;
+        zb = r / b.ny;
+        y = r - zb * b.ny;
+    } else {
+        const size_t r = i0 / b.nx;
+        x = (uint32_t)(i0 - r * b.nx);
+        zb = (uint32_t)(r / b.ny);
+        y = (uint32_t)(r - (size_t)zb * b.ny);
+    }
     RowState s;
     row_state<kVolume>(b, wy, wz, tables, zb / b.nz, zb % b.nz, y, s);
     uint16_t o[8];
-#pragma unroll
-    for (uint32_t j = 0; j < 8; j++) {
-        if (j < cnt)
+    if (cnt == 8 && x + 8 <= b.nx) {
+        if (kVolume) {
+            map_group<T, kVolume, kWide, 4>(s, wx + x, in, b.stride, b.top, o);
+            map_group<T, kVolume, kWide, 4>(s, wx + x + 4, in + 4, b.stride, b.top, o + 4);
+        } else {
+            map_group<T, kVolume, kWide, 8>(s, wx + x, in, b.stride, b.top, o);
+        }
+    } else {
+        for (uint32_t j = 0; j < cnt; j++) {
             o[j] = map_one<kVolume, kWide>(s, wx[x], (int32_t)in[j], b.stride, b.top);
-        if (++x == b.nx && j + 1 < cnt) { /* next row (and maybe slice or unit) */
-            x = 0;
-            if (++y == b.ny) {
-                y = 0;
-                zb++;
+            if (++x == b.nx && j + 1 < cnt) { /* next row (and maybe slice or unit) */
+                x = 0;
+                if (++y == b.ny) {
+                    y = 0;
+                    zb++;
+                }
+                row_state<kVolume>(b, wy, wz, tables, zb / b.nz, zb % b.nz, y, s);
             }
-            row_state<kVolume>(b, wy, wz, tables, zb / b.nz, zb % b.nz, y, s);
         }
     }
     if (cnt == 8 && ((uintptr_t)(out + first) & 15) == 0) {
@@ -360,12 +466,14 @@ int grow(void **p, size_t *have, size_t bytes, const char *what, char *msg, size
 template <typename T>
 int run_batches(dh_clahe_cuda_workspace *ws, const T *data, Batch &b, const Unit *units,
                 uint32_t unit_count, uint32_t per_batch, uint32_t levels, double clip,
-                bool wide, uint16_t *d_out, cudaStream_t stream, char *msg, size_t msg_len)
+                bool packed, bool wide, uint16_t *d_out, cudaStream_t stream, char *msg,
+                size_t msg_len)
 {
-    const uint32_t words = (b.stride + 1) / 2;
+    const uint32_t words = packed ? (b.stride + 1) / 2 : b.stride;
     uint32_t copies = 1;
     while (copies < 8 && (size_t)copies * 2 * words * 4 <= kCopyBytes)
         copies *= 2;
+    auto hist = packed ? hist_kernel<T, 1> : hist_kernel<T, 0>;
     const size_t smem = (size_t)copies * words * 4;
     if (smem > (size_t)ws->smem_optin) {
         snprintf(msg, msg_len, "CLAHE: %u bins need %zu bytes of shared memory, the GPU has %d",
@@ -373,7 +481,7 @@ int run_batches(dh_clahe_cuda_workspace *ws, const T *data, Batch &b, const Unit
         return -1;
     }
     if (smem > 48 * 1024)
-        DH_CUDA_CK(cudaFuncSetAttribute(hist_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        DH_CUDA_CK(cudaFuncSetAttribute(hist, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         (int)smem),
                    "histogram kernel, shared memory size");
     /* One block per multiprocessor fits at the largest copies: then 1024 threads keep the
@@ -386,8 +494,7 @@ int run_batches(dh_clahe_cuda_workspace *ws, const T *data, Batch &b, const Unit
         const uint32_t tables = b.units * b.tiles;
         const size_t hist_slots = (size_t)tables * (b.stride + 2);
         DH_CUDA_CK(cudaMemsetAsync(ws->d_hist, 0, hist_slots * 8, stream), "zeroing histograms");
-        hist_kernel<T><<<tables * b.pieces, threads, smem, stream>>>(data, b, copies, words,
-                                                                    ws->d_hist);
+        hist<<<tables * b.pieces, threads, smem, stream>>>(data, b, copies, words, ws->d_hist);
         DH_CUDA_CK(cudaGetLastError(), "tile histogram kernel");
         prepare_tables_kernel<<<tables, 256, 0, stream>>>(b, ws->d_hist, ws->d_windows);
         DH_CUDA_CK(cudaGetLastError(), "empty tile kernel");
@@ -496,13 +603,17 @@ int dh_clahe_cuda(dh_clahe_cuda_workspace *ws, const void *d_data, int is_signed
     b.tiles = (uint32_t)tiles;
     b.stride = stride;
     b.top = levels - 1;
-    /* Pieces per tile: at most kPieceMax samples each, and enough blocks to fill the GPU. */
+    b.total = (size_t)s->nx * s->ny * s->nz;
+    /* Pieces per tile: few enough samples each for the counters, and enough blocks to fill
+     * the GPU (fewer with packed counters: one block per multiprocessor, each zeroing and
+     * flushing 128 KiB). */
+    const bool packed = stride > kWideMaxBins;
     const uint32_t wmax = (s->nx + s->tx - 1) / s->tx;
     const uint64_t rows_max = (uint64_t)((s->ny + s->ty - 1) / s->ty) * ((nzu + tz - 1) / tz);
     const uint64_t rows_min = (uint64_t)(s->ny / s->ty) * (nzu / tz);
-    const uint64_t rows_per_piece = kPieceMax / wmax;
+    const uint64_t rows_per_piece = (packed ? kPieceMaxPacked : kPieceMaxWide) / wmax;
     uint64_t pieces = (rows_max + rows_per_piece - 1) / rows_per_piece;
-    const uint64_t want = (4 * (uint64_t)ws->sms + batch_tables - 1) / batch_tables;
+    const uint64_t want = ((packed ? 2 : 6) * (uint64_t)ws->sms + batch_tables - 1) / batch_tables;
     if (pieces < want) { /* more pieces, as long as every tile has a row for each */
         const uint64_t more = want < rows_min ? want : rows_min;
         pieces = more > pieces ? more : pieces;
@@ -542,11 +653,11 @@ int dh_clahe_cuda(dh_clahe_cuda_workspace *ws, const void *d_data, int is_signed
                                                             max_den(nzu, tz));
     if (rc == 0)
         rc = is_signed ? run_batches(ws, (const int16_t *)d_data, b, units, unit_count,
-                                     (uint32_t)per_batch, levels, clip_limit, wide, d_out, st,
-                                     msg, msg_len)
+                                     (uint32_t)per_batch, levels, clip_limit, packed, wide,
+                                     d_out, st, msg, msg_len)
                        : run_batches(ws, (const uint16_t *)d_data, b, units, unit_count,
-                                     (uint32_t)per_batch, levels, clip_limit, wide, d_out, st,
-                                     msg, msg_len);
+                                     (uint32_t)per_batch, levels, clip_limit, packed, wide,
+                                     d_out, st, msg, msg_len);
     if (rc != 0)
         memset(ws->axes_key, 0, sizeof ws->axes_key); /* a failed launch may have left them */
     free(units);
