@@ -39,7 +39,7 @@ def ct_volume(n=512):
     v = cp.where(body > 0.8, 924, v)
     v = cp.where(body > 1, 24, v)
     del x, y, body, lung, spine
-    v += cp.random.default_rng(2).normal(0, 10, size=(n, n, n)).astype(cp.float32)
+    v += cp.random.RandomState(2).normal(0, 10, size=(n, n, n), dtype=cp.float32)
     return cp.clip(v, 0, 4095).astype(cp.uint16)
 
 

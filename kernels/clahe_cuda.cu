@@ -301,6 +301,20 @@ __device__ __forceinline__ uint16_t map_one(const RowState &s, const dh_clahe_ax
     }
 }
 
+static_assert(sizeof(dh_clahe_axis_weight) == 16, "weights load as one 16-byte vector");
+
+/* An axis weight with one 16-byte load (the weights are 16 bytes, the array 256-aligned). */
+__device__ __forceinline__ dh_clahe_axis_weight load_weight(const dh_clahe_axis_weight *w)
+{
+    const uint4 q = __ldg((const uint4 *)w);
+    dh_clahe_axis_weight a;
+    a.i0 = q.x;
+    a.i1 = q.y;
+    a.w1 = q.z;
+    a.den = q.w;
+    return a;
+}
+
 /* G samples of one row (x .. x + G - 1) at once: their weights, bins and table entries all
  * loaded before the first blend, so each thread keeps 4 G (2D) or 8 G (3D) independent loads in
  * flight instead of a chain of dependent ones per sample. */
@@ -312,9 +326,22 @@ __device__ __forceinline__ void map_group(const RowState &s, const dh_clahe_axis
     constexpr int kTaps = kVolume ? 4 : 2; /* table rows (y, z) per sample */
     dh_clahe_axis_weight ax[G];
     uint32_t c0[G], c1[G];
+    ax[0] = load_weight(wx);
+    ax[G - 1] = load_weight(wx + G - 1);
+    if (ax[0].i0 == ax[G - 1].i0 && ax[0].i1 == ax[G - 1].i1) {
+        /* One span between two centres (or one clamped border) holds the group: the weight of
+         * the second tile grows by 2 per pixel (by 0 where clamped, w1 = 0 and den = 1). */
+        const uint32_t dw = ax[0].i0 == ax[0].i1 ? 0 : 2;
 #pragma unroll
-    for (int j = 0; j < G; j++)
-        ax[j] = wx[j];
+        for (int j = 1; j < G - 1; j++) {
+            ax[j] = ax[0];
+            ax[j].w1 = ax[0].w1 + dw * j;
+        }
+    } else {
+#pragma unroll
+        for (int j = 1; j < G - 1; j++)
+            ax[j] = load_weight(wx + j);
+    }
 #pragma unroll
     for (int j = 0; j < G; j++) {
         const int32_t v = (int32_t)in[j];
@@ -445,7 +472,7 @@ struct dh_clahe_cuda_workspace {
     dh_clahe_axis_weight *d_axes;
     size_t hist_bytes, table_bytes, window_bytes, axes_bytes;
     uint32_t axes_key[6]; /* nx, tx, ny, ty, nz, tz of the weights in d_axes */
-    int sms, smem_optin;
+    int sms, smem_optin, smem_per_sm;
 };
 
 namespace {
@@ -463,18 +490,68 @@ int grow(void **p, size_t *have, size_t bytes, const char *what, char *msg, size
     return 0;
 }
 
+/* The histogram blocks' shape for `stride` bins: words per copy, copies (a power of two up to 8,
+ * together at most kCopyBytes unless one copy is more), shared bytes and threads. */
+struct HistShape {
+    uint32_t words, copies, threads;
+    size_t smem;
+};
+
+HistShape hist_shape(uint32_t stride, bool packed)
+{
+    HistShape h;
+    h.words = packed ? (stride + 1) / 2 : stride;
+    h.copies = 1;
+    while (h.copies < 8 && (size_t)h.copies * 2 * h.words * 4 <= kCopyBytes)
+        h.copies *= 2;
+    h.smem = (size_t)h.copies * h.words * 4;
+    /* One block per multiprocessor fits at the largest copies: then 1024 threads keep the
+     * loads in flight; else 512 and several blocks. */
+    h.threads = h.smem > 100 * 1024 ? 1024 : 512;
+    return h;
+}
+
+/* Histogram blocks the GPU runs at once: its multiprocessors times the blocks of this shape
+ * that fit one (threads, and shared memory with the 1 KiB each block reserves). */
+uint64_t hist_slots(const dh_clahe_cuda_workspace *ws, uint32_t stride, bool packed)
+{
+    const HistShape h = hist_shape(stride, packed);
+    uint64_t per_sm = 2048 / h.threads;
+    const uint64_t by_smem = (uint64_t)ws->smem_per_sm / (h.smem + 1024);
+    per_sm = by_smem < per_sm ? by_smem : per_sm;
+    return (uint64_t)ws->sms * (per_sm ? per_sm : 1);
+}
+
+/* At least `pieces` per tile (and at most rows_min, or pieces): the count whose blocks fill
+ * their last wave best, the smallest unless a larger one fills clearly better (each piece
+ * costs a zeroing and a flush of its shared counters). */
+uint64_t fill_pieces(uint64_t pieces, uint64_t rows_min, uint64_t tables, uint64_t slots)
+{
+    uint64_t best = pieces;
+    double best_fill = 0;
+    const uint64_t top = rows_min > pieces ? rows_min : pieces;
+    for (uint64_t p = pieces; p <= top && p < pieces + 16; p++) {
+        const uint64_t blocks = tables * p, waves = (blocks + slots - 1) / slots;
+        const double fill = (double)blocks / (double)(waves * slots);
+        if (fill > best_fill + 0.05) {
+            best = p;
+            best_fill = fill;
+        }
+    }
+    return best;
+}
+
 template <typename T>
 int run_batches(dh_clahe_cuda_workspace *ws, const T *data, Batch &b, const Unit *units,
                 uint32_t unit_count, uint32_t per_batch, uint32_t levels, double clip,
                 bool packed, bool wide, uint16_t *d_out, cudaStream_t stream, char *msg,
                 size_t msg_len)
 {
-    const uint32_t words = packed ? (b.stride + 1) / 2 : b.stride;
-    uint32_t copies = 1;
-    while (copies < 8 && (size_t)copies * 2 * words * 4 <= kCopyBytes)
-        copies *= 2;
+    const HistShape h = hist_shape(b.stride, packed);
+    const uint32_t words = h.words, copies = h.copies;
+    const size_t smem = h.smem;
+    const int threads = (int)h.threads;
     auto hist = packed ? hist_kernel<T, 1> : hist_kernel<T, 0>;
-    const size_t smem = (size_t)copies * words * 4;
     if (smem > (size_t)ws->smem_optin) {
         snprintf(msg, msg_len, "CLAHE: %u bins need %zu bytes of shared memory, the GPU has %d",
                  b.stride, smem, ws->smem_optin);
@@ -484,9 +561,6 @@ int run_batches(dh_clahe_cuda_workspace *ws, const T *data, Batch &b, const Unit
         DH_CUDA_CK(cudaFuncSetAttribute(hist, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         (int)smem),
                    "histogram kernel, shared memory size");
-    /* One block per multiprocessor fits at the largest copies: then 1024 threads keep the
-     * loads in flight; else 512 and several blocks. */
-    const int threads = smem > 100 * 1024 ? 1024 : 512;
     for (uint32_t first = 0; first < unit_count; first += per_batch) {
         b.units = unit_count - first < per_batch ? unit_count - first : per_batch;
         b.z0 = first;
@@ -561,6 +635,9 @@ int dh_clahe_cuda(dh_clahe_cuda_workspace *ws, const void *d_data, int is_signed
         DH_CUDA_CK(cudaDeviceGetAttribute(&ws->smem_optin,
                                           cudaDevAttrMaxSharedMemoryPerBlockOptin, dev),
                    "shared memory size");
+        DH_CUDA_CK(cudaDeviceGetAttribute(&ws->smem_per_sm,
+                                          cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev),
+                   "shared memory per multiprocessor");
     }
 
     /* The units: windows clamped to the table range, bins never more than one per value. */
@@ -604,20 +681,15 @@ int dh_clahe_cuda(dh_clahe_cuda_workspace *ws, const void *d_data, int is_signed
     b.stride = stride;
     b.top = levels - 1;
     b.total = (size_t)s->nx * s->ny * s->nz;
-    /* Pieces per tile: few enough samples each for the counters, and enough blocks to fill
-     * the GPU (fewer with packed counters: one block per multiprocessor, each zeroing and
-     * flushing 128 KiB). */
+    /* Pieces per tile: few enough samples each for the counters, and as many more as fill the
+     * GPU's block slots evenly. */
     const bool packed = stride > kWideMaxBins;
     const uint32_t wmax = (s->nx + s->tx - 1) / s->tx;
     const uint64_t rows_max = (uint64_t)((s->ny + s->ty - 1) / s->ty) * ((nzu + tz - 1) / tz);
     const uint64_t rows_min = (uint64_t)(s->ny / s->ty) * (nzu / tz);
     const uint64_t rows_per_piece = (packed ? kPieceMaxPacked : kPieceMaxWide) / wmax;
     uint64_t pieces = (rows_max + rows_per_piece - 1) / rows_per_piece;
-    const uint64_t want = ((packed ? 2 : 6) * (uint64_t)ws->sms + batch_tables - 1) / batch_tables;
-    if (pieces < want) { /* more pieces, as long as every tile has a row for each */
-        const uint64_t more = want < rows_min ? want : rows_min;
-        pieces = more > pieces ? more : pieces;
-    }
+    pieces = fill_pieces(pieces, rows_min, batch_tables, hist_slots(ws, stride, packed));
     b.pieces = (uint32_t)pieces;
     if (tiles > UINT32_MAX || batch_tables * pieces > INT32_MAX || batch_tables > INT32_MAX) {
         free(units);
