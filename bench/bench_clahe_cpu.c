@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "bench_cpu_common.h"
 #include "clahe_cpu.h"
 
 #define N 3000
@@ -29,14 +30,6 @@ static double cpu_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static uint64_t next(uint64_t *s)
-{
-    *s ^= *s >> 12;
-    *s ^= *s << 25;
-    *s ^= *s >> 27;
-    return *s * 2685821657736338717ull;
 }
 
 /* Air near 2000, an elliptic body whose density rises to its middle, rib-like bands, a bright
@@ -55,7 +48,7 @@ static void make_radiograph(uint16_t *img)
                 val = 62000;
             int32_t noise = 0;
             for (int k = 0; k < 4; k++)
-                noise += (int32_t)(next(&s) % 301) - 150;
+                noise += (int32_t)(bench_next(&s) % 301) - 150;
             val += noise;
             img[(size_t)y * N + x] = (uint16_t)(val < 0 ? 0 : val > 65535 ? 65535 : val);
         }
