@@ -45,7 +45,12 @@ static void equalize_help(FILE *out) {
             "                         mode); default 8 along each axis (fewer pixels: fewer)\n"
             "  --tile-size N[xM[xK]]  CLAHE: instead, tiles of at most N (x M x K) pixels\n"
             "  --bins N               CLAHE: histogram bins per tile over the window,\n"
-            "                         1..65536 (default: one per stored value)\n");
+            "                         1..65536 (default: one per stored value)\n"
+            "  --skimage              CLAHE as scikit-image's equalize_adapthist: --tile-size\n"
+            "                         is its kernel_size (default 1/8 of each axis),\n"
+            "                         --clip-limit its clip_limit fraction (default 0.01),\n"
+            "                         --bins its nbins (default 256); min-max window, 16-bit\n"
+            "                         output (docs/equalization.md gives the difference)\n");
     cli_derived_help_tail(out);
 }
 
@@ -81,7 +86,7 @@ void cli_derived_help_tail(FILE *out) {
 }
 
 enum { OPT_OUTPUT = 1, OPT_MODE, OPT_WINDOW, OPT_WINDOW_RANGE, OPT_CLIP, OPT_BITS, OPT_PNG, OPT_VOI,
-       OPT_OUTPUT_KIND, OPT_METHOD, OPT_TILES, OPT_TILE_SIZE, OPT_BINS };
+       OPT_OUTPUT_KIND, OPT_METHOD, OPT_TILES, OPT_TILE_SIZE, OPT_BINS, OPT_SKIMAGE };
 
 static const cli_option equalize_options[] = {
     {"output", 1, OPT_OUTPUT, 'o'},          {"mode", 1, OPT_MODE, 0},
@@ -90,6 +95,7 @@ static const cli_option equalize_options[] = {
     {"png", 1, OPT_PNG, 0},                  {"output-kind", 1, OPT_OUTPUT_KIND, 0},
     {"method", 1, OPT_METHOD, 0},            {"tiles", 1, OPT_TILES, 0},
     {"tile-size", 1, OPT_TILE_SIZE, 0},      {"bins", 1, OPT_BINS, 0},
+    {"skimage", 0, OPT_SKIMAGE, 0},
     CLI_OPTION_DEVICE,
     CLI_OPTION_JSON,                         CLI_OPTIONS_BATCH,
     CLI_OPTIONS_BATCH_WRITE,                 {NULL, 0, 0, 0}};
@@ -113,6 +119,8 @@ typedef struct eq_options {
     int windows; /* how many --window and --window-range were given */
     int tiling;  /* --tiles or --tile-size given (they need --method clahe) */
     uint32_t axes; /* how many sizes --tiles or --tile-size gave (1 to 3) */
+    int skimage;   /* --skimage: --tile-size, --clip-limit and --bins in scikit-image's terms */
+    int clip_given;
 } eq_options;
 
 /* "N", "NxM" or "NxMxK" (each 1..65535, at least min_axes of them) into out[0..2], how many
@@ -188,6 +196,7 @@ static int read_eq_option(void *state, const char *cmd, int id, const char *valu
     case OPT_CLIP:
         if (text_parse_double(value, &o->params.clip_limit) != 0 || !(o->params.clip_limit > 0))
             return cli_usage_error(cmd, "--clip-limit '%s': expected a number > 0", value);
+        o->clip_given = 1;
         return -1;
     case OPT_BITS:
         if (text_parse_u32(value, 8, 16, &o->params.output_bits) != 0 ||
@@ -219,6 +228,9 @@ static int read_eq_option(void *state, const char *cmd, int id, const char *valu
         o->axes = n;
         return -1;
     }
+    case OPT_SKIMAGE:
+        o->skimage = 1;
+        return -1;
     case OPT_BINS:
         if (text_parse_u32(value, 1, 65536, &o->params.bins) != 0)
             return cli_usage_error(cmd, "--bins '%s': expected 1..65536", value);
@@ -249,7 +261,10 @@ static int check_eq_command_line(const char *cmd, const cli_command_line *cl, co
         return cli_usage_error(cmd, "give one --window or --window-range");
     if (o->params.operation == DH_EQ_WINDOW_LEVEL && o->windows == 0)
         return cli_usage_error(cmd, "a window is required (--window or --window-range)");
-    const int clahe = o->params.method == DH_EQ_METHOD_CLAHE;
+    const int clahe = o->params.method == DH_EQ_METHOD_CLAHE || o->skimage;
+    if (o->skimage && (o->windows || o->params.tiles[0] || o->axes > 1 || o->params.output_bits))
+        return cli_usage_error(cmd, "--skimage sets the window, the bits and the tiles (give "
+                                    "its kernel size as one --tile-size N)");
     if (!clahe && (o->tiling || o->params.bins))
         return cli_usage_error(cmd, "--tiles, --tile-size and --bins need --method clahe");
     if (clahe && o->params.per_slice && o->axes == 3)
@@ -404,6 +419,10 @@ int cli_equalize_main(int argc, char **argv, dh_eq_operation op, void (*help)(FI
         o.params.device = cl.device;
         if (o.axes == 1 && !o.params.per_slice) /* --tile-size N: N along the slices too */
             o.params.tile_size[2] = o.params.tile_size[0];
+        if (o.skimage)
+            dh_equalize_params_skimage(&o.params, o.params.tile_size[0],
+                                       o.clip_given ? o.params.clip_limit : 0.01,
+                                       o.params.bins);
         /* Everything that changes the outputs; a manifest line is "done" for this work only. */
         const dh_equalize_params *p = &o.params;
         char work[640], clahe[128] = "";

@@ -513,6 +513,17 @@ typedef struct dh_equalize_params {
 /* Defaults: equalize per volume over the whole range, no clip, input bits, device auto. */
 DH_API void dh_equalize_params_init(dh_equalize_params *params);
 
+/* CLAHE set as a user of scikit-image's exposure.equalize_adapthist(image, kernel_size,
+ * clip_limit, nbins) expects it (docs/equalization.md, "scikit-image-compatible mode"): method
+ * DH_EQ_METHOD_CLAHE, a min-max window (scikit-image rescales the image's range), `nbins` bins
+ * (0: its default 256), tiles of at most kernel_size pixels along the rows and columns (0: its
+ * default, 1/8 of each, which is our default of 8 tiles), clip_limit x nbins as the contrast
+ * limit (its limit is clip_limit x the tile's pixels per bin; ours is x times the tile's mean
+ * count over its occupied bins, so the two agree for a tile that occupies every bin), 16-bit
+ * output (read out / 65535 beside its [0, 1]). The other fields are left as they are. */
+DH_API void dh_equalize_params_skimage(dh_equalize_params *params, uint32_t kernel_size,
+                                       double clip_limit, uint32_t nbins);
+
 /* The result: new stored values (unsigned) and the tables that made them (CLAHE: no table,
  * tables NULL and table_len 0; table_count and the windows are one per slice or one). */
 typedef struct dh_equalized {

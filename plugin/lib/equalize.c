@@ -43,6 +43,24 @@ void dh_equalize_params_init(dh_equalize_params *params)
     params->device = DH_DEVICE_AUTO;
 }
 
+void dh_equalize_params_skimage(dh_equalize_params *p, uint32_t kernel_size, double clip_limit,
+                                uint32_t nbins)
+{
+    if (!p)
+        return;
+    if (nbins == 0)
+        nbins = 256;
+    p->operation = DH_EQ_EQUALIZE;
+    p->method = DH_EQ_METHOD_CLAHE;
+    p->window = DH_WINDOW_MINMAX;
+    p->bins = nbins;
+    memset(p->tiles, 0, sizeof p->tiles);
+    p->tile_size[0] = p->tile_size[1] = kernel_size;
+    p->tile_size[2] = p->per_slice ? 0 : kernel_size;
+    p->clip_limit = clip_limit > 0 ? clip_limit * nbins : 0;
+    p->output_bits = 16;
+}
+
 void dh_equalized_free(dh_equalized *r)
 {
     if (!r)
