@@ -197,3 +197,18 @@ def compare_rects(c, got, want, what):
             c.check(False, f"{what}: bar {i} is {g}, want {w}")
             return
     c.check(True, what)
+
+
+def panel_box(k):
+    """The plot area of slice k's small panel (5 a row below the main plot)."""
+    px, py = (k % 5) * PANEL_W, HEIGHT + 8 + (k // 5) * PANEL_H
+    return (px + 16, py + 20, PANEL_W - 28, PANEL_H - 34)
+
+
+def compare_panels(c, plot, record, what):
+    """Each slice's panel (linear bars) against that slice's counts, over the volume's span."""
+    first, count = plotted_bins(record["counts"], *record["range"])
+    for k, s in enumerate(record["slices"]):
+        box = panel_box(k)
+        compare_rects(c, plot.rects(COLOURS["linear"], box),
+                      expected_bars(s["counts"], first, count, box=box), f"{what}: slice {k} panel")

@@ -222,13 +222,7 @@ def check_slices(c, binary, tmp, path, what):
     n = len(h["slices"])
     rows = (n + 4) // 5
     c.equal(p.height, ps.HEIGHT + 8 + rows * ps.PANEL_H + 16, f"{what}: height with {n} panels")
-    first, count = ps.plotted_bins(h["counts"], *h["range"])
-    for k, s in enumerate(h["slices"]):
-        px, py = (k % 5) * ps.PANEL_W, ps.HEIGHT + 8 + (k // 5) * ps.PANEL_H
-        box = (px + 16, py + 20, ps.PANEL_W - 28, ps.PANEL_H - 34)
-        ps.compare_rects(c, p.rects(ps.COLOURS["linear"], box),
-                         ps.expected_bars(s["counts"], first, count, box=box),
-                         f"{what}: slice {k} panel")
+    ps.compare_panels(c, p, h, what)
     c.equal(len(p.frames()), 1 + n, f"{what}: one frame per panel")
 
 
