@@ -439,6 +439,8 @@ static int histogram_run(int argc, char **argv) {
                                              : "--plot takes one volume";
         }
         status = cli_run_batch(&cl, &config, histogram_series, &o);
+        if (o.plot.path)
+            report_plot_release_caches();
     }
     cli_command_line_free(&cl);
     return status;

@@ -396,7 +396,7 @@ static int preview_query(const OrthancPluginHttpRequest *request, dh_equalize_pa
     return 0;
 }
 
-/* The preview's 8-bit rows of frame f by the rule of dh_equalized_write_png (the command's
+/* The preview's 8-bit rows of slice f by the rule of dh_equalized_write_png (the command's
  * --png): round(v * 255 / (2^output_bits - 1)), inverted for MONOCHROME1 as a viewer shows it.
  * The result keeps the input's bits, as the derived series the buttons make does. */
 static uint8_t *preview_pixels(const dh_volume *v, const dh_equalized *r, uint32_t f)
@@ -446,7 +446,13 @@ OrthancPluginErrorCode dho_route_instance_preview(OrthancPluginRestOutput *out, 
     dh_equalized *r = NULL;
     dh_status st = ctx ? dh_volume_read_memory(ctx, buf.data, buf.size, id, &v) : DH_ERR_NO_MEMORY;
     OrthancPluginFreeMemoryBuffer(dho_context, &buf);
-    if (st == DH_OK && frame >= dh_volume_slices(v)) {
+    /* The volume orders a multi-frame instance's frames along the slice normal: the frame
+     * asked for is the file's, found by its number. */
+    uint32_t slice = UINT32_MAX;
+    for (uint32_t k = 0; st == DH_OK && k < dh_volume_slices(v); k++)
+        if (dh_volume_slice_frame(v, k) == frame)
+            slice = k;
+    if (st == DH_OK && slice == UINT32_MAX) {
         dho_answer_error(out, 400, "BadArgument", "Argument", "frame",
                          "frame: %u is past the instance's %u frames", (unsigned)frame,
                          (unsigned)dh_volume_slices(v));
@@ -464,7 +470,7 @@ OrthancPluginErrorCode dho_route_instance_preview(OrthancPluginRestOutput *out, 
                          ctx ? dh_ctx_error(ctx) : "out of memory");
         goto done;
     }
-    uint8_t *px = preview_pixels(v, r, frame);
+    uint8_t *px = preview_pixels(v, r, slice);
     if (!px) {
         dho_answer_error(out, 500, "DH_ERR_NO_MEMORY", "Instance", id, "out of memory");
         goto done;

@@ -9,6 +9,7 @@
 
 #include <cairo-svg.h>
 #include <cairo.h>
+#include <fontconfig/fontconfig.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -439,4 +440,9 @@ int report_plot_render(const report_plot *p, report_plot_format format,
         return -1;
     }
     return 0;
+}
+
+void report_plot_release_caches(void) {
+    cairo_debug_reset_static_data();
+    FcFini();
 }

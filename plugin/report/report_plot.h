@@ -73,6 +73,12 @@ typedef int (*report_plot_write_fn)(void *arg, const unsigned char *data, size_t
 int report_plot_render(const report_plot *p, report_plot_format format,
                        report_plot_write_fn write, void *arg, char *why, size_t why_len);
 
+/* For a process that draws no more plots (the command, once its one plot is written): frees
+ * cairo's font caches and fontconfig's configuration, which both keep for the life of the
+ * process, so that leak checkers (the sanitizer build) see only the program's own memory. Not
+ * for a host that may draw again from another thread (the Orthanc plugin). */
+void report_plot_release_caches(void);
+
 /* The format a file name asks for: ".svg" or ".png" (any case); returns 0, or -1. */
 int report_plot_format_of(const char *path, report_plot_format *format);
 
