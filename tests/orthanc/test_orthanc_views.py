@@ -3,6 +3,7 @@
 """The plugin's views against a real Orthanc on loopback, the last part in a real browser.
 
 Routes:
+- many plots at once from 16 clients, then other requests: all right, Orthanc up;
 - GET /series/{id}/histogram.svg and /instances/{id}/histogram.svg: the SVG's bars (linear and
   log), per-slice panels and window band read back (tests/cli/plot_svg.py) equal what the
   documented geometry makes of the JSON histogram route's counts, which equal the command's;
@@ -331,8 +332,34 @@ def check_browser(c, server, cli, shared, work, names, series_id, instances):
         driver.quit()
 
 
+def check_concurrent(c, server, series_id, instances):
+    """Plots drawn by many HTTP threads at once, then other requests on those threads: the
+    first plot ever drawn once overflowed an HTTP thread's stack (fontconfig's loading) and the
+    next request served beside it crashed Orthanc. Every answer must be right and Orthanc up."""
+    import concurrent.futures
+    import re
+
+    def same_drawing(svg):  # cairo numbers its surfaces process-wide: id="surfaceN" differs
+        return re.sub(rb"surface\d+", b"surface", svg)
+    want = same_drawing(server.get(f"/series/{series_id}/histogram.svg?bins=64", raw=True))
+    uris = [f"/series/{series_id}/histogram.svg?bins=64",
+            f"/instances/{instances['pydicom_CT_small.dcm']}/histogram.svg",
+            f"/series/{series_id}/histogram?units=modality&bins=512"] * 12
+
+    def ask(uri):
+        return uri, server.get(uri, raw=True)
+    with concurrent.futures.ThreadPoolExecutor(16) as pool:
+        answers = list(pool.map(ask, uris))
+    c.check(all(same_drawing(a) == want for u, a in answers if u == uris[0]),
+            "concurrent series plots all equal the first")
+    c.check(all(a.startswith(b"<?xml") for u, a in answers if u == uris[1]),
+            "concurrent instance plots all SVG")
+    c.check(server.get("/system")["Name"] == "dicomhist-test", "Orthanc serves on")
+
+
 def run_checks(c, server, cli, shared, work):
     names, series_id, instances = upload_all(server, shared)
+    check_concurrent(c, server, series_id, instances)
     check_plots(c, server, cli, shared, names, series_id, instances)
     check_previews(c, server, cli, shared, work, instances)
     check_browser(c, server, cli, shared, work, names, series_id, instances)
