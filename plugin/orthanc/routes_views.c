@@ -334,7 +334,7 @@ OrthancPluginErrorCode dho_route_instance_histogram_svg(OrthancPluginRestOutput 
 /* ------------------------------------------------------------------ preview.png */
 
 /* How a preview mode sets up dh_equalize; NULL where the method is not there yet. A new
- * method (CLAHE) fills its row: nothing else changes, and the page lists the modes. */
+ * method fills its row: nothing else changes, and the page lists the modes. */
 typedef void (*preview_setup)(dh_equalize_params *p);
 
 static void setup_original(dh_equalize_params *p)
@@ -352,6 +352,14 @@ static void setup_window(dh_equalize_params *p)
         p->window = DH_WINDOW_FILE;
 }
 
+/* CLAHE with the library's defaults (8 tiles per axis, one bin per stored value), as
+ * `dicomhist equalize --method clahe` without further options. */
+static void setup_clahe(dh_equalize_params *p)
+{
+    p->operation = DH_EQ_EQUALIZE;
+    p->method = DH_EQ_METHOD_CLAHE;
+}
+
 static const struct {
     const char *name;
     preview_setup setup;
@@ -359,7 +367,7 @@ static const struct {
     {"original", setup_original}, /* what a viewer shows: the file's window, else min-max */
     {"equalize", setup_equalize}, /* global histogram equalization (window: inside it) */
     {"window", setup_window},     /* the window given (default: the file's) */
-    {"clahe", NULL},              /* adaptive equalization: when the library has it */
+    {"clahe", setup_clahe},       /* adaptive equalization (CLAHE), 8 x 8 tiles */
 };
 
 /* The query of preview.png into p and *frame; 0, or -1 with *bad (501 when *unsupported). */

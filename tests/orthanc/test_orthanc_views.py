@@ -9,8 +9,8 @@ Routes:
   documented geometry makes of the JSON histogram route's counts, which equal the command's;
   bad arguments are 400 naming them, unknown IDs 404;
 - GET /instances/{id}/preview.png: the PNG (Pillow) equals, pixel for pixel, the command's
-  --png preview (libpng) of the same operation and window, per frame of a multi-frame instance; `clahe` is 501 until the library has it, and
-  /dicomhist/preview-modes lists only what is drawn.
+  --png preview (libpng) of the same operation and window, per frame of a multi-frame instance (`clahe` against `equalize --method clahe`), and
+  /dicomhist/preview-modes lists what is drawn.
 Browser (Debian's chromium, headless, through chromium-driver and Selenium; skipped as a whole,
 exit 77, where they are absent): Orthanc Explorer's series page loads the panel, the inlined
 plot's bars equal the JSON route's counts, every preview image decodes, a click on "Create
@@ -146,12 +146,14 @@ def png_pixels(server, uri):
 
 def check_previews(c, server, cli, shared, work, instances):
     import numpy as np
-    c.equal(server.get("/dicomhist/preview-modes"), ["original", "equalize", "window"],
+    c.equal(server.get("/dicomhist/preview-modes"), ["original", "equalize", "window", "clahe"],
             "preview modes of this build")
     cases = [("equalize", "", ["equalize"]),
              ("equalize", "&window=40:400", ["equalize", "--window", "40:400"]),
              ("window", "&window=40:400", ["window", "--window", "40:400"]),
-             ("window", "&window=percentile:1", ["window", "--window", "percentile:1"])]
+             ("window", "&window=percentile:1", ["window", "--window", "percentile:1"]),
+             ("clahe", "", ["equalize", "--method", "clahe"]),
+             ("clahe", "&window=40:400", ["equalize", "--method", "clahe", "--window", "40:400"])]
     for rel, iid in instances.items():
         path = os.path.join(shared, rel)
         for mode, query, args in cases:
@@ -171,7 +173,7 @@ def check_previews(c, server, cli, shared, work, instances):
         c.check(np.array_equal(got, want[0]), f"{rel} preview original == the command's "
                                                f"window {spec}")
     iid = instances["pydicom_CT_small.dcm"]
-    for query, status, key in (("?mode=clahe", 501, "mode"), ("?mode=sharpen", 400, "mode"),
+    for query, status, key in (("?mode=sharpen", 400, "mode"),
                                ("?frame=7", 400, "frame"), ("?window=0:0", 400, "window"),
                                ("?size=3", 400, "size")):
         try:
@@ -274,7 +276,8 @@ def check_browser(c, server, cli, shared, work, names, series_id, instances):
         modes = driver.execute_script(
             "return [...document.querySelectorAll('#series .dicomhist-preview')]"
             ".map(d => d.getAttribute('data-mode'))")
-        c.equal(modes, ["original", "equalize", "window"], "series page: preview modes shown")
+        c.equal(modes, ["original", "equalize", "window", "clahe"],
+                "series page: preview modes shown")
         # A click makes the derived series through the job; it equals the command's.
         driver.execute_script("document.querySelector('#series .dicomhist-window').value = ''")
         driver.find_element("css selector", "#series .dicomhist-make-equalized").click()
