@@ -16,13 +16,7 @@ int dh_parzen_axis_init(dh_parzen_axis *axis, uint32_t bins, double lo, double h
     if (bins < DH_PARZEN_MIN_BINS || bins > DH_PARZEN_MAX_BINS || !isfinite(lo) ||
         !isfinite(hi) || lo > hi)
         return -1;
-    axis->bins = bins;
-    axis->lo = lo;
-    axis->hi = hi;
-    axis->degenerate = hi == lo;
-    axis->width = axis->degenerate
-                      ? 1.0
-                      : DH_MI_DIV(DH_MI_SUB(hi, lo), (double)(bins - 2 * DH_PARZEN_PADDING));
+    dh_parzen_axis_set(axis, bins, lo, hi);
     return 0;
 }
 
@@ -128,9 +122,7 @@ static uint64_t accumulate(const dh_parzen_params *p, size_t pixels, const doubl
     return n;
 }
 
-/* The gradient's factor of each cell: d score / d p_ij up to terms that vanish because a
- * pixel's window slopes sum to zero. MI: ln(W_ij / C_j); NMI: (S ln p_ij - H_j ln pm_j) / H_j^2
- * with S = H(f) + H(m) and H_j = H(f, m) in nats. A cell with W_ij = 0 gets 0. */
+/* The gradient's factor of each cell (mi_parzen.h's dh_parzen_cell_factor). */
 static void cell_factors(const dh_parzen_params *p, parzen_scratch *s, uint64_t total,
                          const dh_mi_values *scores)
 {
@@ -139,27 +131,13 @@ static void cell_factors(const dh_parzen_params *p, parzen_scratch *s, uint64_t 
     const double ln_t = dh_mi_log((double)total);
     for (uint32_t j = 0; j < bins; j++)
         ln_col[j] = s->cols[j] ? dh_mi_log((double)s->cols[j]) : 0.0;
-    double sum_h = 0.0, hj = 1.0, hj2 = 1.0;
-    if (p->gradient_of == DH_PARZEN_GRAD_NMI) {
-        const double ln2 = 0.69314718055994530942; /* back to nats when the record is in bits */
-        double unit = p->log2 ? ln2 : 1.0;
-        sum_h = DH_MI_MUL(DH_MI_ADD(scores->h_fixed, scores->h_moving), unit);
-        hj = DH_MI_MUL(scores->h_joint, unit);
-        hj2 = DH_MI_MUL(hj, hj);
-    }
+    double sum_h, hj, hj2;
+    dh_parzen_nmi_constants(p->gradient_of, p->log2, scores, &sum_h, &hj, &hj2);
     for (uint32_t i = 0; i < bins; i++)
-        for (uint32_t j = 0; j < bins; j++) {
-            const uint64_t w = s->joint[(size_t)i * bins + j];
-            double c = 0.0;
-            if (w != 0 && p->gradient_of == DH_PARZEN_GRAD_MI) {
-                c = DH_MI_SUB(dh_mi_log((double)w), ln_col[j]);
-            } else if (w != 0) {
-                double ln_p = DH_MI_SUB(dh_mi_log((double)w), ln_t);
-                double ln_pm = DH_MI_SUB(ln_col[j], ln_t);
-                c = DH_MI_DIV(DH_MI_SUB(DH_MI_MUL(sum_h, ln_p), DH_MI_MUL(hj, ln_pm)), hj2);
-            }
-            s->cell[(size_t)i * bins + j] = c;
-        }
+        for (uint32_t j = 0; j < bins; j++)
+            s->cell[(size_t)i * bins + j] =
+                dh_parzen_cell_factor(p->gradient_of, s->joint[(size_t)i * bins + j], ln_col[j],
+                                      ln_t, sum_h, hj, hj2);
 }
 
 /* Each pixel's gradient: scale * sum_a wf_a sum_j cell[row + a][im + j] slope_j, in that order. */
@@ -177,14 +155,10 @@ static void pixel_gradients(const dh_parzen_params *p, size_t pixels, const parz
         uint32_t im = dh_parzen_index(bins, dh_parzen_position(axis, v), &f) - 1, row;
         dh_parzen_bspline_slope(f, slope);
         uint32_t rows = fixed_window(p->fixed_window, bins, s->fixed_t[k], 0, &row, NULL, wf);
-        double sum = 0.0;
-        for (uint32_t a = 0; a < rows; a++) {
-            const double *cells = s->cell + (size_t)(row + a) * bins + im;
-            double inner = 0.0;
-            for (int j = 0; j < 4; j++)
-                inner = DH_MI_ADD(inner, DH_MI_MUL(cells[j], slope[j]));
-            sum = DH_MI_ADD(sum, DH_MI_MUL(wf[a], inner));
-        }
+#define CELL(r, c) s->cell[(size_t)(r) * bins + (c)]
+        double sum;
+        DH_PARZEN_PIXEL_SUM(sum, rows, wf, slope, CELL, row, im);
+#undef CELL
         gradient[k] = (float)DH_MI_MUL(sum, scale);
     }
 }
@@ -222,9 +196,7 @@ static void score_one(const dh_parzen_params *p, size_t pixels, const dh_parzen_
         return;
     }
     cell_factors(p, s, total, out);
-    double scale = DH_MI_DIV(1.0, DH_MI_MUL((double)n, axis.width));
-    if (p->log2 && p->gradient_of == DH_PARZEN_GRAD_MI)
-        scale = DH_MI_MUL(scale, 1.44269504088896340736);
+    const double scale = dh_parzen_gradient_scale(n, axis.width, p->log2, p->gradient_of);
     pixel_gradients(p, pixels, s, moving, base, &axis, scale, gradient);
 }
 
@@ -247,12 +219,19 @@ static int image_valid(const dh_parzen_image *image)
            image->sample <= DH_PARZEN_INT16;
 }
 
+int dh_parzen_arguments_valid(const dh_parzen_params *params, size_t pixels,
+                              const dh_parzen_image *fixed, const dh_parzen_image *moving,
+                              uint32_t count, const void *out)
+{
+    return params && image_valid(fixed) && image_valid(moving) && (!count || out) &&
+           pixels != 0 && pixels <= DH_PARZEN_MAX_PIXELS && params_valid(params);
+}
+
 int dh_parzen_mi_cpu(const dh_parzen_params *params, size_t pixels, const dh_parzen_image *fixed,
                      const dh_parzen_image *moving, uint32_t count, dh_mi_values *out,
                      float *gradient)
 {
-    if (!params || !image_valid(fixed) || !image_valid(moving) || (count && !out) ||
-        pixels == 0 || pixels > DH_PARZEN_MAX_PIXELS || !params_valid(params))
+    if (!dh_parzen_arguments_valid(params, pixels, fixed, moving, count, out))
         return DH_PARZEN_ERR_ARGUMENT;
     const uint32_t bins = params->bins;
     dh_parzen_axis faxis;
