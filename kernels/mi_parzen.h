@@ -139,13 +139,14 @@ DH_MI_HD void dh_parzen_bspline_slope(double f, double d[4])
 /* The weights quantized to integers summing to exactly `one` (a power of two up to 2^32):
  * q = floor(w one + 1/2) for the outer three, the remainder for w[2] (at least 1/6). w one + 1/2
  * is positive (a weight is >= 0 up to a rounding error far below 2^-17), so the conversion's
- * truncation is that floor (one instruction fewer on the GPU). */
+ * truncation is that floor (one instruction fewer on the GPU); through int64_t, as the values
+ * are below 2^33 (x86-64 converts to int64 in one instruction, to uint64 in several). */
 DH_MI_HD void dh_parzen_quantize(const double w[4], uint64_t one, uint64_t q[4])
 {
     const double scale = (double)one;
-    q[0] = (uint64_t)DH_MI_ADD(DH_MI_MUL(w[0], scale), 0.5);
-    q[1] = (uint64_t)DH_MI_ADD(DH_MI_MUL(w[1], scale), 0.5);
-    q[3] = (uint64_t)DH_MI_ADD(DH_MI_MUL(w[3], scale), 0.5);
+    q[0] = (uint64_t)(int64_t)DH_MI_ADD(DH_MI_MUL(w[0], scale), 0.5);
+    q[1] = (uint64_t)(int64_t)DH_MI_ADD(DH_MI_MUL(w[1], scale), 0.5);
+    q[3] = (uint64_t)(int64_t)DH_MI_ADD(DH_MI_MUL(w[3], scale), 0.5);
     q[2] = one - q[0] - q[1] - q[3];
 }
 

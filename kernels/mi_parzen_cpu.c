@@ -48,23 +48,44 @@ static int image_axis(const dh_parzen_image *image, size_t base, size_t pixels, 
     if (!given) {
         lo = INFINITY;
         hi = -INFINITY;
-        for (size_t k = 0; k < pixels; k++) {
-            double v;
-            if (read_pixel(image, base, k, &v)) {
-                lo = v < lo ? v : lo;
-                hi = v > hi ? v : hi;
-            }
-        }
+        const uint8_t *mask = image->mask ? image->mask + base : NULL;
+/* One loop per sample type (no switch per pixel); min and max are exact in any order. */
+#define MIN_MAX(type, valid)                                                                      \
+    do {                                                                                         \
+        const type *d = (const type *)image->data + base;                                        \
+        for (size_t k = 0; k < pixels; k++) {                                                    \
+            const double v = (double)d[k];                                                       \
+            if ((!mask || mask[k]) && (valid)) {                                                 \
+                lo = v < lo ? v : lo;                                                            \
+                hi = v > hi ? v : hi;                                                            \
+            }                                                                                    \
+        }                                                                                        \
+    } while (0)
+        if (image->sample == DH_PARZEN_FLOAT32)
+            MIN_MAX(float, isfinite(v));
+        else if (image->sample == DH_PARZEN_UINT16)
+            MIN_MAX(uint16_t, 1);
+        else
+            MIN_MAX(int16_t, 1);
+#undef MIN_MAX
         if (lo > hi)
             lo = hi = 0.0;
     }
     return dh_parzen_axis_init(axis, bins, lo, hi);
 }
 
-/* Scratch of one call: the fixed positions (NaN where not valid), one joint histogram, its
- * column sums, the gradient's cell factors. */
+/* A pixel that does not count (fixed row) or has no gradient (moving index): bins are <= 253. */
+#define NO_BIN 0xFFu
+
+/* Scratch of one call: per pixel the fixed index (NO_BIN where not valid) and, for the cubic
+ * window, position; with a gradient, per item the moving index and fraction of each pixel, kept
+ * from the histogram pass for the gradient pass (NO_BIN where the pixel gets no gradient); one
+ * joint histogram, its column sums, the gradient's cell factors. O(pixels + bins^2). */
 typedef struct parzen_scratch {
     double *fixed_t;
+    uint8_t *fixed_row;
+    uint8_t *moving_im;
+    double *moving_f;
     uint64_t *joint;
     uint64_t rows[DH_PARZEN_MAX_BINS], cols[DH_PARZEN_MAX_BINS];
     double *cell;
@@ -91,31 +112,50 @@ static uint32_t fixed_window(uint32_t window, uint32_t bins, double t, uint64_t 
     return 4;
 }
 
-/* Adds every pixel valid in both images to the joint histogram; returns how many counted. */
-static uint64_t accumulate(const dh_parzen_params *p, size_t pixels, const double *fixed_t,
-                           const dh_parzen_image *moving, size_t base, const dh_parzen_axis *axis,
-                           uint64_t *joint)
+/* Adds every pixel valid in both images to the joint histogram; returns how many counted.
+ * Keeps each pixel's moving index and fraction for pixel_gradients (NO_BIN for a pixel outside a
+ * given moving range: it counts, clamped, but moves nothing). */
+static uint64_t accumulate(const dh_parzen_params *p, size_t pixels, parzen_scratch *s,
+                           const dh_parzen_image *moving, size_t base, const dh_parzen_axis *axis)
 {
     const uint32_t bins = p->bins;
+    const int box = p->fixed_window == DH_PARZEN_FIXED_BOX;
     /* Box: moving weights at 2^32. Cubic: both at 2^16, their product at 2^32. */
-    const uint64_t one_m = p->fixed_window == DH_PARZEN_FIXED_BOX ? DH_PARZEN_UNIT
-                                                                 : (uint64_t)1 << 16;
+    const uint64_t one_m = box ? DH_PARZEN_UNIT : (uint64_t)1 << 16;
     const uint64_t one_f = DH_PARZEN_UNIT / one_m;
+    uint64_t *joint = s->joint;
+    const int keep = s->moving_im != NULL; /* the gradient is asked for */
     uint64_t n = 0;
     memset(joint, 0, (size_t)bins * bins * sizeof *joint);
     for (size_t k = 0; k < pixels; k++) {
         double v, f, wm[4], wf[4];
-        if (isnan(fixed_t[k]) || !read_pixel(moving, base, k, &v))
+        const uint32_t row0 = s->fixed_row[k];
+        if (keep)
+            s->moving_im[k] = NO_BIN;
+        if (row0 == NO_BIN || !read_pixel(moving, base, k, &v))
             continue;
-        uint32_t im = dh_parzen_index(bins, dh_parzen_position(axis, v), &f) - 1, row;
-        uint64_t qm[4], qf[4];
+        const uint32_t im = dh_parzen_index(bins, dh_parzen_position(axis, v), &f) - 1;
+        if (keep && !(v < axis->lo) && !(v > axis->hi)) {
+            s->moving_im[k] = (uint8_t)im;
+            s->moving_f[k] = f;
+        }
+        uint64_t qm[4], qf[4] = {0, 0, 0, 0};
         dh_parzen_bspline(f, wm);
         dh_parzen_quantize(wm, one_m, qm);
-        uint32_t rows = fixed_window(p->fixed_window, bins, fixed_t[k], one_f, &row, qf, wf);
-        for (uint32_t a = 0; a < rows; a++) {
-            uint64_t *cells = joint + (size_t)(row + a) * bins + im;
-            for (int j = 0; j < 4; j++)
-                cells[j] += qf[a] * qm[j];
+        if (box) { /* one row, weight 1 */
+            uint64_t *cells = joint + (size_t)row0 * bins + im;
+            cells[0] += qm[0];
+            cells[1] += qm[1];
+            cells[2] += qm[2];
+            cells[3] += qm[3];
+        } else {
+            uint32_t row;
+            fixed_window(p->fixed_window, bins, s->fixed_t[k], one_f, &row, qf, wf);
+            for (uint32_t a = 0; a < 4; a++) {
+                uint64_t *cells = joint + (size_t)(row + a) * bins + im;
+                for (int j = 0; j < 4; j++)
+                    cells[j] += qf[a] * qm[j];
+            }
         }
         n++;
     }
@@ -140,21 +180,23 @@ static void cell_factors(const dh_parzen_params *p, parzen_scratch *s, uint64_t 
                                       ln_t, sum_h, hj, hj2);
 }
 
-/* Each pixel's gradient: scale * sum_a wf_a sum_j cell[row + a][im + j] slope_j, in that order. */
+/* Each pixel's gradient: scale * sum_a wf_a sum_j cell[row + a][im + j] slope_j, in that order,
+ * from the index and fraction accumulate kept. */
 static void pixel_gradients(const dh_parzen_params *p, size_t pixels, const parzen_scratch *s,
-                            const dh_parzen_image *moving, size_t base,
-                            const dh_parzen_axis *axis, double scale, float *gradient)
+                            double scale, float *gradient)
 {
     const uint32_t bins = p->bins;
+    const int box = p->fixed_window == DH_PARZEN_FIXED_BOX;
     for (size_t k = 0; k < pixels; k++) {
-        double v, f, slope[4], wf[4];
+        double slope[4], wf[4] = {1.0, 0.0, 0.0, 0.0};
+        const uint32_t im = s->moving_im[k];
         gradient[k] = 0.0f;
-        if (isnan(s->fixed_t[k]) || !read_pixel(moving, base, k, &v) || v < axis->lo ||
-            v > axis->hi)
+        if (im == NO_BIN)
             continue;
-        uint32_t im = dh_parzen_index(bins, dh_parzen_position(axis, v), &f) - 1, row;
-        dh_parzen_bspline_slope(f, slope);
-        uint32_t rows = fixed_window(p->fixed_window, bins, s->fixed_t[k], 0, &row, NULL, wf);
+        dh_parzen_bspline_slope(s->moving_f[k], slope);
+        uint32_t row = s->fixed_row[k], rows = 1;
+        if (!box)
+            rows = fixed_window(p->fixed_window, bins, s->fixed_t[k], 0, &row, NULL, wf);
 #define CELL(r, c) s->cell[(size_t)(r) * bins + (c)]
         double sum;
         DH_PARZEN_PIXEL_SUM(sum, rows, wf, slope, CELL, row, im);
@@ -172,7 +214,7 @@ static void score_one(const dh_parzen_params *p, size_t pixels, const dh_parzen_
     if (image_axis(moving, base, pixels, bins, p->moving_range_given, p->moving_lo,
                    p->moving_hi, &axis) != 0)
         dh_parzen_axis_init(&axis, bins, 0.0, 0.0); /* unreachable: ranges were checked */
-    const uint64_t n = accumulate(p, pixels, s->fixed_t, moving, base, &axis, s->joint);
+    const uint64_t n = accumulate(p, pixels, s, moving, base, &axis);
     const uint64_t total = n * DH_PARZEN_UNIT;
     memset(s->rows, 0, sizeof s->rows);
     memset(s->cols, 0, sizeof s->cols);
@@ -197,7 +239,7 @@ static void score_one(const dh_parzen_params *p, size_t pixels, const dh_parzen_
     }
     cell_factors(p, s, total, out);
     const double scale = dh_parzen_gradient_scale(n, axis.width, p->log2, p->gradient_of);
-    pixel_gradients(p, pixels, s, moving, base, &axis, scale, gradient);
+    pixel_gradients(p, pixels, s, scale, gradient);
 }
 
 static int params_valid(const dh_parzen_params *p)
@@ -238,15 +280,28 @@ int dh_parzen_mi_cpu(const dh_parzen_params *params, size_t pixels, const dh_par
     if (image_axis(fixed, 0, pixels, bins, params->fixed_range_given, params->fixed_lo,
                    params->fixed_hi, &faxis) != 0)
         return DH_PARZEN_ERR_ARGUMENT;
+    /* only what this call needs: positions for the cubic window, the kept moving indices and
+     * fractions for the gradient (each buffer touched costs its page faults on every call) */
+    const int cubic = params->fixed_window == DH_PARZEN_FIXED_CUBIC;
     parzen_scratch s;
-    s.fixed_t = malloc(pixels * sizeof *s.fixed_t);
+    s.fixed_t = cubic ? malloc(pixels * sizeof *s.fixed_t) : NULL;
+    s.fixed_row = malloc(pixels);
+    s.moving_im = gradient ? malloc(pixels) : NULL;
+    s.moving_f = gradient ? malloc(pixels * sizeof *s.moving_f) : NULL;
     s.joint = malloc((size_t)bins * bins * sizeof *s.joint);
     s.cell = malloc((size_t)bins * bins * sizeof *s.cell);
     int status = DH_PARZEN_ERR_NO_MEMORY;
-    if (s.fixed_t && s.joint && s.cell) {
+    if ((s.fixed_t || !cubic) && s.fixed_row && ((s.moving_im && s.moving_f) || !gradient) &&
+        s.joint && s.cell) {
         for (size_t k = 0; k < pixels; k++) {
-            double v;
-            s.fixed_t[k] = read_pixel(fixed, 0, k, &v) ? dh_parzen_position(&faxis, v) : NAN;
+            double v, f;
+            s.fixed_row[k] = NO_BIN;
+            if (read_pixel(fixed, 0, k, &v)) {
+                const double t = dh_parzen_position(&faxis, v);
+                s.fixed_row[k] = (uint8_t)dh_parzen_index(bins, t, &f);
+                if (cubic)
+                    s.fixed_t[k] = t;
+            }
         }
         for (uint32_t b = 0; b < count; b++)
             score_one(params, pixels, moving, (size_t)b * pixels, &s, &out[b],
@@ -254,6 +309,9 @@ int dh_parzen_mi_cpu(const dh_parzen_params *params, size_t pixels, const dh_par
         status = DH_PARZEN_OK;
     }
     free(s.fixed_t);
+    free(s.fixed_row);
+    free(s.moving_im);
+    free(s.moving_f);
     free(s.joint);
     free(s.cell);
     return status;
