@@ -23,31 +23,16 @@ import platform
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
+                                "python"))
+from parzen_ctypes import Image, Params, Values  # noqa: E402  (the C structures, one copy)
+
 try:
     import numpy as np
     import SimpleITK as sitk
 except ImportError as e:
     print(f"skipped: {e}")
     sys.exit(77)
-
-
-class Params(ctypes.Structure):
-    _fields_ = [("bins", ctypes.c_uint32), ("fixed_window", ctypes.c_uint32),
-                ("gradient_of", ctypes.c_uint32), ("log2", ctypes.c_int),
-                ("fixed_range_given", ctypes.c_int), ("moving_range_given", ctypes.c_int),
-                ("fixed_lo", ctypes.c_double), ("fixed_hi", ctypes.c_double),
-                ("moving_lo", ctypes.c_double), ("moving_hi", ctypes.c_double)]
-
-
-class Image(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("sample", ctypes.c_int), ("mask", ctypes.c_void_p)]
-
-
-class Values(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_double)
-                for name in ("mi", "nmi", "ecc", "h_fixed", "h_moving", "h_joint")] + [
-        ("n", ctypes.c_uint64), ("status", ctypes.c_uint32), ("moving_lo", ctypes.c_int32),
-        ("moving_hi", ctypes.c_int32), ("reserved", ctypes.c_uint32)]
 
 
 def pair(side):
