@@ -103,11 +103,13 @@ DH_MI_HD double dh_parzen_position(const dh_parzen_axis *axis, double v)
 /* The first affected bin minus one (i in i - 1 .. i + 2) and the fraction f = t - i in [0, 1]. */
 DH_MI_HD uint32_t dh_parzen_index(uint32_t bins, double t, double *frac)
 {
-    int64_t i = (int64_t)t; /* floor(t): positions are >= 2 (dh_parzen_position) */
+    /* floor(t): positions are >= 2 (dh_parzen_position) and at most B - 2 up to rounding, so
+     * 32 bits hold them (fewer instructions than 64-bit integers on the GPU) */
+    int32_t i = (int32_t)t;
     if (i < DH_PARZEN_PADDING)
         i = DH_PARZEN_PADDING;
-    if (i > (int64_t)bins - 3)
-        i = (int64_t)bins - 3;
+    if (i > (int32_t)bins - 3)
+        i = (int32_t)bins - 3;
     *frac = DH_MI_SUB(t, (double)i);
     return (uint32_t)i;
 }

@@ -149,8 +149,8 @@ int pz_launch_pixels(const dh_parzen_cuda_workspace *ws, const pz_args &a, cudaS
     const size_t cells = (size_t)a.bins * a.bins;
     const size_t hist_smem = cells * sizeof(unsigned long long);
     const bool priv = hist_smem + 256 <= (size_t)ws->smem_optin; /* + the static words */
-    /* a private histogram costs two passes over its cells: give each block more pixels */
-    const size_t hist_per_block = priv ? (cells * 2 > 8192 ? cells * 2 : 8192) : 8192;
+    /* a private histogram costs two passes over its cells: give each block as many pixels */
+    const size_t hist_per_block = priv ? (cells > 4096 ? cells : 4096) : 4096;
     const dim3 hist_grid(a.count, pz_blocks_per_item(ws, a.pixels, a.count, hist_per_block));
     if (priv) {
         auto k = pz_hist_kernel<S, CUBIC, true>;
@@ -168,7 +168,7 @@ int pz_launch_pixels(const dh_parzen_cuda_workspace *ws, const pz_args &a, cudaS
         return DH_PARZEN_OK;
     const size_t table = cells * sizeof(double);
     const bool shared = table <= 48 * 1024;
-    const size_t grad_per_block = shared ? (cells > 4096 ? cells : 4096) : 4096;
+    const size_t grad_per_block = shared ? (cells / 2 > 2048 ? cells / 2 : 2048) : 2048;
     const dim3 grad_grid(a.count, pz_blocks_per_item(ws, a.pixels, a.count, grad_per_block));
     if (shared)
         pz_gradient_kernel<S, CUBIC, true><<<grad_grid, PZ_PIXEL_THREADS, table, stream>>>(a);

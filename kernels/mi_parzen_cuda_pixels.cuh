@@ -26,6 +26,9 @@ namespace {
 constexpr uint8_t PZ_NO_ROW = 0xFF; /* a fixed pixel that does not count (bins are <= 253) */
 constexpr int PZ_HIST_THREADS = 512;
 constexpr int PZ_PIXEL_THREADS = 256;
+/* A warp whose pixels fall in at most this many runs of one cell adds sums, one per cell: at 3
+ * runs, 3 x 8 warp reductions cost about what 4 atomics of ~11-way address conflicts do. */
+constexpr int PZ_WARP_GROUPS = 3;
 
 /* What the kernels share. Item b's moving pixels (and mask bytes) start at b * pixels. */
 struct pz_args {
@@ -71,6 +74,14 @@ __device__ __forceinline__ bool pz_read(const void *data, const uint8_t *mask, s
     }
     *v = (double)((const int16_t *)data)[k];
     return true;
+}
+
+/* Item b's first pixel of a batch of images of `pixels` samples each. */
+template <dh_parzen_sample S>
+__device__ __forceinline__ const void *pz_item(const void *data, uint32_t b, size_t pixels)
+{
+    const size_t bytes = S == DH_PARZEN_FLOAT32 ? 4 : 2;
+    return (const char *)data + (size_t)b * pixels * bytes;
 }
 
 __device__ __forceinline__ bool pz_read_any(dh_parzen_sample s, const void *data,
@@ -226,20 +237,20 @@ __global__ void __launch_bounds__(PZ_HIST_THREADS) pz_hist_kernel(pz_args a)
         s_n = 0;
     __syncthreads();
     const dh_parzen_axis ax = a.axes[b];
-    const size_t base = (size_t)b * a.pixels;
+    const void *moving = pz_item<S>(a.moving, b, a.pixels);
+    const uint8_t *mask = a.moving_mask ? a.moving_mask + (size_t)b * a.pixels : nullptr;
     const uint64_t one_m = CUBIC ? (uint64_t)1 << 16 : DH_PARZEN_UNIT;
     const uint64_t one_f = DH_PARZEN_UNIT / one_m;
     uint32_t counted = 0;
     /* warp-uniform trips (every lane runs each one, `in` says whether it holds a pixel), so that
-     * a warp whose 32 pixels all fall on one cell run (a DRR's background) adds each of its four
-     * weights once, summed by the warp */
+     * the warp can sum the weights of pixels that share cells */
     const uint32_t lane = threadIdx.x & 31u;
     for (size_t k0 = (size_t)blockIdx.y * blockDim.x + (threadIdx.x & ~31u); k0 < a.pixels;
          k0 += (size_t)gridDim.y * blockDim.x) {
         const size_t k = k0 + lane;
         uint8_t row = k < a.pixels ? a.fixed_row[k] : PZ_NO_ROW;
         double v = 0.0, f, wm[4];
-        const bool in = row != PZ_NO_ROW && pz_read<S>(a.moving, a.moving_mask, base + k, &v);
+        const bool in = row != PZ_NO_ROW && pz_read<S>(moving, mask, k, &v);
         uint32_t c = 0xFFFFFFFFu; /* the first cell: fixed row (first of four: cubic), moving im */
         uint64_t qm[4] = {0, 0, 0, 0}, qf[4] = {1, 0, 0, 0};
         if (in) {
@@ -257,24 +268,36 @@ __global__ void __launch_bounds__(PZ_HIST_THREADS) pz_hist_kernel(pz_args a)
             counted++;
         }
         constexpr int ROWS = CUBIC ? 4 : 1;
-        if (__all_sync(0xFFFFFFFFu, c == __shfl_sync(0xFFFFFFFFu, c, 0)) && c != 0xFFFFFFFFu) {
-            /* one cell run for the whole warp: each weight (< 2^32) summed in two 16-bit halves
-             * (32 x 2^16 fits in 32 bits), added once by lane 0 */
+        /* the warp's pixels in runs of one first cell; at most PZ_WARP_GROUPS runs (smooth
+         * images, a DRR's background): each distinct cell's weights summed by the warp and
+         * added once by one lane, instead of up to 32 same-address atomics in a row */
+        const uint32_t prev = __shfl_up_sync(0xFFFFFFFFu, c, 1);
+        const uint32_t starts =
+            __ballot_sync(0xFFFFFFFFu, c != 0xFFFFFFFFu && (lane == 0 || c != prev));
+        if (__popc(starts) <= PZ_WARP_GROUPS) {
+            uint32_t pending = __ballot_sync(0xFFFFFFFFu, c != 0xFFFFFFFFu);
+            while (pending) { /* warp-uniform: every lane runs every turn */
+                const int l = __ffs(pending) - 1;
+                const uint32_t cl = __shfl_sync(0xFFFFFFFFu, c, l);
+                const bool mine = c == cl;
+                pending &= ~__ballot_sync(0xFFFFFFFFu, mine);
 #pragma unroll
-            for (int r = 0; r < ROWS; r++)
+                for (int r = 0; r < ROWS; r++)
 #pragma unroll
-                for (int j = 0; j < 4; j++) {
-                    const uint32_t w = (uint32_t)(qf[r] * qm[j]);
-                    const uint64_t sum =
-                        (uint64_t)__reduce_add_sync(0xFFFFFFFFu, w & 0xFFFFu) +
-                        ((uint64_t)__reduce_add_sync(0xFFFFFFFFu, w >> 16) << 16);
-                    if (lane == 0) {
-                        if (PRIVATE)
-                            pz_add_private_wide(lo, hi, c + r * B + j, sum);
-                        else
-                            pz_add_global(joint + c + r * B + j, sum);
+                    for (int j = 0; j < 4; j++) {
+                        /* each weight (< 2^32) in two 16-bit halves: 32 x 2^16 fits in 32 bits */
+                        const uint32_t w = mine ? (uint32_t)(qf[r] * qm[j]) : 0u;
+                        const uint64_t sum =
+                            (uint64_t)__reduce_add_sync(0xFFFFFFFFu, w & 0xFFFFu) +
+                            ((uint64_t)__reduce_add_sync(0xFFFFFFFFu, w >> 16) << 16);
+                        if (lane == (uint32_t)l) {
+                            if (PRIVATE)
+                                pz_add_private_wide(lo, hi, cl + r * B + j, sum);
+                            else
+                                pz_add_global(joint + cl + r * B + j, sum);
+                        }
                     }
-                }
+            }
         } else if (in) {
 #pragma unroll
             for (int r = 0; r < ROWS; r++)
@@ -325,12 +348,13 @@ __global__ void __launch_bounds__(PZ_PIXEL_THREADS) pz_gradient_kernel(pz_args a
     }
     const dh_parzen_axis ax = a.axes[b];
     const double scale = a.scale[b];
-    const size_t base = (size_t)b * a.pixels;
+    const void *moving = pz_item<S>(a.moving, b, a.pixels);
+    const uint8_t *mask = a.moving_mask ? a.moving_mask + (size_t)b * a.pixels : nullptr;
     for (size_t k = first_k; k < a.pixels; k += stride) {
         const uint8_t row = a.fixed_row[k];
         double v, f, slope[4], wf[4];
         float out = 0.0f;
-        if (row != PZ_NO_ROW && pz_read<S>(a.moving, a.moving_mask, base + k, &v) &&
+        if (row != PZ_NO_ROW && pz_read<S>(moving, mask, k, &v) &&
             !(v < ax.lo) && !(v > ax.hi)) {
             const uint32_t im = dh_parzen_index(B, dh_parzen_position(&ax, v), &f) - 1;
             dh_parzen_bspline_slope(f, slope);
@@ -342,7 +366,7 @@ __global__ void __launch_bounds__(PZ_PIXEL_THREADS) pz_gradient_kernel(pz_args a
                 dh_parzen_bspline(ff, wf);
                 rows = 4;
             }
-#define PZ_CELL(r, c) table[(size_t)(r) * B + (c)]
+#define PZ_CELL(r, c) table[(r) * B + (c)] /* 32-bit: at most 256 x 256 cells */
             double sum;
             DH_PARZEN_PIXEL_SUM(sum, rows, wf, slope, PZ_CELL, first, im);
 #undef PZ_CELL
