@@ -35,7 +35,8 @@ __global__ static void phantom_kernel(float *out, size_t side, size_t n, float d
         const float x = (float)(i % side) / side + dx, y = (float)((i / side) % side) / side + dy;
         const float z = (float)(i / (side * side)) / side;
         const float b1 = __expf(-((x - 0.4f) * (x - 0.4f) + (y - 0.55f) * (y - 0.55f)) * 18.0f);
-        const float b2 = __expf(-((x - 0.7f) * (x - 0.7f) + (y - 0.3f) * (y - 0.3f) + z * z) * 30.0f);
+        const float r2 = (x - 0.7f) * (x - 0.7f) + (y - 0.3f) * (y - 0.3f) + z * z;
+        const float b2 = __expf(-r2 * 30.0f);
         const float v = 1200.0f * b1 + 600.0f * b2 + 300.0f * x + 100.0f * z;
         const float r = (float)(bench_mix32(i * 2654435761ull + seed) % 1000) / 1000.0f - 0.5f;
         out[i] = v + noise * r;

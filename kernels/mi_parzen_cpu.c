@@ -21,7 +21,8 @@ int dh_parzen_axis_init(dh_parzen_axis *axis, uint32_t bins, double lo, double h
 }
 
 /* Pixel k of an image (element offset `base`) as a double, or 0 when it is not valid. */
-static int read_pixel(const dh_parzen_image *image, size_t base, size_t k, double *value)
+static inline int read_pixel(const dh_parzen_image *image, size_t base, size_t k,
+                             double *value)
 {
     if (image->mask && !image->mask[base + k])
         return 0;

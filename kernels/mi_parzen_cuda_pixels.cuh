@@ -45,7 +45,7 @@ struct pz_args {
     const uint8_t *moving_mask;
     uint8_t *fixed_row;        /* pixels: the fixed pixel's index i (mi_parzen.h), or PZ_NO_ROW */
     double *fixed_t;           /* pixels, cubic window only: the fixed position t */
-    uint32_t *keys;            /* (count + 1) x 2: min key, inverted max key; the fixed image last */
+    uint32_t *keys;            /* (count + 1) x 2: min key, inverted max key; fixed last */
     dh_parzen_axis *axes;      /* count + 1; the fixed image last */
     unsigned long long *n;     /* count: the pixels counted (zeroed with joint) */
     unsigned long long *joint; /* count x bins x bins */

@@ -113,8 +113,8 @@ static const char *describe(const pz_case *c)
 {
     static char text[256];
     snprintf(text, sizeof text,
-             "pattern %d samples %d/%d side %zu bins %u batch %u window %u grad %u log2 %d masks %d "
-             "specials %d ranges %d gradient %d",
+             "pattern %d samples %d/%d side %zu bins %u batch %u window %u grad %u log2 %d "
+             "masks %d specials %d ranges %d gradient %d",
              (int)c->pattern, (int)c->fixed_sample, (int)c->moving_sample, c->side, c->bins,
              c->count, c->window, c->grad_of, c->log2, c->masks, c->specials, c->ranges,
              c->gradient);
