@@ -247,6 +247,15 @@ int dh_parzen_mi_cpu(const dh_parzen_params *params, size_t pixels, const dh_par
                      const dh_parzen_image *moving, uint32_t count, dh_mi_values *out,
                      float *gradient);
 
+/* dh_parzen_mi_cpu on `threads` threads (<= 0: one per online processor), each scoring whole
+ * batch items (items b = i mod threads), so at most `count` threads; the same bits whatever the
+ * number. Scratch per thread: 9 bytes per pixel with a gradient, two bins x bins tables.
+ * dh_parzen_mi_cpu is this with one thread. A thread that cannot start leaves its items to the
+ * calling thread. */
+int dh_parzen_mi_cpu_threads(const dh_parzen_params *params, size_t pixels,
+                             const dh_parzen_image *fixed, const dh_parzen_image *moving,
+                             uint32_t count, dh_mi_values *out, float *gradient, int threads);
+
 /* dh_parzen_mi_cpu's argument checks alone (pointers only tested against NULL, never read), so
  * that the GPU twin (device pointers) refuses exactly what the CPU twin refuses: 1 when valid. */
 int dh_parzen_arguments_valid(const dh_parzen_params *params, size_t pixels,

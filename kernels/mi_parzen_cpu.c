@@ -5,11 +5,14 @@
  * joint histograms (any order gives the same counts), mi_scores.h's fixed-order entropy sums, and
  * a per-pixel gradient: the same bits on every run, as the GPU twin must give.
  */
+#define _POSIX_C_SOURCE 200809L /* sysconf */
 #include "mi_parzen.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int dh_parzen_axis_init(dh_parzen_axis *axis, uint32_t bins, double lo, double hi)
 {
@@ -270,9 +273,57 @@ int dh_parzen_arguments_valid(const dh_parzen_params *params, size_t pixels,
            pixels != 0 && pixels <= DH_PARZEN_MAX_PIXELS && params_valid(params);
 }
 
+/* One thread's share of a batch: items first, first + step, ... with its own scratch (the fixed
+ * index and positions are shared, read only). Items are independent, so the bits do not depend
+ * on the number of threads. */
+typedef struct parzen_share {
+    const dh_parzen_params *params;
+    size_t pixels;
+    const dh_parzen_image *moving;
+    uint32_t first, step, count;
+    dh_mi_values *out;
+    float *gradient;
+    parzen_scratch s;
+    pthread_t thread;
+} parzen_share;
+
+static void *share_main(void *arg)
+{
+    parzen_share *w = arg;
+    for (uint32_t b = w->first; b < w->count; b += w->step)
+        score_one(w->params, w->pixels, w->moving, (size_t)b * w->pixels, &w->s, &w->out[b],
+                  w->gradient ? w->gradient + (size_t)b * w->pixels : NULL);
+    return NULL;
+}
+
+/* A share's own buffers (the shared ones are set by the caller); 0, or -1 when out of memory. */
+static int share_alloc(parzen_share *w, uint32_t bins, int gradient)
+{
+    w->s.moving_im = gradient ? malloc(w->pixels) : NULL;
+    w->s.moving_f = gradient ? malloc(w->pixels * sizeof *w->s.moving_f) : NULL;
+    w->s.joint = malloc((size_t)bins * bins * sizeof *w->s.joint);
+    w->s.cell = malloc((size_t)bins * bins * sizeof *w->s.cell);
+    return ((w->s.moving_im && w->s.moving_f) || !gradient) && w->s.joint && w->s.cell ? 0 : -1;
+}
+
+static void share_free(parzen_share *w)
+{
+    free(w->s.moving_im);
+    free(w->s.moving_f);
+    free(w->s.joint);
+    free(w->s.cell);
+}
+
 int dh_parzen_mi_cpu(const dh_parzen_params *params, size_t pixels, const dh_parzen_image *fixed,
                      const dh_parzen_image *moving, uint32_t count, dh_mi_values *out,
                      float *gradient)
+{
+    return dh_parzen_mi_cpu_threads(params, pixels, fixed, moving, count, out, gradient, 1);
+}
+
+int dh_parzen_mi_cpu_threads(const dh_parzen_params *params, size_t pixels,
+                             const dh_parzen_image *fixed, const dh_parzen_image *moving,
+                             uint32_t count, dh_mi_values *out, float *gradient, int threads)
 {
     if (!dh_parzen_arguments_valid(params, pixels, fixed, moving, count, out))
         return DH_PARZEN_ERR_ARGUMENT;
@@ -281,39 +332,66 @@ int dh_parzen_mi_cpu(const dh_parzen_params *params, size_t pixels, const dh_par
     if (image_axis(fixed, 0, pixels, bins, params->fixed_range_given, params->fixed_lo,
                    params->fixed_hi, &faxis) != 0)
         return DH_PARZEN_ERR_ARGUMENT;
+    long t = threads > 0 ? threads : sysconf(_SC_NPROCESSORS_ONLN);
+    t = t < 1 ? 1 : (t > (long)count ? (long)count : t);
+    t = t < 1 ? 1 : t;
+    parzen_share *shares = calloc((size_t)t, sizeof *shares);
     /* only what this call needs: positions for the cubic window, the kept moving indices and
      * fractions for the gradient (each buffer touched costs its page faults on every call) */
     const int cubic = params->fixed_window == DH_PARZEN_FIXED_CUBIC;
-    parzen_scratch s;
-    s.fixed_t = cubic ? malloc(pixels * sizeof *s.fixed_t) : NULL;
-    s.fixed_row = malloc(pixels);
-    s.moving_im = gradient ? malloc(pixels) : NULL;
-    s.moving_f = gradient ? malloc(pixels * sizeof *s.moving_f) : NULL;
-    s.joint = malloc((size_t)bins * bins * sizeof *s.joint);
-    s.cell = malloc((size_t)bins * bins * sizeof *s.cell);
+    double *fixed_t = cubic ? malloc(pixels * sizeof *fixed_t) : NULL;
+    uint8_t *fixed_row = malloc(pixels);
     int status = DH_PARZEN_ERR_NO_MEMORY;
-    if ((s.fixed_t || !cubic) && s.fixed_row && ((s.moving_im && s.moving_f) || !gradient) &&
-        s.joint && s.cell) {
-        for (size_t k = 0; k < pixels; k++) {
-            double v, f;
-            s.fixed_row[k] = NO_BIN;
-            if (read_pixel(fixed, 0, k, &v)) {
-                const double t = dh_parzen_position(&faxis, v);
-                s.fixed_row[k] = (uint8_t)dh_parzen_index(bins, t, &f);
-                if (cubic)
-                    s.fixed_t[k] = t;
+    long ready = 0;
+    if (shares && (fixed_t || !cubic) && fixed_row) {
+        for (; ready < t; ready++) {
+            parzen_share *w = &shares[ready];
+            w->params = params;
+            w->pixels = pixels;
+            w->moving = moving;
+            w->first = (uint32_t)ready;
+            w->step = (uint32_t)t;
+            w->count = count;
+            w->out = out;
+            w->gradient = gradient;
+            w->s.fixed_t = fixed_t;
+            w->s.fixed_row = fixed_row;
+            if (share_alloc(w, bins, gradient != NULL) != 0) {
+                share_free(w);
+                break;
             }
         }
-        for (uint32_t b = 0; b < count; b++)
-            score_one(params, pixels, moving, (size_t)b * pixels, &s, &out[b],
-                      gradient ? gradient + (size_t)b * pixels : NULL);
+    }
+    if (ready == t) {
+        for (size_t k = 0; k < pixels; k++) {
+            double v, f;
+            fixed_row[k] = NO_BIN;
+            if (read_pixel(fixed, 0, k, &v)) {
+                const double pos = dh_parzen_position(&faxis, v);
+                fixed_row[k] = (uint8_t)dh_parzen_index(bins, pos, &f);
+                if (cubic)
+                    fixed_t[k] = pos;
+            }
+        }
+        /* the calling thread takes share 0; a share whose thread cannot start runs here too */
+        for (long i = 1; i < t; i++)
+            if (pthread_create(&shares[i].thread, NULL, share_main, &shares[i]) != 0)
+                shares[i].step = 0; /* marks it for the calling thread */
+        share_main(&shares[0]);
+        for (long i = 1; i < t; i++) {
+            if (shares[i].step == 0) {
+                shares[i].step = (uint32_t)t;
+                share_main(&shares[i]);
+            } else {
+                pthread_join(shares[i].thread, NULL);
+            }
+        }
         status = DH_PARZEN_OK;
     }
-    free(s.fixed_t);
-    free(s.fixed_row);
-    free(s.moving_im);
-    free(s.moving_f);
-    free(s.joint);
-    free(s.cell);
+    for (long i = 0; i < ready; i++)
+        share_free(&shares[i]);
+    free(shares);
+    free(fixed_t);
+    free(fixed_row);
     return status;
 }
