@@ -79,6 +79,19 @@ typedef struct dh_parzen_axis {
  * lo <= hi. */
 int dh_parzen_axis_init(dh_parzen_axis *axis, uint32_t bins, double lo, double hi);
 
+/* dh_parzen_axis_init's arithmetic without its checks, for arguments already checked: the GPU
+ * twin sets its axes on the device with it, so both twins share one width computation. */
+DH_MI_HD void dh_parzen_axis_set(dh_parzen_axis *axis, uint32_t bins, double lo, double hi)
+{
+    axis->bins = bins;
+    axis->lo = lo;
+    axis->hi = hi;
+    axis->degenerate = hi == lo;
+    axis->width = axis->degenerate
+                      ? 1.0
+                      : DH_MI_DIV(DH_MI_SUB(hi, lo), (double)(bins - 2 * DH_PARZEN_PADDING));
+}
+
 /* Position of a value: t = (v - lo) / width + 2, v clamped to [lo, hi] first (a value outside a
  * given range sits at the end and moves nothing: its gradient is 0). */
 DH_MI_HD double dh_parzen_position(const dh_parzen_axis *axis, double v)
@@ -90,11 +103,13 @@ DH_MI_HD double dh_parzen_position(const dh_parzen_axis *axis, double v)
 /* The first affected bin minus one (i in i - 1 .. i + 2) and the fraction f = t - i in [0, 1]. */
 DH_MI_HD uint32_t dh_parzen_index(uint32_t bins, double t, double *frac)
 {
-    int64_t i = (int64_t)floor(t);
+    /* floor(t): positions are >= 2 (dh_parzen_position) and at most B - 2 up to rounding, so
+     * 32 bits hold them (fewer instructions than 64-bit integers on the GPU) */
+    int32_t i = (int32_t)t;
     if (i < DH_PARZEN_PADDING)
         i = DH_PARZEN_PADDING;
-    if (i > (int64_t)bins - 3)
-        i = (int64_t)bins - 3;
+    if (i > (int32_t)bins - 3)
+        i = (int32_t)bins - 3;
     *frac = DH_MI_SUB(t, (double)i);
     return (uint32_t)i;
 }
@@ -124,15 +139,74 @@ DH_MI_HD void dh_parzen_bspline_slope(double f, double d[4])
 }
 
 /* The weights quantized to integers summing to exactly `one` (a power of two up to 2^32):
- * q = floor(w one + 1/2) for the outer three, the remainder for w[2] (at least 1/6). */
+ * q = floor(w one + 1/2) for the outer three, the remainder for w[2] (at least 1/6). w one + 1/2
+ * is positive (a weight is >= 0 up to a rounding error far below 2^-17), so the conversion's
+ * truncation is that floor (one instruction fewer on the GPU); through int64_t, as the values
+ * are below 2^33 (x86-64 converts to int64 in one instruction, to uint64 in several). */
 DH_MI_HD void dh_parzen_quantize(const double w[4], uint64_t one, uint64_t q[4])
 {
     const double scale = (double)one;
-    q[0] = (uint64_t)floor(DH_MI_ADD(DH_MI_MUL(w[0], scale), 0.5));
-    q[1] = (uint64_t)floor(DH_MI_ADD(DH_MI_MUL(w[1], scale), 0.5));
-    q[3] = (uint64_t)floor(DH_MI_ADD(DH_MI_MUL(w[3], scale), 0.5));
+    q[0] = (uint64_t)(int64_t)DH_MI_ADD(DH_MI_MUL(w[0], scale), 0.5);
+    q[1] = (uint64_t)(int64_t)DH_MI_ADD(DH_MI_MUL(w[1], scale), 0.5);
+    q[3] = (uint64_t)(int64_t)DH_MI_ADD(DH_MI_MUL(w[3], scale), 0.5);
     q[2] = one - q[0] - q[1] - q[3];
 }
+
+/* The gradient's constants of one item from its scores: NMI's S = H(f) + H(m), H_j and H_j^2 in
+ * nats (MI needs none: 0, 1, 1). */
+DH_MI_HD void dh_parzen_nmi_constants(uint32_t gradient_of, int log2, const dh_mi_values *scores,
+                                      double *sum_h, double *hj, double *hj2)
+{
+    *sum_h = 0.0;
+    *hj = 1.0;
+    *hj2 = 1.0;
+    if (gradient_of == 1u /* DH_PARZEN_GRAD_NMI */) {
+        const double ln2 = 0.69314718055994530942; /* back to nats when the record is in bits */
+        double unit = log2 ? ln2 : 1.0;
+        *sum_h = DH_MI_MUL(DH_MI_ADD(scores->h_fixed, scores->h_moving), unit);
+        *hj = DH_MI_MUL(scores->h_joint, unit);
+        *hj2 = DH_MI_MUL(*hj, *hj);
+    }
+}
+
+/* The gradient's factor of one cell holding w (0 for w = 0): d score / d p_ij up to terms that
+ * vanish because a pixel's window slopes sum to zero. MI: ln(W_ij / C_j); NMI: (S ln p_ij - H_j
+ * ln pm_j) / H_j^2. ln_col = ln C_j (0 for an empty column), ln_t = ln T. */
+DH_MI_HD double dh_parzen_cell_factor(uint32_t gradient_of, uint64_t w, double ln_col,
+                                      double ln_t, double sum_h, double hj, double hj2)
+{
+    if (w == 0)
+        return 0.0;
+    if (gradient_of == 0u /* DH_PARZEN_GRAD_MI */)
+        return DH_MI_SUB(dh_mi_log((double)w), ln_col);
+    double ln_p = DH_MI_SUB(dh_mi_log((double)w), ln_t);
+    double ln_pm = DH_MI_SUB(ln_col, ln_t);
+    return DH_MI_DIV(DH_MI_SUB(DH_MI_MUL(sum_h, ln_p), DH_MI_MUL(hj, ln_pm)), hj2);
+}
+
+/* The factor every pixel's sum is multiplied by: 1 / (N width_m), in bits for MI with log2. */
+DH_MI_HD double dh_parzen_gradient_scale(uint64_t n, double width, int log2, uint32_t gradient_of)
+{
+    double scale = DH_MI_DIV(1.0, DH_MI_MUL((double)n, width));
+    if (log2 && gradient_of == 0u /* DH_PARZEN_GRAD_MI */)
+        scale = DH_MI_MUL(scale, 1.44269504088896340736);
+    return scale;
+}
+
+/* One pixel's gradient before the scale: sum_a wf_a sum_j cell(row + a, im + j) slope_j over
+ * `rows` fixed rows (1: box, weight 1.0; 4: cubic), in that order; cell(r, c) reads the item's
+ * factor table wherever the twin keeps it (a function or macro of the twin's). A macro, not a
+ * function: the GPU twin's table sits in shared memory or global memory. */
+#define DH_PARZEN_PIXEL_SUM(sum, rows, wf, slope, cell, row, im)                                  \
+    do {                                                                                         \
+        (sum) = 0.0;                                                                             \
+        for (uint32_t a_ = 0; a_ < (rows); a_++) {                                               \
+            double inner_ = 0.0;                                                                 \
+            for (int j_ = 0; j_ < 4; j_++)                                                       \
+                inner_ = DH_MI_ADD(inner_, DH_MI_MUL(cell((row) + a_, (im) + j_), (slope)[j_])); \
+            (sum) = DH_MI_ADD((sum), DH_MI_MUL((wf)[a_], inner_));                               \
+        }                                                                                        \
+    } while (0)
 
 /* The parameters of one call. */
 typedef struct dh_parzen_params {
@@ -172,6 +246,21 @@ typedef struct dh_parzen_image {
 int dh_parzen_mi_cpu(const dh_parzen_params *params, size_t pixels, const dh_parzen_image *fixed,
                      const dh_parzen_image *moving, uint32_t count, dh_mi_values *out,
                      float *gradient);
+
+/* dh_parzen_mi_cpu on `threads` threads (<= 0: one per online processor), each scoring whole
+ * batch items (items b = i mod threads), so at most `count` threads; the same bits whatever the
+ * number. Scratch per thread: 9 bytes per pixel with a gradient, two bins x bins tables.
+ * dh_parzen_mi_cpu is this with one thread. A thread that cannot start leaves its items to the
+ * calling thread. */
+int dh_parzen_mi_cpu_threads(const dh_parzen_params *params, size_t pixels,
+                             const dh_parzen_image *fixed, const dh_parzen_image *moving,
+                             uint32_t count, dh_mi_values *out, float *gradient, int threads);
+
+/* dh_parzen_mi_cpu's argument checks alone (pointers only tested against NULL, never read), so
+ * that the GPU twin (device pointers) refuses exactly what the CPU twin refuses: 1 when valid. */
+int dh_parzen_arguments_valid(const dh_parzen_params *params, size_t pixels,
+                              const dh_parzen_image *fixed, const dh_parzen_image *moving,
+                              uint32_t count, const void *out);
 
 #ifdef __cplusplus
 }

@@ -408,6 +408,50 @@ START_TEST(test_bad_arguments)
 }
 END_TEST
 
+/* dh_parzen_mi_cpu_threads: 1, 2, 3, 7 threads and one per processor give dh_parzen_mi_cpu's
+ * bits (records and gradients), masks and both windows, batches smaller and larger than the
+ * thread count. */
+START_TEST(test_threads_same_bits)
+{
+    enum { SIDE = 40, N = SIDE * SIDE, COUNT = 5 };
+    float *f = malloc(N * sizeof *f), *m = malloc(COUNT * N * sizeof *m);
+    float *want_grad = malloc(COUNT * N * sizeof *want_grad);
+    float *got_grad = malloc(COUNT * N * sizeof *got_grad);
+    uint8_t *mask = malloc(COUNT * N);
+    for (int b = 0; b < COUNT; b++)
+        make_pair(SIDE, 70 + b, f, m + b * N);
+    dh_test_rng rng;
+    dh_test_rng_seed(&rng, 71);
+    for (int k = 0; k < COUNT * N; k++)
+        mask[k] = dh_test_rng_below(&rng, 7) != 0;
+    static const int threads[] = {1, 2, 3, 7, 0};
+    for (uint32_t window = 0; window < 2; window++)
+        for (uint32_t count = 1; count <= COUNT; count += 4) {
+            dh_parzen_params p = params_of(32, window, window);
+            dh_parzen_image fi = {f, DH_PARZEN_FLOAT32, NULL};
+            dh_parzen_image mi = {m, DH_PARZEN_FLOAT32, mask};
+            dh_mi_values want[COUNT], got[COUNT];
+            ck_assert_int_eq(dh_parzen_mi_cpu(&p, N, &fi, &mi, count, want, want_grad),
+                             DH_PARZEN_OK);
+            for (size_t t = 0; t < sizeof threads / sizeof *threads; t++) {
+                memset(got, 0xA5, sizeof got);
+                ck_assert_int_eq(dh_parzen_mi_cpu_threads(&p, N, &fi, &mi, count, got, got_grad,
+                                                          threads[t]),
+                                 DH_PARZEN_OK);
+                ck_assert_msg(memcmp(want, got, count * sizeof *got) == 0 &&
+                                  memcmp(want_grad, got_grad, count * N * sizeof *got_grad) == 0,
+                              "threads %d, window %u, batch %u: bits differ", threads[t], window,
+                              count);
+            }
+        }
+    free(f);
+    free(m);
+    free(want_grad);
+    free(got_grad);
+    free(mask);
+}
+END_TEST
+
 int main(void)
 {
     const dh_test tests[] = {
@@ -417,6 +461,7 @@ int main(void)
         DH_TEST(test_constant_and_two_value_images),
         DH_TEST(test_masks),
         DH_TEST(test_bad_arguments),
+        DH_TEST(test_threads_same_bits),
     };
     return dh_test_run(dh_test_suite("mi_parzen_cpu", 300, DH_TESTS(tests)));
 }

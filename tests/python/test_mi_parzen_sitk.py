@@ -24,26 +24,9 @@ try:
 except ImportError as e:  # a missing module is a skip, not a failure
     t.skip(str(e))
 
+from parzen_ctypes import Image, Params, Values  # noqa: E402  (beside this script)
+
 SAMPLE = {np.float32: 0, np.uint16: 1, np.int16: 2}
-
-
-class Params(ctypes.Structure):
-    _fields_ = [("bins", ctypes.c_uint32), ("fixed_window", ctypes.c_uint32),
-                ("gradient_of", ctypes.c_uint32), ("log2", ctypes.c_int),
-                ("fixed_range_given", ctypes.c_int), ("moving_range_given", ctypes.c_int),
-                ("fixed_lo", ctypes.c_double), ("fixed_hi", ctypes.c_double),
-                ("moving_lo", ctypes.c_double), ("moving_hi", ctypes.c_double)]
-
-
-class Image(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("sample", ctypes.c_int), ("mask", ctypes.c_void_p)]
-
-
-class Values(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_double)
-                for name in ("mi", "nmi", "ecc", "h_fixed", "h_moving", "h_joint")] + [
-        ("n", ctypes.c_uint64), ("status", ctypes.c_uint32), ("moving_lo", ctypes.c_int32),
-        ("moving_hi", ctypes.c_int32), ("reserved", ctypes.c_uint32)]
 
 
 def ours(lib, fixed, moving, bins, dtype):

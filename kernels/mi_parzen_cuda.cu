@@ -1,0 +1,291 @@
+// SPDX-License-Identifier: MIT
+/*
+ * mi_parzen_cuda.cu: the CUDA twin of Parzen-window (Mattes) MI and its gradient
+ * (mi_parzen_cuda.h), the same bits as dh_parzen_mi_cpu. One call is a fixed sequence on the
+ * caller's stream, nothing synchronized, nothing allocated once the workspace is large enough
+ * (so an optimizer loop can capture it in a CUDA graph):
+ *   1. one memset: the range keys and the per-item counts and joint histograms;
+ *   2. pz_range_kernel (only for a range not given): min/max keys of every image's valid pixels;
+ *   3. pz_axes_kernel: every axis, with mi_parzen.h's arithmetic;
+ *   4. pz_fixed_kernel: the fixed pixels' indices (and positions for the cubic window), once for
+ *      the whole batch;
+ *   5. pz_hist_kernel: the joint histograms, uint64 sums of quantized weights, privatized in
+ *      shared memory where bins x bins x 8 bytes fit (then one merge of the non-zero cells), else
+ *      global atomics; exact integers, so the order of the atomics changes no bit;
+ *   6. pz_score_kernel: records, and the cell-factor tables for the gradient;
+ *   7. pz_gradient_kernel (when a gradient buffer is given): every pixel from its own cells.
+ * Memory: the workspace holds 1 byte per pixel (9 with the cubic fixed window), and per item
+ * 2 x bins x bins x 8 bytes: O(pixels + batch x bins^2), never O(pixels x bins).
+ */
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "cuda_check.h"
+#include "mi_parzen_cuda.h"
+#include "mi_parzen_cuda_pixels.cuh"
+#include "mi_parzen_cuda_score.cuh"
+
+#define DH_CUDA_PREFIX "dh_parzen_mi_cuda: "
+
+struct dh_parzen_cuda_workspace {
+    void *dev; /* one allocation, carved by pz_carve */
+    size_t capacity;
+    int device; /* the device the attributes below were read from; -1: none yet */
+    int sms;
+    int smem_optin; /* the most dynamic shared memory a block may ask for */
+};
+
+namespace {
+
+/* A failed CUDA call: the message, and DH_PARZEN_ERR_CUDA from the enclosing function. */
+#define PZ_CK(call, what)                                                                          \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            dh_cuda_fail(msg, msg_len, DH_CUDA_PREFIX, what, e_);                                  \
+            return DH_PARZEN_ERR_CUDA;                                                             \
+        }                                                                                          \
+    } while (0)
+
+constexpr size_t PZ_ALIGN = 256;
+constexpr size_t PZ_BLOCKS_PER_SM = 8; /* the grids aim at this many blocks per SM in all */
+
+size_t pz_round(size_t x) { return (x + PZ_ALIGN - 1) / PZ_ALIGN * PZ_ALIGN; }
+
+/* Where each region of the workspace starts; the counts and the joint histograms are adjacent
+ * after the keys, so one memset zeroes them (keys to all ones: a separate memset). */
+struct pz_layout {
+    size_t keys, n, joint, joint_end, axes, cell, scale, grad_zero, fixed_row, fixed_t, total;
+};
+
+pz_layout pz_plan(size_t pixels, uint32_t count, uint32_t bins, bool cubic, bool gradient)
+{
+    const size_t cells = (size_t)bins * bins;
+    pz_layout l;
+    size_t at = 0;
+    l.keys = at;
+    at += pz_round(((size_t)count + 1) * 2 * sizeof(uint32_t));
+    l.n = at;
+    at += pz_round((size_t)count * sizeof(unsigned long long));
+    l.joint = at;
+    at += pz_round((size_t)count * cells * sizeof(unsigned long long));
+    l.joint_end = at;
+    l.axes = at;
+    at += pz_round(((size_t)count + 1) * sizeof(dh_parzen_axis));
+    l.cell = at;
+    at += gradient ? pz_round((size_t)count * cells * sizeof(double)) : 0;
+    l.scale = at;
+    at += pz_round((size_t)count * sizeof(double));
+    l.grad_zero = at;
+    at += pz_round((size_t)count * sizeof(uint32_t));
+    l.fixed_row = at;
+    at += pz_round(pixels);
+    l.fixed_t = at;
+    at += cubic ? pz_round(pixels * sizeof(double)) : 0;
+    l.total = at;
+    return l;
+}
+
+/* The device's SM count and shared-memory limit, read once per device. */
+int pz_device(dh_parzen_cuda_workspace *ws, char *msg, size_t msg_len)
+{
+    int dev = 0;
+    PZ_CK(cudaGetDevice(&dev), "cudaGetDevice");
+    if (dev == ws->device)
+        return DH_PARZEN_OK;
+    if (ws->dev) { /* a workspace follows its device: the old buffer is not usable there */
+        PZ_CK(cudaFree(ws->dev), "cudaFree");
+        ws->dev = nullptr;
+        ws->capacity = 0;
+    }
+    PZ_CK(cudaDeviceGetAttribute(&ws->sms, cudaDevAttrMultiProcessorCount, dev),
+          "cudaDeviceGetAttribute (SM count)");
+    PZ_CK(cudaDeviceGetAttribute(&ws->smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev),
+          "cudaDeviceGetAttribute (shared memory)");
+    ws->device = dev;
+    return DH_PARZEN_OK;
+}
+
+int pz_reserve(dh_parzen_cuda_workspace *ws, size_t bytes, char *msg, size_t msg_len)
+{
+    if (bytes <= ws->capacity)
+        return DH_PARZEN_OK;
+    if (ws->dev)
+        PZ_CK(cudaFree(ws->dev), "cudaFree");
+    ws->dev = nullptr;
+    ws->capacity = 0;
+    cudaError_t e = cudaMalloc(&ws->dev, bytes);
+    if (e != cudaSuccess) {
+        ws->dev = nullptr;
+        dh_cuda_fail(msg, msg_len, DH_CUDA_PREFIX, "cudaMalloc (workspace)", e);
+        return DH_PARZEN_ERR_NO_MEMORY;
+    }
+    ws->capacity = bytes;
+    return DH_PARZEN_OK;
+}
+
+/* Blocks per item along y: enough for PZ_BLOCKS_PER_SM blocks per SM over the batch, at least
+ * `min_pixels` pixels per block, at most one per `per_block` pixels. */
+uint32_t pz_blocks_per_item(const dh_parzen_cuda_workspace *ws, size_t pixels, uint32_t count,
+                            size_t per_block)
+{
+    const size_t want = ((size_t)ws->sms * PZ_BLOCKS_PER_SM + count - 1) / count;
+    const size_t most = (pixels + per_block - 1) / per_block;
+    size_t p = want < most ? want : most;
+    if (p < 1)
+        p = 1;
+    if (p > 65535)
+        p = 65535;
+    return (uint32_t)p;
+}
+
+template <dh_parzen_sample S, bool CUBIC>
+int pz_launch_pixels(const dh_parzen_cuda_workspace *ws, const pz_args &a, cudaStream_t stream,
+                     bool gradient, char *msg, size_t msg_len)
+{
+    const size_t cells = (size_t)a.bins * a.bins;
+    const size_t hist_smem = cells * sizeof(unsigned long long);
+    const bool priv = hist_smem + 256 <= (size_t)ws->smem_optin; /* + the static words */
+    /* a private histogram costs two passes over its cells: give each block as many pixels */
+    const size_t hist_per_block = priv ? (cells > 4096 ? cells : 4096) : 4096;
+    const dim3 hist_grid(a.count, pz_blocks_per_item(ws, a.pixels, a.count, hist_per_block));
+    if (priv) {
+        auto k = pz_hist_kernel<S, CUBIC, true>;
+        PZ_CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   (int)hist_smem),
+              "cudaFuncSetAttribute (histogram)");
+        k<<<hist_grid, PZ_HIST_THREADS, hist_smem, stream>>>(a);
+    } else {
+        pz_hist_kernel<S, CUBIC, false><<<hist_grid, PZ_HIST_THREADS, 0, stream>>>(a);
+    }
+    PZ_CK(cudaGetLastError(), "the histogram kernel's launch");
+    pz_score_kernel<<<a.count, PZ_SCORE_THREADS, 0, stream>>>(a, gradient ? 1 : 0);
+    PZ_CK(cudaGetLastError(), "the score kernel's launch");
+    if (!gradient)
+        return DH_PARZEN_OK;
+    const size_t table = cells * sizeof(double);
+    const bool shared = table <= 48 * 1024;
+    const size_t grad_per_block = shared ? (cells / 2 > 2048 ? cells / 2 : 2048) : 2048;
+    const dim3 grad_grid(a.count, pz_blocks_per_item(ws, a.pixels, a.count, grad_per_block));
+    if (shared)
+        pz_gradient_kernel<S, CUBIC, true><<<grad_grid, PZ_PIXEL_THREADS, table, stream>>>(a);
+    else
+        pz_gradient_kernel<S, CUBIC, false><<<grad_grid, PZ_PIXEL_THREADS, 0, stream>>>(a);
+    PZ_CK(cudaGetLastError(), "the gradient kernel's launch");
+    return DH_PARZEN_OK;
+}
+
+template <dh_parzen_sample S>
+int pz_launch_sample(const dh_parzen_cuda_workspace *ws, const pz_args &a, cudaStream_t stream,
+                     bool gradient, char *msg, size_t msg_len)
+{
+    return a.fixed_window == DH_PARZEN_FIXED_CUBIC
+               ? pz_launch_pixels<S, true>(ws, a, stream, gradient, msg, msg_len)
+               : pz_launch_pixels<S, false>(ws, a, stream, gradient, msg, msg_len);
+}
+
+} // namespace
+
+extern "C" dh_parzen_cuda_workspace *dh_parzen_cuda_workspace_new(void)
+{
+    dh_parzen_cuda_workspace *ws = (dh_parzen_cuda_workspace *)calloc(1, sizeof *ws);
+    if (ws)
+        ws->device = -1;
+    return ws;
+}
+
+extern "C" void dh_parzen_cuda_workspace_free(dh_parzen_cuda_workspace *ws)
+{
+    if (!ws)
+        return;
+    if (ws->dev)
+        cudaFree(ws->dev);
+    free(ws);
+}
+
+extern "C" int dh_parzen_mi_cuda(dh_parzen_cuda_workspace *ws, const dh_parzen_params *params,
+                                 size_t pixels, const dh_parzen_image *fixed,
+                                 const dh_parzen_image *moving, uint32_t count,
+                                 dh_mi_values *d_out, float *d_gradient, void *stream_ptr,
+                                 char *msg, size_t msg_len)
+{
+    if (!ws || !dh_parzen_arguments_valid(params, pixels, fixed, moving, count, d_out)) {
+        if (msg && msg_len)
+            snprintf(msg, msg_len,
+                     "%sinvalid arguments (a NULL pointer, bins outside %u..%u, an unknown window, "
+                     "gradient or sample type, a bad given range, or 0 or more than %zu pixels)",
+                     DH_CUDA_PREFIX, DH_PARZEN_MIN_BINS, DH_PARZEN_MAX_BINS,
+                     (size_t)DH_PARZEN_MAX_PIXELS);
+        return DH_PARZEN_ERR_ARGUMENT;
+    }
+    if (count == 0)
+        return DH_PARZEN_OK;
+    int rc = pz_device(ws, msg, msg_len);
+    if (rc != DH_PARZEN_OK)
+        return rc;
+    const bool cubic = params->fixed_window == DH_PARZEN_FIXED_CUBIC;
+    const bool gradient = d_gradient != nullptr;
+    const pz_layout l = pz_plan(pixels, count, params->bins, cubic, gradient);
+    if ((rc = pz_reserve(ws, l.total, msg, msg_len)) != DH_PARZEN_OK)
+        return rc;
+    cudaStream_t stream = (cudaStream_t)stream_ptr;
+    char *base = (char *)ws->dev;
+
+    pz_args a;
+    memset(&a, 0, sizeof a);
+    a.pixels = pixels;
+    a.count = count;
+    a.bins = params->bins;
+    a.fixed_window = params->fixed_window;
+    a.gradient_of = params->gradient_of;
+    a.log2 = params->log2 != 0;
+    a.fixed_given = params->fixed_range_given != 0;
+    a.moving_given = params->moving_range_given != 0;
+    a.fixed_lo = params->fixed_lo;
+    a.fixed_hi = params->fixed_hi;
+    a.moving_lo = params->moving_lo;
+    a.moving_hi = params->moving_hi;
+    a.fixed = fixed->data;
+    a.fixed_mask = fixed->mask;
+    a.fixed_sample = fixed->sample;
+    a.moving = moving->data;
+    a.moving_mask = moving->mask;
+    a.keys = (uint32_t *)(base + l.keys);
+    a.n = (unsigned long long *)(base + l.n);
+    a.joint = (unsigned long long *)(base + l.joint);
+    a.axes = (dh_parzen_axis *)(base + l.axes);
+    a.cell = (double *)(base + l.cell);
+    a.scale = (double *)(base + l.scale);
+    a.grad_zero = (uint32_t *)(base + l.grad_zero);
+    a.fixed_row = (uint8_t *)(base + l.fixed_row);
+    a.fixed_t = cubic ? (double *)(base + l.fixed_t) : nullptr;
+    a.out = d_out;
+    a.gradient = d_gradient;
+
+    PZ_CK(cudaMemsetAsync(base + l.keys, 0xFF, l.n - l.keys, stream), "cudaMemsetAsync (keys)");
+    PZ_CK(cudaMemsetAsync(base + l.n, 0, l.joint_end - l.n, stream),
+          "cudaMemsetAsync (histograms)");
+    if (!a.fixed_given || !a.moving_given) {
+        const dim3 grid(count + 1, pz_blocks_per_item(ws, pixels, count + 1, 4096));
+        pz_range_kernel<<<grid, PZ_PIXEL_THREADS, 0, stream>>>(a, moving->sample);
+        PZ_CK(cudaGetLastError(), "the range kernel's launch");
+    }
+    pz_axes_kernel<<<(count + 1 + 255) / 256, 256, 0, stream>>>(a);
+    PZ_CK(cudaGetLastError(), "the axes kernel's launch");
+    size_t fixed_blocks = (pixels + PZ_PIXEL_THREADS * 4 - 1) / (PZ_PIXEL_THREADS * 4);
+    if (fixed_blocks > (size_t)ws->sms * PZ_BLOCKS_PER_SM)
+        fixed_blocks = (size_t)ws->sms * PZ_BLOCKS_PER_SM;
+    pz_fixed_kernel<<<(unsigned)fixed_blocks, PZ_PIXEL_THREADS, 0, stream>>>(a);
+    PZ_CK(cudaGetLastError(), "the fixed kernel's launch");
+    switch (moving->sample) {
+    case DH_PARZEN_FLOAT32:
+        return pz_launch_sample<DH_PARZEN_FLOAT32>(ws, a, stream, gradient, msg, msg_len);
+    case DH_PARZEN_UINT16:
+        return pz_launch_sample<DH_PARZEN_UINT16>(ws, a, stream, gradient, msg, msg_len);
+    default:
+        return pz_launch_sample<DH_PARZEN_INT16>(ws, a, stream, gradient, msg, msg_len);
+    }
+}

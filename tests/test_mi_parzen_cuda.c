@@ -1,0 +1,420 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_mi_parzen_cuda.c: the Parzen-window (Mattes) MI GPU twin (kernels/mi_parzen_cuda.h)
+ * equals the CPU twin (dh_parzen_mi_cpu) bit for bit: whole score records (memcmp) and every
+ * float32 of the gradient, for random, smooth, CT-like, constant and two-value images, masks,
+ * NaN and infinite float pixels, given ranges with pixels outside them, bins 5, 32, 64, 256,
+ * batches 1, 3, 64, both fixed windows, the MI and NMI gradients, nats and bits, float32, uint16
+ * and int16 pixels, private and global histograms, one and many blocks per item; a second run
+ * (and a third on another stream with the workspace reused) gives the same bits; bad arguments
+ * are refused as the CPU twin refuses them. Exits 77 without a usable GPU.
+ * Runs without fork (CUDA and fork do not mix).
+ */
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../kernels/mi_parzen.h"
+#include "../kernels/mi_parzen_cuda.h"
+#include "test_support.h"
+
+/* ---- Test images -------------------------------------------------------------------------- */
+
+enum pattern { RANDOM, SMOOTH, CT_LIKE, CONSTANT, TWO_VALUE };
+
+/* Value k of image `which` (0: fixed, 1 + b: moving item b) of a pattern, as a double that every
+ * sample type holds exactly (integers in -2000..4095, or floats). */
+static double pattern_value(enum pattern p, size_t side, size_t k, uint32_t which,
+                            dh_test_rng *rng, const uint16_t *ct)
+{
+    const double x = (double)(k % side) / (double)side, y = (double)(k / side) / (double)side;
+    switch (p) {
+    case RANDOM:
+        return (double)dh_test_rng_below(rng, 6096) - 2000.0;
+    case SMOOTH: { /* a blob and a ramp, shifted per item, plus a little noise */
+        const double s = 0.01 * which;
+        const double blob = exp(-((x - 0.4 - s) * (x - 0.4 - s) + (y - 0.6) * (y - 0.6)) * 8.0);
+        return floor(3000.0 * (0.6 * blob + 0.4 * x * y) + dh_test_rng_below(rng, 40));
+    }
+    case CT_LIKE:
+        return (double)ct[k];
+    case CONSTANT:
+        return which ? 700.0 : -300.0;
+    default:
+        return ((k + which) % 3 == 0) ? 40.0 : 1234.0;
+    }
+}
+
+/* Image `which` as `sample` into dst (count images of n pixels from dst), with masks (every
+ * ninth pixel off, at random) and, for float32, NaN and infinities sprinkled when `specials`. */
+static void *make_images(enum pattern p, dh_parzen_sample sample, size_t side, uint32_t first,
+                         uint32_t count, int specials, uint64_t seed)
+{
+    const size_t n = side * side;
+    const size_t elem = sample == DH_PARZEN_FLOAT32 ? 4 : 2;
+    unsigned char *dst = malloc(elem * n * count);
+    uint16_t *ct = malloc(n * sizeof *ct);
+    dh_test_rng rng;
+    for (uint32_t b = 0; b < count; b++) {
+        dh_test_rng_seed(&rng, seed + 977u * (first + b));
+        dh_test_fill_ct_like(ct, n, seed + first + b);
+        for (size_t k = 0; k < n; k++) {
+            double v = pattern_value(p, side, k, first + b, &rng, ct);
+            size_t at = (size_t)b * n + k;
+            if (sample == DH_PARZEN_FLOAT32) {
+                float f = (float)(v * 0.25); /* quarters: fractions that are exact */
+                if (specials && k % 37 == 5)
+                    f = (k % 3 == 0) ? NAN : (k % 3 == 1 ? INFINITY : -INFINITY);
+                ((float *)dst)[at] = f;
+            } else if (sample == DH_PARZEN_UINT16) {
+                ((uint16_t *)dst)[at] = (uint16_t)(v < 0 ? -v : v);
+            } else {
+                ((int16_t *)dst)[at] = (int16_t)v;
+            }
+        }
+    }
+    free(ct);
+    return dst;
+}
+
+static uint8_t *make_mask(size_t n, uint64_t seed)
+{
+    uint8_t *m = malloc(n);
+    dh_test_rng rng;
+    dh_test_rng_seed(&rng, seed);
+    for (size_t k = 0; k < n; k++)
+        m[k] = dh_test_rng_below(&rng, 9) != 0;
+    return m;
+}
+
+static void *to_device(const void *host, size_t bytes)
+{
+    void *d = NULL;
+    if (!host)
+        return NULL;
+    ck_assert_int_eq(cudaMalloc(&d, bytes), cudaSuccess);
+    ck_assert_int_eq(cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice), cudaSuccess);
+    return d;
+}
+
+/* ---- One comparison ----------------------------------------------------------------------- */
+
+typedef struct pz_case {
+    enum pattern pattern;
+    dh_parzen_sample fixed_sample, moving_sample;
+    size_t side;
+    uint32_t bins, count, window, grad_of;
+    int log2, masks, specials, ranges, gradient;
+} pz_case;
+
+static const char *describe(const pz_case *c)
+{
+    static char text[256];
+    snprintf(text, sizeof text,
+             "pattern %d samples %d/%d side %zu bins %u batch %u window %u grad %u log2 %d "
+             "masks %d specials %d ranges %d gradient %d",
+             (int)c->pattern, (int)c->fixed_sample, (int)c->moving_sample, c->side, c->bins,
+             c->count, c->window, c->grad_of, c->log2, c->masks, c->specials, c->ranges,
+             c->gradient);
+    return text;
+}
+
+/* Runs the GPU twin on device copies and returns the records and gradient on the host. */
+static void run_gpu(dh_parzen_cuda_workspace *ws, const dh_parzen_params *p, size_t n,
+                    const dh_parzen_image *df, const dh_parzen_image *dm, uint32_t count,
+                    int gradient, cudaStream_t stream, dh_mi_values *out, float *grad)
+{
+    dh_mi_values *d_out = NULL;
+    float *d_grad = NULL;
+    char msg[512] = "";
+    ck_assert_int_eq(cudaMalloc((void **)&d_out, count * sizeof *d_out), cudaSuccess);
+    ck_assert_int_eq(cudaMemset(d_out, 0xA5, count * sizeof *d_out), cudaSuccess);
+    if (gradient) {
+        ck_assert_int_eq(cudaMalloc((void **)&d_grad, (size_t)count * n * 4), cudaSuccess);
+        ck_assert_int_eq(cudaMemset(d_grad, 0xA5, (size_t)count * n * 4), cudaSuccess);
+    }
+    int rc = dh_parzen_mi_cuda(ws, p, n, df, dm, count, d_out, d_grad, stream, msg, sizeof msg);
+    ck_assert_msg(rc == DH_PARZEN_OK, "dh_parzen_mi_cuda: %d %s", rc, msg);
+    ck_assert_int_eq(cudaStreamSynchronize(stream), cudaSuccess);
+    ck_assert_int_eq(cudaMemcpy(out, d_out, count * sizeof *out, cudaMemcpyDeviceToHost),
+                     cudaSuccess);
+    if (gradient)
+        ck_assert_int_eq(cudaMemcpy(grad, d_grad, (size_t)count * n * 4, cudaMemcpyDeviceToHost),
+                         cudaSuccess);
+    cudaFree(d_out);
+    cudaFree(d_grad);
+}
+
+static void assert_same(const pz_case *c, size_t n, const dh_mi_values *want,
+                        const float *want_grad, const dh_mi_values *got, const float *got_grad,
+                        const char *which)
+{
+    for (uint32_t b = 0; b < c->count; b++)
+        ck_assert_msg(memcmp(&want[b], &got[b], sizeof want[b]) == 0,
+                      "%s: record %u differs (%s): mi %.17g vs %.17g, nmi %.17g vs %.17g, n %llu "
+                      "vs %llu",
+                      which, b, describe(c), want[b].mi, got[b].mi, want[b].nmi, got[b].nmi,
+                      (unsigned long long)want[b].n, (unsigned long long)got[b].n);
+    if (!c->gradient)
+        return;
+    for (size_t i = 0; i < (size_t)c->count * n; i++)
+        ck_assert_msg(memcmp(&want_grad[i], &got_grad[i], 4) == 0,
+                      "%s: gradient of item %zu pixel %zu differs (%s): %.9g vs %.9g", which,
+                      i / n, i % n, describe(c), want_grad[i], got_grad[i]);
+}
+
+/* CPU against GPU, then the GPU again on another stream with the same workspace. */
+static void compare(const pz_case *c, uint64_t seed)
+{
+    const size_t n = c->side * c->side;
+    const size_t fe = c->fixed_sample == DH_PARZEN_FLOAT32 ? 4 : 2;
+    const size_t me = c->moving_sample == DH_PARZEN_FLOAT32 ? 4 : 2;
+    void *fixed = make_images(c->pattern, c->fixed_sample, c->side, 0, 1, c->specials, seed);
+    void *moving =
+        make_images(c->pattern, c->moving_sample, c->side, 1, c->count, c->specials, seed);
+    uint8_t *fmask = c->masks ? make_mask(n, seed + 5) : NULL;
+    uint8_t *mmask = c->masks ? make_mask((size_t)c->count * n, seed + 6) : NULL;
+    dh_parzen_params p;
+    memset(&p, 0, sizeof p);
+    p.bins = c->bins;
+    p.fixed_window = c->window;
+    p.gradient_of = c->grad_of;
+    p.log2 = c->log2;
+    if (c->ranges) { /* narrower than the data: pixels sit outside on both sides */
+        p.fixed_range_given = p.moving_range_given = 1;
+        p.fixed_lo = -100.0, p.fixed_hi = 900.25;
+        p.moving_lo = 30.5, p.moving_hi = 1100.0;
+    }
+    dh_mi_values *want = calloc(c->count, sizeof *want), *got = calloc(c->count, sizeof *got);
+    float *want_grad = c->gradient ? malloc((size_t)c->count * n * 4) : NULL;
+    float *got_grad = c->gradient ? malloc((size_t)c->count * n * 4) : NULL;
+    dh_parzen_image hf = {fixed, c->fixed_sample, fmask}, hm = {moving, c->moving_sample, mmask};
+    ck_assert_int_eq(dh_parzen_mi_cpu(&p, n, &hf, &hm, c->count, want, want_grad),
+                     DH_PARZEN_OK);
+
+    dh_parzen_image df = {to_device(fixed, fe * n), c->fixed_sample, to_device(fmask, n)};
+    dh_parzen_image dm = {to_device(moving, me * n * c->count), c->moving_sample,
+                          to_device(mmask, n * c->count)};
+    dh_parzen_cuda_workspace *ws = dh_parzen_cuda_workspace_new();
+    ck_assert_ptr_nonnull(ws);
+    run_gpu(ws, &p, n, &df, &dm, c->count, c->gradient, 0, got, got_grad);
+    assert_same(c, n, want, want_grad, got, got_grad, "GPU vs CPU");
+    cudaStream_t stream;
+    ck_assert_int_eq(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+    run_gpu(ws, &p, n, &df, &dm, c->count, c->gradient, stream, got, got_grad);
+    assert_same(c, n, want, want_grad, got, got_grad, "second GPU run");
+    cudaStreamDestroy(stream);
+    dh_parzen_cuda_workspace_free(ws);
+    cudaFree((void *)df.data);
+    cudaFree((void *)df.mask);
+    cudaFree((void *)dm.data);
+    cudaFree((void *)dm.mask);
+    free(fixed);
+    free(moving);
+    free(fmask);
+    free(mmask);
+    free(want);
+    free(got);
+    free(want_grad);
+    free(got_grad);
+}
+
+static pz_case base_case(enum pattern pattern, uint32_t bins, uint32_t count)
+{
+    pz_case c;
+    memset(&c, 0, sizeof c);
+    c.pattern = pattern;
+    c.fixed_sample = c.moving_sample = DH_PARZEN_FLOAT32;
+    c.side = 41;
+    c.bins = bins;
+    c.count = count;
+    c.gradient = 1;
+    return c;
+}
+
+/* ---- Tests -------------------------------------------------------------------------------- */
+
+/* Every pattern, bins, batch, window and gradient kind, float32 with masks or specials. */
+START_TEST(test_grid)
+{
+    static const uint32_t bins[] = {5, 32, 64, 256};
+    static const uint32_t batches[] = {1, 3, 64};
+    const enum pattern pattern = (enum pattern)_i;
+    for (size_t bi = 0; bi < sizeof bins / sizeof *bins; bi++)
+        for (size_t ki = 0; ki < sizeof batches / sizeof *batches; ki++)
+            for (uint32_t w = 0; w < 2; w++)
+                for (uint32_t g = 0; g < 2; g++) {
+                    if (bins[bi] == 256 && batches[ki] == 64 && (w || g))
+                        continue; /* the slowest corner on the CPU once is enough */
+                    pz_case c = base_case(pattern, bins[bi], batches[ki]);
+                    c.window = w;
+                    c.grad_of = g;
+                    c.masks = (bi + ki + w) % 2;
+                    c.specials = (bi + g) % 2;
+                    c.log2 = (ki + g) % 2;
+                    compare(&c, 100 + 17 * bi + 5 * ki + 3 * w + g + 1000 * (uint64_t)_i);
+                }
+}
+END_TEST
+
+/* 16-bit samples (signed and unsigned, fixed and moving mixed with float32: a DRR against a CT
+ * slice), given ranges, scores without a gradient. */
+START_TEST(test_samples_and_ranges)
+{
+    static const dh_parzen_sample samples[] = {DH_PARZEN_FLOAT32, DH_PARZEN_UINT16,
+                                               DH_PARZEN_INT16};
+    for (int fs = 0; fs < 3; fs++)
+        for (int ms = 0; ms < 3; ms++)
+            for (int ranges = 0; ranges < 2; ranges++) {
+                pz_case c = base_case(ms == 2 ? RANDOM : CT_LIKE, 32 + 32 * (uint32_t)ranges, 3);
+                c.fixed_sample = samples[fs];
+                c.moving_sample = samples[ms];
+                c.ranges = ranges;
+                c.masks = (fs + ms) % 2;
+                c.window = (uint32_t)ms % 2;
+                c.grad_of = (uint32_t)fs % 2;
+                compare(&c, 500 + 7 * fs + ms);
+                c.gradient = 0;
+                compare(&c, 600 + 7 * fs + ms);
+            }
+}
+END_TEST
+
+/* Larger images: many blocks per item (one item, or three), each histogram path. */
+START_TEST(test_large)
+{
+    static const uint32_t bins[] = {5, 64, 128, 200, 256};
+    for (size_t bi = 0; bi < sizeof bins / sizeof *bins; bi++)
+        for (uint32_t w = 0; w < 2; w++) {
+            pz_case c = base_case(bi % 2 ? SMOOTH : CT_LIKE, bins[bi], 1 + 2 * (uint32_t)(bi % 2));
+            c.side = 300;
+            c.moving_sample = DH_PARZEN_UINT16;
+            c.window = w;
+            c.grad_of = (uint32_t)bi % 2;
+            c.masks = w;
+            compare(&c, 900 + 3 * bi + w);
+        }
+}
+END_TEST
+
+/* A single pixel, every pixel masked off, one item of a batch entirely masked. */
+START_TEST(test_degenerate)
+{
+    pz_case c = base_case(RANDOM, 8, 2);
+    c.side = 1;
+    compare(&c, 41);
+    c.window = 1;
+    c.grad_of = 1;
+    compare(&c, 42);
+
+    /* Nothing valid in the fixed image: every record empty, the gradient 0. */
+    const size_t n = 64;
+    float fixed[64], moving[128];
+    uint8_t fmask[64], mmask[128];
+    for (size_t k = 0; k < n; k++) {
+        fixed[k] = (float)k;
+        fmask[k] = 0;
+    }
+    for (size_t k = 0; k < 2 * n; k++) {
+        moving[k] = (float)(k * 3 % 17);
+        mmask[k] = k >= n; /* item 0 all masked, item 1 all valid */
+    }
+    for (int which = 0; which < 2; which++) {
+        dh_parzen_params p;
+        memset(&p, 0, sizeof p);
+        p.bins = 16;
+        p.gradient_of = (uint32_t)which;
+        dh_parzen_image hf = {fixed, DH_PARZEN_FLOAT32, which ? NULL : fmask};
+        dh_parzen_image hm = {moving, DH_PARZEN_FLOAT32, mmask};
+        dh_mi_values want[2], got[2];
+        float want_grad[128], got_grad[128];
+        ck_assert_int_eq(dh_parzen_mi_cpu(&p, n, &hf, &hm, 2, want, want_grad), DH_PARZEN_OK);
+        dh_parzen_image df = {to_device(fixed, sizeof fixed), DH_PARZEN_FLOAT32,
+                              which ? NULL : to_device(fmask, sizeof fmask)};
+        dh_parzen_image dm = {to_device(moving, sizeof moving), DH_PARZEN_FLOAT32,
+                              to_device(mmask, sizeof mmask)};
+        dh_parzen_cuda_workspace *ws = dh_parzen_cuda_workspace_new();
+        run_gpu(ws, &p, n, &df, &dm, 2, 1, 0, got, got_grad);
+        pz_case c = base_case(RANDOM, 16, 2);
+        assert_same(&c, n, want, want_grad, got, got_grad, "masked");
+        ck_assert_uint_eq(got[0].n, 0);
+        ck_assert(got[0].status & DH_MI_FLAG_EMPTY);
+        dh_parzen_cuda_workspace_free(ws);
+        cudaFree((void *)df.data);
+        cudaFree((void *)df.mask);
+        cudaFree((void *)dm.data);
+        cudaFree((void *)dm.mask);
+    }
+}
+END_TEST
+
+/* What the CPU twin refuses, the GPU twin refuses, with a message; count 0 does nothing. */
+START_TEST(test_arguments)
+{
+    dh_parzen_params p;
+    memset(&p, 0, sizeof p);
+    p.bins = 32;
+    float *d = NULL;
+    ck_assert_int_eq(cudaMalloc((void **)&d, 64 * sizeof *d), cudaSuccess);
+    dh_mi_values *d_out = NULL;
+    ck_assert_int_eq(cudaMalloc((void **)&d_out, sizeof *d_out), cudaSuccess);
+    dh_parzen_image img = {d, DH_PARZEN_FLOAT32, NULL}, none = {NULL, DH_PARZEN_FLOAT32, NULL};
+    dh_parzen_cuda_workspace *ws = dh_parzen_cuda_workspace_new();
+    char msg[256];
+    ck_assert_int_eq(dh_parzen_mi_cuda(ws, &p, 64, &img, &img, 1, d_out, NULL, 0, msg, sizeof msg),
+                     DH_PARZEN_OK);
+    ck_assert_int_eq(dh_parzen_mi_cuda(ws, &p, 64, &img, &img, 0, NULL, NULL, 0, msg, sizeof msg),
+                     DH_PARZEN_OK);
+    const dh_parzen_params good = p;
+    struct {
+        uint32_t bins, window, grad;
+        int given;
+        double lo, hi;
+    } bad[] = {{4, 0, 0, 0, 0, 0},       {257, 0, 0, 0, 0, 0}, {32, 2, 0, 0, 0, 0},
+               {32, 0, 2, 0, 0, 0},      {32, 0, 0, 1, 5, 1},  {32, 0, 0, 1, 0, INFINITY},
+               {32, 0, 0, 1, NAN, 1.0}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        p = good;
+        p.bins = bad[i].bins;
+        p.fixed_window = bad[i].window;
+        p.gradient_of = bad[i].grad;
+        p.moving_range_given = bad[i].given;
+        p.moving_lo = bad[i].lo;
+        p.moving_hi = bad[i].hi;
+        dh_mi_values host_out;
+        msg[0] = 0;
+        ck_assert_int_eq(dh_parzen_mi_cpu(&p, 64, &img, &img, 1, &host_out, NULL),
+                         DH_PARZEN_ERR_ARGUMENT);
+        ck_assert_int_eq(
+            dh_parzen_mi_cuda(ws, &p, 64, &img, &img, 1, d_out, NULL, 0, msg, sizeof msg),
+            DH_PARZEN_ERR_ARGUMENT);
+        ck_assert_msg(strstr(msg, "dh_parzen_mi_cuda") != NULL, "no message: %s", msg);
+    }
+    /* no pixels, no fixed data, no records, no workspace */
+    const size_t pixels[] = {0, 64, 64, 64};
+    const dh_parzen_image *fixed[] = {&img, &none, &img, &img};
+    dh_mi_values *outs[] = {d_out, d_out, NULL, d_out};
+    dh_parzen_cuda_workspace *spaces[] = {ws, ws, ws, NULL};
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(dh_parzen_mi_cuda(spaces[i], &good, pixels[i], fixed[i], &img, 1,
+                                           outs[i], NULL, 0, msg, sizeof msg),
+                         DH_PARZEN_ERR_ARGUMENT);
+    dh_parzen_cuda_workspace_free(ws);
+    cudaFree(d);
+    cudaFree(d_out);
+}
+END_TEST
+
+int main(void)
+{
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0)
+        return DH_TEST_SKIP;
+    const dh_test tests[] = {DH_TEST_LOOP(test_grid, TWO_VALUE + 1),
+                             DH_TEST(test_samples_and_ranges), DH_TEST(test_large),
+                             DH_TEST(test_degenerate), DH_TEST(test_arguments)};
+    dh_test_in_one_process();
+    return dh_test_run(dh_test_suite("mi_parzen_cuda", 600, DH_TESTS(tests)));
+}
