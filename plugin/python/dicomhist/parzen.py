@@ -89,7 +89,22 @@ class ParzenMI:
         out: (scores, grad) of an earlier device call of the same shape, written again (no
         allocation, what a CUDA graph capture wants). Masks: non-zero = valid; fixed_mask shaped
         like fixed, moving_mask like moving."""
-        if _arrays.is_device_array(moving):
+        if type(moving) is np.ndarray and type(fixed) is np.ndarray:
+            # NumPy images of types the library reads, compact, no masks: straight to the C call
+            ftype, mtype = _TYPES.get(fixed.dtype), _TYPES.get(moving.dtype)
+            if ftype is not None and mtype is not None and fixed_mask is None and \
+                    moving_mask is None and fixed.flags.c_contiguous and \
+                    moving.flags.c_contiguous:
+                shape = moving.shape
+                count, single = (1, True) if shape == fixed.shape else \
+                    _batch_of(shape, fixed.shape, fixed.size, "moving")
+                rec = np.empty(count, SCORE_DTYPE)
+                grad = np.empty(shape, np.float32) if gradient else None
+                with self._lock:
+                    _core.parzen_evaluate(self._handle, fixed.size, fixed, ftype, None, moving,
+                                          mtype, None, count, rec, grad)
+                return (rec[0] if single else rec), grad
+        elif _arrays.is_device_array(moving):
             return self._evaluate_device(fixed, moving, fixed_mask, moving_mask, gradient,
                                          stream, out)
         f, ftype = _host_image(fixed, "fixed")

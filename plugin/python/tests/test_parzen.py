@@ -126,6 +126,10 @@ def test_converted_types_match_native(pair):
     want = dicomhist.parzen_mi(fixed, moving, 40)
     got = dicomhist.parzen_mi(fixed.astype(np.float64), moving.astype(np.float64), 40)
     assert np.array_equal(want, got)  # float64 is rounded to float32, as documented
+    # a strided view takes the copying path: the same bits
+    assert np.array_equal(dicomhist.parzen_mi(fixed.T.copy().T, moving[:, ::1, :], 40), want)
+    assert dicomhist.parzen_mi(np.asfortranarray(fixed), np.asfortranarray(moving[0]), 40) == \
+        want[0]
     ints = (moving * 4000).astype(np.int64)
     assert np.array_equal(dicomhist.parzen_mi(fixed, ints, 40),
                           dicomhist.parzen_mi(fixed, ints.astype(np.uint16), 40))
