@@ -7,6 +7,7 @@
  *   3. Volumes: DICOM files, memory buffers and series read into stored values
  *   4. Histograms: whole volume or per slice, stored or modality units, CPU or CUDA
  *   5. Joint histograms and mutual information: prepared fixed image, batched GPU scoring
+ *   5b. Parzen-window (Mattes) MI and its gradient, batched, host or device, for optimizers
  *   6. Equalization and windowing: tables per volume or slice, derived DICOM and PNG out
  *   7. Batches: a plan from headers alone, then one series at a time, in parallel
  *
@@ -431,6 +432,91 @@ DH_API dh_status dh_mi_evaluate_device(dh_ctx *ctx, dh_mi_fixed *fixed, const vo
  * for the GPU when it is there. */
 DH_API dh_status dh_mi_joint_histogram(dh_ctx *ctx, const dh_mi_fixed *fixed, uint32_t item,
                                        uint32_t *counts);
+
+/* ---------------------------------------------------------------------------------------------
+ * 5b. Parzen-window (Mattes) mutual information and its gradient
+ *
+ * For gradient-based registration (differentiable DRRs): a smooth MI whose derivative with
+ * respect to every moving pixel is defined, one fixed image against a batch of moving images,
+ * from host memory (the CPU twin) or device memory (CUDA, on a caller's stream), with the same
+ * bits on both. The definition is ITK's MattesMutualInformationImageToImageMetricv4 (docs/
+ * registration.md, "Parzen-window MI", has the formulas): B bins on both axes with two padding
+ * bins at each end, each image's range [lo, hi] (given, or its min..max over its valid pixels)
+ * over the B - 4 middle bins, a cubic B-spline window on the moving image and a zero-order (or
+ * cubic) window on the fixed one, the joint histogram as integer sums of quantized weights.
+ * Scores come in dh_mi_scores records (MI, NMI, ECC, the entropies, n; moving_lo/hi are 0; no
+ * valid pixel gives NaN scores with DH_MI_EMPTY); the gradient is d(MI or NMI)/d(moving pixel)
+ * as float32, 0 for pixels that do not count, outside a given moving range, or of a constant
+ * moving image. MI is returned as computed: a loss to minimize is its negative, the caller's.
+ * ------------------------------------------------------------------------------------------- */
+#define DH_PARZEN_MI_MIN_BINS 5
+#define DH_PARZEN_MI_MAX_BINS 256
+#define DH_PARZEN_MI_DEFAULT_BINS 64
+
+/* The fixed image's window. */
+typedef enum dh_parzen_window {
+    DH_PARZEN_WINDOW_BOX = 0,   /* zero order, ITK's: each pixel in its own bin (the default) */
+    DH_PARZEN_WINDOW_CUBIC = 1, /* the cubic B-spline, as on the moving image */
+    DH_PARZEN_WINDOW_FORCE_INT32 = 0x7fffffff
+} dh_parzen_window;
+
+/* The score the gradient is of. */
+typedef enum dh_parzen_score {
+    DH_PARZEN_SCORE_MI = 0,
+    DH_PARZEN_SCORE_NMI = 1, /* (H(f) + H(m)) / H(f, m) */
+    DH_PARZEN_SCORE_FORCE_INT32 = 0x7fffffff
+} dh_parzen_score;
+
+typedef struct dh_parzen_mi_params {
+    uint32_t struct_size;          /* sizeof(dh_parzen_mi_params), set by the _init function */
+    uint32_t bins;                 /* 5..256, both axes; default 64 */
+    dh_parzen_window fixed_window; /* default DH_PARZEN_WINDOW_BOX */
+    dh_parzen_score gradient_of;   /* default DH_PARZEN_SCORE_MI */
+    int32_t log2;                  /* scores and gradient in bits instead of nats */
+    int32_t has_range_fixed;       /* 0: the fixed image's min..max over its valid pixels */
+    int32_t has_range_moving;      /* 0: each moving image's own min..max (ITK's choice) */
+    double fixed_lo, fixed_hi;     /* finite, lo <= hi, in the images' values */
+    double moving_lo, moving_hi;
+} dh_parzen_mi_params;
+
+DH_API void dh_parzen_mi_params_init(dh_parzen_mi_params *params);
+
+/* The parameters checked once, with the device scratch that evaluations reuse (an optimizer
+ * loop creates one and calls it every step). Used by one thread at a time. */
+typedef struct dh_parzen_mi dh_parzen_mi;
+
+/* Checks params (NULL: the defaults) and makes *out, freed with dh_parzen_mi_free. Fails with
+ * DH_ERR_INVALID_ARGUMENT on bins, window, gradient kind or a given range out of bounds. */
+DH_API dh_status dh_parzen_mi_create(dh_ctx *ctx, const dh_parzen_mi_params *params,
+                                     dh_parzen_mi **out);
+DH_API void dh_parzen_mi_free(dh_parzen_mi *parzen);
+
+/* Scores `count` (>= 1) moving images against one fixed image, all of `pixels` pixels (1 ..
+ * 2^32 - 1), in host memory, on the CPU: the fixed image of fixed_type (a dh_sample_type) with
+ * an optional mask of `pixels` bytes (non-zero: valid; NULL: all), the moving images compact one
+ * after the other (image b at moving + b * pixels samples) of moving_type, with optional masks
+ * likewise (count * pixels bytes). A float32 value that is NaN or infinite is not valid. A pixel
+ * counts when it is valid in both. Writes out[count] and, when gradient is not NULL,
+ * gradient[b * pixels + k] = d score_b / d moving pixel k (count * pixels floats). */
+DH_API dh_status dh_parzen_mi_evaluate(dh_ctx *ctx, dh_parzen_mi *parzen, size_t pixels,
+                                       const void *fixed, int fixed_type,
+                                       const uint8_t *fixed_mask, const void *moving,
+                                       int moving_type, const uint8_t *moving_masks,
+                                       uint32_t count, dh_mi_scores *out, float *gradient);
+
+/* The same with every pointer in GPU memory (out: count records, gradient: count * pixels
+ * floats or NULL), enqueued on `stream` (a cudaStream_t; NULL = the default stream); results
+ * are ready when the stream reaches them, with the bits of dh_parzen_mi_evaluate. The device
+ * scratch grows on the first call of a larger size (which allocates); calls that need no more
+ * neither allocate nor synchronize, so they can be captured in a CUDA graph after one warm-up
+ * call. DH_ERR_NO_DEVICE in builds without CUDA or without a usable GPU, DH_ERR_CUDA with CUDA's
+ * text when a CUDA call fails. */
+DH_API dh_status dh_parzen_mi_evaluate_device(dh_ctx *ctx, dh_parzen_mi *parzen, size_t pixels,
+                                              const void *d_fixed, int fixed_type,
+                                              const uint8_t *d_fixed_mask, const void *d_moving,
+                                              int moving_type, const uint8_t *d_moving_masks,
+                                              uint32_t count, void *stream, dh_mi_scores *d_out,
+                                              float *d_gradient);
 
 /* ---------------------------------------------------------------------------------------------
  * 6. Equalization and windowing

@@ -7,6 +7,8 @@ a CUDA GPU, from NumPy arrays, CuPy arrays and PyTorch tensors (docs/python.md).
     eq = dicomhist.equalize(vol, window="minmax")
     fixed = dicomhist.MIFixed(xray, bins=64, range_moving=(0.0, 1.0))
     scores = fixed.scores(drr_batch)               # a torch CUDA (B, H, W) float32 batch
+    mi, grad = dicomhist.parzen_mi(xray, drr, gradient=True)  # Mattes MI and d MI / d drr
+    loss = dicomhist.torch.MattesMI(loss=True)(xray_t, drr_t)  # the same as a torch loss
 """
 from . import errors
 from ._core import cuda_available, version as _version
@@ -17,6 +19,7 @@ from .errors import (CudaError, DicomhistError, DicomIOError, InternalError, Inv
 from .histogram import Histogram, histogram
 from .mi import (EMPTY, SCORE_DTYPE, ZERO_JOINT_ENTROPY, DeviceScores, MIFixed, joint_histogram,
                  mi_scores, mutual_information, normalized_mutual_information)
+from .parzen import ParzenMI, parzen_mi, parzen_mi_value_and_grad
 from .volume import ReadResult, Volume, from_array, read, read_all
 
 __version__ = _version()
@@ -24,6 +27,6 @@ __version__ = _version()
 __all__ = ["read", "read_all", "from_array", "Volume", "ReadResult", "histogram", "Histogram",
            "equalize", "mutual_information", "mi_scores", "joint_histogram", "MIFixed",
            "DeviceScores", "normalized_mutual_information", "SCORE_DTYPE", "EMPTY",
-           "ZERO_JOINT_ENTROPY", "cuda_available", "errors", "DicomhistError",
+           "ZERO_JOINT_ENTROPY", "ParzenMI", "parzen_mi", "parzen_mi_value_and_grad", "cuda_available", "errors", "DicomhistError",
            "InvalidArgumentError", "DicomIOError", "MalformedError", "UnsupportedError",
            "MismatchError", "OutOfMemoryError", "NoDeviceError", "CudaError", "InternalError"]

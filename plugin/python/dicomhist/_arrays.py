@@ -232,7 +232,8 @@ def device_dtype(like, np_dtype):
     """like's library's dtype for a NumPy dtype (for .view)."""
     if library_of(like) == "torch":
         import torch
-        return {np.dtype(np.float64): torch.float64, np.dtype(np.int64): torch.int64,
+        return {np.dtype(np.float64): torch.float64, np.dtype(np.float32): torch.float32,
+                np.dtype(np.int64): torch.int64,
                 np.dtype(np.int32): torch.int32, np.dtype(np.uint32): torch.int32}[np.dtype(np_dtype)]
     return np_dtype
 

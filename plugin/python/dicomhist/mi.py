@@ -23,6 +23,9 @@ assert SCORE_DTYPE.itemsize == _core.SCORE_RECORD_SIZE
 EMPTY, ZERO_JOINT_ENTROPY = _core.MI_EMPTY, _core.MI_ZERO_JOINT_ENTROPY
 
 _DEFAULT_MAX_BATCH = 64
+# dtypes the library reads as they are (dh_sample_type)
+_FAST_TYPES = {np.dtype(np.uint16): _arrays.SAMPLE_UINT16, np.dtype(np.int16): _arrays.SAMPLE_INT16,
+               np.dtype(np.float32): _arrays.SAMPLE_FLOAT32}
 
 
 def _bins_pair(bins):
@@ -126,6 +129,7 @@ class MIFixed:
                   **moving_fields}
         self._handle = _core.mi_fixed_new(samples, ftype, samples.size, m, **params)
         self.info = _core.mi_fixed_info(self._handle)
+        self._pixels = self.info["pixels"]
         self.bins = (bf, bm)
         self.device = self.info["device"]
         self.max_batch = int(max_batch)
@@ -164,6 +168,19 @@ class MIFixed:
 
     # -- host memory
     def _scores_host(self, moving, valid):
+        # The common case first, with nothing to convert or split: one compact NumPy image of
+        # a type the library reads, no mask (an optimizer's loop; issue 22's host cost).
+        if (valid is None and type(moving) is np.ndarray and moving.shape == self.shape
+                and moving.flags.c_contiguous):
+            mtype = _FAST_TYPES.get(moving.dtype)
+            if mtype is not None:
+                self._check_moving_type(mtype)
+                rec = np.empty(1, dtype=SCORE_DTYPE)
+                pixels = self._pixels
+                with self._lock:
+                    _core.mi_evaluate(self._handle, moving, mtype, pixels, 1, None, pixels, rec)
+                    self._last = (1, self.max_batch)
+                return rec[0]
         a, mtype = _arrays.as_samples(moving, "moving")
         self._check_moving_type(mtype)
         single = a.shape == self.shape

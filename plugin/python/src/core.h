@@ -37,6 +37,7 @@ int core_get_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t min_len, int writ
 int core_hist_params(PyObject *kwargs, dh_hist_params *p);
 int core_equalize_params(PyObject *kwargs, dh_equalize_params *p);
 int core_mi_params(PyObject *kwargs, dh_mi_params *p);
+int core_parzen_params(PyObject *kwargs, dh_parzen_mi_params *p);
 
 /* The values of the API's enums as module constants, their names without "DH_"
  * (DEVICE_CUDA, WINDOW_MINMAX, ...), for the Python side (core_constants.c). */
@@ -46,6 +47,7 @@ int core_constants_add(PyObject *module);
 extern PyMethodDef core_support_methods[];
 extern PyMethodDef core_volume_methods[];
 extern PyMethodDef core_mi_methods[];
+extern PyMethodDef core_parzen_methods[];
 extern PyMethodDef core_params_methods[];
 int core_memory_type_init(PyObject *module);
 

@@ -42,6 +42,13 @@ static const constant CONSTANTS[] = {
     /* dh_mi_flag: the bits of a score record's status */
     NAMED(DH_MI_EMPTY),
     NAMED(DH_MI_ZERO_JOINT_ENTROPY),
+    /* dh_parzen_window, dh_parzen_score */
+    NAMED(DH_PARZEN_WINDOW_BOX),
+    NAMED(DH_PARZEN_WINDOW_CUBIC),
+    NAMED(DH_PARZEN_SCORE_MI),
+    NAMED(DH_PARZEN_SCORE_NMI),
+    NAMED(DH_PARZEN_MI_MIN_BINS),
+    NAMED(DH_PARZEN_MI_MAX_BINS),
     /* dh_eq_operation */
     NAMED(DH_EQ_EQUALIZE),
     NAMED(DH_EQ_WINDOW_LEVEL),

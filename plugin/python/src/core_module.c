@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * core_module.c: the module dicomhist._core: its own two functions (CUDA available, version),
- * the method tables of core_support.c, core_volume.c, core_mi.c and core_params.c, and the
+ * the method tables of core_support.c, core_volume.c, core_mi.c, core_parzen.c and core_params.c, and the
  * constants of core_constants.c. Only this file refers to the others' tables, and none of them
  * calls into it.
  */
@@ -39,6 +39,7 @@ PyMODINIT_FUNC PyInit__core(void)
     if (PyModule_AddFunctions(m, core_support_methods) < 0 ||
         PyModule_AddFunctions(m, core_volume_methods) < 0 ||
         PyModule_AddFunctions(m, core_mi_methods) < 0 ||
+        PyModule_AddFunctions(m, core_parzen_methods) < 0 ||
         PyModule_AddFunctions(m, core_params_methods) < 0 || core_memory_type_init(m) < 0 ||
         core_constants_add(m) < 0) {
         Py_DECREF(m);

@@ -83,6 +83,22 @@ static const param_field MI_FIELDS[] = {
     {NULL, 0, 0},
 };
 
+static const param_field PARZEN_FIELDS[] = {
+    FIELD(dh_parzen_mi_params, bins, FIELD_U32),
+    FIELD(dh_parzen_mi_params, fixed_window, FIELD_ENUM),
+    FIELD(dh_parzen_mi_params, gradient_of, FIELD_ENUM),
+    FIELD(dh_parzen_mi_params, log2, FIELD_FLAG),
+    FIELD(dh_parzen_mi_params, has_range_fixed, FIELD_FLAG),
+    FIELD(dh_parzen_mi_params, has_range_moving, FIELD_FLAG),
+    FIELD(dh_parzen_mi_params, fixed_lo, FIELD_DOUBLE),
+    FIELD(dh_parzen_mi_params, fixed_hi, FIELD_DOUBLE),
+    FIELD(dh_parzen_mi_params, moving_lo, FIELD_DOUBLE),
+    FIELD(dh_parzen_mi_params, moving_hi, FIELD_DOUBLE),
+    {NULL, 0, 0},
+};
+_Static_assert(sizeof(dh_parzen_window) == 4 && sizeof(dh_parzen_score) == 4,
+               "FIELD_ENUM stores an int32_t");
+
 /* The TypeError for a keyword that is no field of `type`, naming the ones there are. */
 static int unknown_field(const char *type, const param_field *fields, PyObject *key)
 {
@@ -192,6 +208,12 @@ int core_mi_params(PyObject *kwargs, dh_mi_params *p)
 {
     dh_mi_params_init(p);
     return read_fields("dh_mi_params", MI_FIELDS, kwargs, p);
+}
+
+int core_parzen_params(PyObject *kwargs, dh_parzen_mi_params *p)
+{
+    dh_parzen_mi_params_init(p);
+    return read_fields("dh_parzen_mi_params", PARZEN_FIELDS, kwargs, p);
 }
 
 /* parse_window(text) -> the dh_equalize_params fields a window sets (window, center, width,

@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: MIT
+/*
+ * core_parzen.c: Parzen-window (Mattes) MI and its gradient (dicomhist.h section 5b) for
+ * dicomhist/parzen.py: a checked parameter set with its own context and device scratch, and
+ * evaluations from host buffers (the GIL released while the CPU works) or device pointers on a
+ * caller's stream (only enqueued, so the GIL is kept).
+ */
+#include "core.h"
+
+static const char PARZEN_NAME[] = "dicomhist.parzen_mi";
+
+/* A dh_parzen_mi and the context its calls report into (one thread at a time: the Python
+ * class holds a lock). */
+typedef struct {
+    dh_ctx *ctx;
+    dh_parzen_mi *parzen;
+} parzen_box;
+
+static void parzen_destroy(PyObject *capsule)
+{
+    parzen_box *box = PyCapsule_GetPointer(capsule, PARZEN_NAME);
+    if (box) {
+        dh_parzen_mi_free(box->parzen);
+        dh_ctx_free(box->ctx);
+        PyMem_Free(box);
+    }
+}
+
+/* parzen_new(**fields of dh_parzen_mi_params) -> capsule */
+static PyObject *py_parzen_new(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    (void)self;
+    dh_parzen_mi_params p;
+    if (PyTuple_Size(args) != 0) {
+        PyErr_SetString(PyExc_TypeError, "parzen_new takes keyword arguments only");
+        return NULL;
+    }
+    if (core_parzen_params(kwargs, &p) < 0)
+        return NULL;
+    parzen_box *box = PyMem_Calloc(1, sizeof *box);
+    if (!box || !(box->ctx = dh_ctx_create())) {
+        PyMem_Free(box);
+        return PyErr_NoMemory();
+    }
+    dh_status st = dh_parzen_mi_create(box->ctx, &p, &box->parzen);
+    PyObject *capsule = NULL;
+    if (st != DH_OK)
+        core_raise(st, dh_ctx_error(box->ctx));
+    else if ((capsule = PyCapsule_New(box, PARZEN_NAME, parzen_destroy)))
+        return capsule;
+    dh_parzen_mi_free(box->parzen);
+    dh_ctx_free(box->ctx);
+    PyMem_Free(box);
+    return NULL;
+}
+
+/* Releases the buffers of one host call that were acquired (obj non-NULL). */
+static void release_all(Py_buffer *views, PyObject **objs, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (objs[i])
+            PyBuffer_Release(&views[i]);
+}
+
+static Py_ssize_t sample_size(int sample_type)
+{
+    return sample_type == DH_SAMPLE_FLOAT32 ? 4 : 2;
+}
+
+/* parzen_evaluate(parzen, pixels, fixed, fixed_type, fixed_mask or None, moving, moving_type,
+ *                 moving_masks or None, count, out, gradient or None): host buffers, each
+ * checked to hold what the call reads or writes. */
+static PyObject *py_parzen_evaluate(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *capsule, *obj[6];
+    Py_ssize_t pixels;
+    int ftype, mtype;
+    unsigned count;
+    if (!PyArg_ParseTuple(args, "OnOiOOiOIOO", &capsule, &pixels, &obj[0], &ftype, &obj[1],
+                          &obj[2], &mtype, &obj[3], &count, &obj[4], &obj[5]))
+        return NULL;
+    parzen_box *box = PyCapsule_GetPointer(capsule, PARZEN_NAME);
+    if (!box)
+        return NULL;
+    if (pixels < 1 || count < 1) {
+        PyErr_SetString(PyExc_ValueError, "parzen_evaluate: pixels >= 1 and count >= 1 needed");
+        return NULL;
+    }
+    const Py_ssize_t batch = pixels * (Py_ssize_t)count;
+    const Py_ssize_t need[6] = {pixels * sample_size(ftype), pixels, batch * sample_size(mtype),
+                                batch, (Py_ssize_t)count * (Py_ssize_t)sizeof(dh_mi_scores),
+                                batch * 4};
+    static const char *const what[6] = {"fixed image", "fixed mask", "moving images",
+                                         "moving masks", "score records", "gradient"};
+    Py_buffer view[6];
+    for (int i = 0; i < 6; i++) {
+        int optional = i == 1 || i == 3 || i == 5;
+        if (optional && obj[i] == Py_None) {
+            obj[i] = NULL;
+            continue;
+        }
+        if (core_get_buffer(obj[i], &view[i], need[i], i >= 4, what[i]) < 0) {
+            release_all(view, obj, i);
+            return NULL;
+        }
+    }
+    dh_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = dh_parzen_mi_evaluate(box->ctx, box->parzen, (size_t)pixels, view[0].buf, ftype,
+                               obj[1] ? view[1].buf : NULL, view[2].buf, mtype,
+                               obj[3] ? view[3].buf : NULL, count, view[4].buf,
+                               obj[5] ? view[5].buf : NULL);
+    Py_END_ALLOW_THREADS
+    release_all(view, obj, 6);
+    if (st != DH_OK)
+        return core_raise(st, dh_ctx_error(box->ctx));
+    Py_RETURN_NONE;
+}
+
+/* parzen_evaluate_device(parzen, pixels, fixed_ptr, fixed_type, fixed_mask_ptr, moving_ptr,
+ *                        moving_type, moving_masks_ptr, count, stream, out_ptr, gradient_ptr):
+ * device pointers (0 for none) and a cudaStream_t as integers; only enqueues. */
+static PyObject *py_parzen_evaluate_device(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *capsule;
+    Py_ssize_t pixels;
+    unsigned long long fixed, fmask, moving, mmask, stream, out, grad;
+    int ftype, mtype;
+    unsigned count;
+    if (!PyArg_ParseTuple(args, "OnKiKKiKIKKK", &capsule, &pixels, &fixed, &ftype, &fmask,
+                          &moving, &mtype, &mmask, &count, &stream, &out, &grad))
+        return NULL;
+    parzen_box *box = PyCapsule_GetPointer(capsule, PARZEN_NAME);
+    if (!box)
+        return NULL;
+    if (pixels < 1) {
+        PyErr_SetString(PyExc_ValueError, "parzen_evaluate_device: pixels >= 1 needed");
+        return NULL;
+    }
+    dh_status st = dh_parzen_mi_evaluate_device(
+        box->ctx, box->parzen, (size_t)pixels, (const void *)(uintptr_t)fixed, ftype,
+        (const uint8_t *)(uintptr_t)fmask, (const void *)(uintptr_t)moving, mtype,
+        (const uint8_t *)(uintptr_t)mmask, count, (void *)(uintptr_t)stream,
+        (dh_mi_scores *)(uintptr_t)out, (float *)(uintptr_t)grad);
+    if (st != DH_OK)
+        return core_raise(st, dh_ctx_error(box->ctx));
+    Py_RETURN_NONE;
+}
+
+PyMethodDef core_parzen_methods[] = {
+    {"parzen_new", (PyCFunction)(void (*)(void))py_parzen_new, METH_VARARGS | METH_KEYWORDS,
+     "dh_parzen_mi_create; keyword arguments are dh_parzen_mi_params fields."},
+    {"parzen_evaluate", py_parzen_evaluate, METH_VARARGS, "dh_parzen_mi_evaluate."},
+    {"parzen_evaluate_device", py_parzen_evaluate_device, METH_VARARGS,
+     "dh_parzen_mi_evaluate_device."},
+    {NULL, NULL, 0, NULL},
+};
