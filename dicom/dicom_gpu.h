@@ -17,8 +17,7 @@
 
 #include "dh_dicom.h"
 
-namespace dh_dicom_impl
-{
+namespace dh_dicom_impl {
 
 /* One frame's code stream, already checked against the dataset by the CPU side. */
 struct gpu_frame {

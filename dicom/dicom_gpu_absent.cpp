@@ -5,11 +5,9 @@
  */
 #include "dicom_gpu.h"
 
-namespace dh_dicom_impl
-{
+namespace dh_dicom_impl {
 
-namespace
-{
+namespace {
 const char *const not_built = "built without GPU decoders (configure with "
                               "-DDH_GPU_CODECS=<folder from tools/fetch-gpu-codecs>)";
 }

@@ -12,12 +12,29 @@
 #include "dicom_gpu_api.h"
 
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
-namespace dh_dicom_impl
-{
+namespace dh_dicom_impl {
 
-namespace
+namespace {
+
+/* Measured on an H100 with nvJPEG 13.3.2 (tests/test_dicom_gpu_decode --gpu, docs/batch.md): its
+ * lossless backend returned wrong values, without an error, for every small SV1 frame tried (the
+ * 64x64 sample CT, 97x61 frames at 8 to 16 bits from dcmcjpeg: values go wrong after about the
+ * first 55 bytes of entropy-coded data), while 512x512 and larger frames came out exact; and on
+ * 512x512 12-bit CT it read 19 MB/s against DCMTK's 98 on one thread, 62 against 1131 on 16.
+ * Wrong and slower: JPEG lossless stays with DCMTK unless DH_GPU_JPEG_LOSSLESS=1 asks for nvJPEG,
+ * which only serves to measure a newer nvJPEG with the same test. */
+const char *const refused_by_default =
+    "JPEG lossless stays with DCMTK: nvJPEG 13.3's lossless backend returned wrong values for "
+    "small frames and was slower (docs/batch.md; DH_GPU_JPEG_LOSSLESS=1 tries it)";
+
+bool asked_for()
 {
+    const char *v = getenv("DH_GPU_JPEG_LOSSLESS");
+    return v != nullptr && strcmp(v, "1") == 0;
+}
 
 /* nvJPEG versions before this decode 9 to 15-bit lossless streams to zeros. */
 constexpr int twelve_bit_fix[3] = {13, 0, 2};
@@ -40,9 +57,11 @@ struct lossless_call {
         if (state != nullptr)
             api.nvjpegJpegStateDestroy(state);
         if (device != 0)
-            api.cuMemFree(device);
-        if (stream != nullptr)
+            api.cuMemFreeAsync(device, stream);
+        if (stream != nullptr) {
+            api.cuStreamSynchronize(stream);
             api.cuStreamDestroy(stream);
+        }
     }
 };
 
@@ -112,6 +131,10 @@ bool gpu_decode_jpeg_lossless(const std::vector<gpu_frame> &frames, const dh_dic
         reason = api->jpeg_missing;
         return false;
     }
+    if (!asked_for()) {
+        reason = refused_by_default;
+        return false;
+    }
     for (uint32_t f = 0; f < frames.size(); f++) {
         const jpeg_header h = read_header(frames[f].bytes, frames[f].length);
         if (h.sof != 0xc3 || h.scans != 1)
@@ -140,9 +163,9 @@ bool gpu_decode_jpeg_lossless(const std::vector<gpu_frame> &frames, const dh_dic
     lossless_call call(*api);
     CUresult r = api->cuStreamCreate(&call.stream, CU_STREAM_NON_BLOCKING);
     if (r == CUDA_SUCCESS)
-        r = api->cuMemAlloc(&call.device, bytes);
+        r = api->cuMemAllocAsync(&call.device, bytes, call.stream);
     if (r != CUDA_SUCCESS) {
-        reason = cuda_error(*api, "cuStreamCreate/cuMemAlloc", r);
+        reason = cuda_error(*api, "cuStreamCreate/cuMemAllocAsync", r);
         return false;
     }
     if (api->nvjpegJpegStateCreate(api->lossless, &call.state) != NVJPEG_STATUS_SUCCESS ||

@@ -10,11 +10,9 @@
 
 #include "dicom_gpu.h"
 
-namespace dh_dicom_impl
-{
+namespace dh_dicom_impl {
 
-namespace
-{
+namespace {
 const frame_marker soi_lossless = {"JPEG lossless", "SOI", {0xff, 0xd8, 0xff}, 3};
 }
 

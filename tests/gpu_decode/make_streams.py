@@ -113,9 +113,26 @@ def write_pair(dest, name, pixels, bits, signed, syntax, encode):
     save(ds, os.path.join(dest, name + ".dcm"))
 
 
+def bench(dest, frames):
+    """bench_ct_{j2k,htj2k,jpll}.dcm: `frames` CT-like 512x512 12-bit frames in one file each,
+    for bench_decode --gpu (no twins)."""
+    ct = ct_like(frames, 11)
+    with tempfile.TemporaryDirectory() as work:
+        write_pair(work, "bench_ct_j2k", ct, 12, False, "1.2.840.10008.1.2.4.90",
+                   lambda f: encode_frame("opj_compress", f, 12, False, work, []))
+        write_pair(work, "bench_ct_htj2k", ct, 12, False, "1.2.840.10008.1.2.4.201",
+                   lambda f: encode_frame("ojph_compress", f, 12, False, work, []))
+        write_pair(work, "bench_ct_jpll", ct, 12, False, "1.2.840.10008.1.2.4.70", None)
+        for name in ("bench_ct_j2k", "bench_ct_htj2k", "bench_ct_jpll"):
+            os.replace(os.path.join(work, name + ".dcm"), os.path.join(dest, name + ".dcm"))
+
+
 def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "--bench":
+        os.makedirs(sys.argv[2], exist_ok=True)
+        return bench(sys.argv[2], int(sys.argv[3]))
     if len(sys.argv) != 2:
-        sys.exit("usage: make_streams.py DEST")
+        sys.exit("usage: make_streams.py DEST | make_streams.py --bench DEST FRAMES")
     dest = sys.argv[1]
     os.makedirs(dest, exist_ok=True)
     with tempfile.TemporaryDirectory() as work:
