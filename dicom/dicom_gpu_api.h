@@ -67,7 +67,7 @@ struct gpu_api {
                                           nvjpegImage_t *, cudaStream_t);
 
     /* Made once with the libraries, used by every decode (each call has its own state and
-     * stream; the handles are documented as shareable between threads). */
+     * stream; nvJPEG2000's guide asks for one decode state and parsed stream per thread, the handle may be shared). */
     CUcontext context;
     nvjpeg2kHandle_t j2k;
     int j2k_version[3];
