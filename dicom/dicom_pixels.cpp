@@ -9,6 +9,8 @@
  */
 #include "dicom_internal.h"
 
+#include "dicom_gpu.h"
+
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -214,7 +216,10 @@ void decode_pixels(DcmDataset &ds, E_TransferSyntax xfer, const dh_dicom_read_op
             return;
         }
         if (is_jpeg2000(xfer)) {
-            if (options.gpu_decode && decode_jpeg2000_gpu(*seq, img, out, why)) {
+            /* Usability first (known after the first read), so a machine without the GPU
+             * decoders does not gather and check the streams twice. */
+            if (options.gpu_decode && gpu_decoders_usable(why) &&
+                decode_jpeg2000_gpu(*seq, img, out, why)) {
                 note_decoder(img, "nvjpeg2k", "");
             } else {
                 decode_jpeg2000(*seq, img, options.codec_threads, out);
@@ -224,7 +229,7 @@ void decode_pixels(DcmDataset &ds, E_TransferSyntax xfer, const dh_dicom_read_op
             return;
         }
         refuse_stalling_jpeg(*seq, xfer);
-        if (xfer == EXS_JPEGProcess14SV1 && options.gpu_decode) {
+        if (xfer == EXS_JPEGProcess14SV1 && options.gpu_decode && gpu_decoders_usable(why)) {
             if (decode_jpeg_lossless_gpu(*seq, img, out, why)) {
                 note_decoder(img, "nvjpeg", "");
                 extract(in_place, n, img, out);
