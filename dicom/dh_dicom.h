@@ -127,6 +127,15 @@ typedef struct dh_dicom_image {
     uint16_t *voi_lut; /* owned by the image */
     char voi_lut_explanation[DH_DICOM_UID_LEN]; /* LUTExplanation, "" when absent */
     char window_explanation[DH_DICOM_UID_LEN];  /* the first WindowCenterWidthExplanation */
+
+    /* Which decoder read the pixels (want_pixels only; "" otherwise): "native" (uncompressed),
+     * "dcmtk" (RLE, JPEG), "charls" (JPEG-LS), "openjpeg" (JPEG 2000, HTJ2K), "nvjpeg2k"
+     * (JPEG 2000, HTJ2K on the GPU), "nvjpeg" (JPEG lossless SV1 on the GPU). When the read asked
+     * for GPU decoding and the syntax has a GPU decoder but the CPU read it, decoder_note says
+     * why (libraries absent or too old, no GPU, a stream the GPU decoder refused or failed on);
+     * "" otherwise. */
+    char decoder[16];
+    char decoder_note[DH_DICOM_MSG_LEN / 2];
 } dh_dicom_image;
 
 /* Bounds on compressed pixel data, checked before anything is decompressed or allocated: every
@@ -162,6 +171,12 @@ typedef struct dh_dicom_read_options {
     /* OpenJPEG worker threads for each JPEG 2000 / HTJ2K frame: 0 or 1 means one (batch work
      * runs files in parallel instead); more only pays for one huge image. At most 64. */
     uint32_t codec_threads;
+    /* 1: decode JPEG 2000 (.90, .91), HTJ2K (.201-.203) and JPEG lossless SV1 (.70) on the GPU
+     * through NVIDIA's nvJPEG2000 and nvJPEG where they load (dicom_gpu_load.cpp), else on the
+     * CPU with the reason in decoder_note; each frame's stream is checked against the dataset on
+     * the CPU first either way, and whatever the GPU refuses or fails on is decoded on the CPU.
+     * 0: the CPU decoders only. */
+    int gpu_decode;
 } dh_dicom_read_options;
 
 /* dh_dicom_read_file and dh_dicom_read_memory with options. */
@@ -173,6 +188,10 @@ dh_dicom_status dh_dicom_read_memory_with(const void *data, size_t size, int wan
                                           dh_dicom_image **out, char *msg, size_t msg_len);
 
 void dh_dicom_image_free(dh_dicom_image *image);
+
+/* Whether this process can decode on the GPU (NVIDIA's decoders found, recent enough, and a GPU
+ * answering): 1, or 0 with the reason in msg. The libraries are looked for once per process. */
+int dh_dicom_gpu_decoders(char *msg, size_t msg_len);
 
 #ifdef __cplusplus
 }

@@ -97,8 +97,9 @@ void read_lossy(DcmDataset &ds, dh_dicom_image &img);
 void check_pixel_data(DcmDataset &ds, E_TransferSyntax xfer, dh_dicom_image &img);
 
 /* Decompresses when needed and writes img.pixels: masked, sign-extended stored values;
- * codec_threads as dh_dicom_read_options says (dicom_pixels.cpp). */
-void decode_pixels(DcmDataset &ds, E_TransferSyntax xfer, uint32_t codec_threads,
+ * codec threads and GPU decoding as dh_dicom_read_options says; sets img.decoder and
+ * img.decoder_note (dicom_pixels.cpp). */
+void decode_pixels(DcmDataset &ds, E_TransferSyntax xfer, const dh_dicom_read_options &options,
                    dh_dicom_image &img);
 
 /* One item of an encapsulated pixel sequence, with its bytes (none when DCMTK cannot give
@@ -175,6 +176,19 @@ inline bool is_jpeg2000(E_TransferSyntax xfer)
  * reason. `threads` OpenJPEG workers per frame, one when 0 (dicom_jpeg2000.cpp). */
 void decode_jpeg2000(DcmPixelSequence &seq, const dh_dicom_image &img, uint32_t threads,
                      uint16_t *cells);
+
+/* The same through nvJPEG2000 on the GPU (dicom_gpu_jpeg2000.cpp), every frame's stream checked
+ * here on the CPU first exactly as decode_jpeg2000 does (a malformed one fails the same way):
+ * returns false with the reason when the GPU refused or failed, leaving cells for the CPU to
+ * fill (dicom_jpeg2000.cpp). */
+bool decode_jpeg2000_gpu(DcmPixelSequence &seq, const dh_dicom_image &img, uint16_t *cells,
+                         std::string &reason);
+
+/* JPEG lossless SV1 through nvJPEG on the GPU (dicom_gpu_jpeg_lossless.cpp), the frames found as
+ * for the other codecs decoded outside DCMTK: false with the reason when refused or failed,
+ * DCMTK then decodes (dicom_jpeg_lossless.cpp). */
+bool decode_jpeg_lossless_gpu(DcmPixelSequence &seq, const dh_dicom_image &img, uint16_t *cells,
+                              std::string &reason);
 
 /* Replaces the native PixelData of a grayscale dataset by its lossless JPEG 2000 encoding
  * (reversible 5/3 wavelet, one tile, one quality layer) through OpenJPEG, one fragment per frame

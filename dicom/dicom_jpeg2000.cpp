@@ -18,6 +18,7 @@
  */
 #include "dicom_internal.h"
 
+#include "dicom_gpu.h"
 #include "dicom_openjpeg.h"
 
 #include <algorithm>
@@ -246,15 +247,26 @@ void check_packet_data(const Uint8 *d, uint64_t n, const char *codec, uint32_t f
     }
 }
 
-/* Decodes one frame's code stream d[0..n) into cells[rows * columns]. */
-void decode_frame(const Uint8 *d, uint64_t n, const dh_dicom_image &img, const char *codec,
-                  uint32_t frame, uint32_t threads, uint16_t *cells)
+/* The bare code stream of one frame's bytes d[0..n) (out of a JP2 wrapper, padding after its
+ * EOC cut off), checked against the dataset before any decoder sees it. */
+gpu_frame checked_code_stream(const Uint8 *d, uint64_t n, const dh_dicom_image &img,
+                              const char *codec, uint32_t frame)
 {
     if (n >= sizeof jp2_signature && memcmp(d, jp2_signature, sizeof jp2_signature) == 0)
         d = jp2_code_stream(d, n, n);
     n = without_padding(d, n);
     check_siz(d, n, img, codec, frame);
     check_packet_data(d, n, codec, frame);
+    return gpu_frame{d, n};
+}
+
+/* Decodes one frame's code stream d[0..n) into cells[rows * columns]. */
+void decode_frame(const Uint8 *d, uint64_t n, const dh_dicom_image &img, const char *codec,
+                  uint32_t frame, uint32_t threads, uint16_t *cells)
+{
+    const gpu_frame checked = checked_code_stream(d, n, img, codec, frame);
+    d = checked.bytes;
+    n = checked.length;
 
     std::string errors;
     std::unique_ptr<opj_codec_t, opj_codec_free> c(opj_create_decompress(OPJ_CODEC_J2K));
@@ -325,6 +337,28 @@ void decode_jpeg2000(DcmPixelSequence &seq, const dh_dicom_image &img, uint32_t 
         decode_frame(joined.data(), joined.size(), img, marker.codec, f, threads,
                      cells + f * frame_cells);
     }
+}
+
+bool decode_jpeg2000_gpu(DcmPixelSequence &seq, const dh_dicom_image &img, uint16_t *cells,
+                         std::string &reason)
+{
+    const frame_marker &marker = is_htj2k(img) ? soc_siz_htj2k : soc_siz_j2k;
+    const std::vector<fragment> items = fragment_list(seq);
+    const std::vector<size_t> starts = frame_starts(items, img.frames, marker);
+    std::vector<std::vector<Uint8>> joined(img.frames);
+    std::vector<gpu_frame> frames(img.frames);
+    for (uint32_t f = 0; f < img.frames; f++) {
+        join_fragments(items, starts[f], starts[f + 1], joined[f]);
+        frames[f] = checked_code_stream(joined[f].data(), joined[f].size(), img, marker.codec, f);
+        /* A stream cut short keeps no EOC: OpenJPEG's strict mode refuses it, which a GPU
+         * decoder that filled in the missing part would not. */
+        const gpu_frame &c = frames[f];
+        if (c.length < 2 || c.bytes[c.length - 2] != 0xff || c.bytes[c.length - 1] != 0xd9) {
+            reason = "frame " + std::to_string(f + 1) + " ends without an EOC marker";
+            return false;
+        }
+    }
+    return gpu_decode_jpeg2000(frames, img, cells, reason);
 }
 
 } // namespace dh_dicom_impl

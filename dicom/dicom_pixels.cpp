@@ -9,6 +9,8 @@
  */
 #include "dicom_internal.h"
 
+#include "dicom_gpu.h"
+
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -182,7 +184,14 @@ static void refuse_stalling_jpeg(DcmPixelSequence &seq, E_TransferSyntax xfer)
     }
 }
 
-void decode_pixels(DcmDataset &ds, E_TransferSyntax xfer, uint32_t codec_threads,
+/* Which decoder read the pixels, and why not the GPU where it was asked for and has one. */
+static void note_decoder(dh_dicom_image &img, const char *decoder, const std::string &why)
+{
+    copy_field(img.decoder, sizeof img.decoder, decoder);
+    copy_field(img.decoder_note, sizeof img.decoder_note, why.c_str());
+}
+
+void decode_pixels(DcmDataset &ds, E_TransferSyntax xfer, const dh_dicom_read_options &options,
                    dh_dicom_image &img)
 {
     const size_t n = (size_t)img.format.rows * img.format.columns * img.frames;
@@ -191,27 +200,48 @@ void decode_pixels(DcmDataset &ds, E_TransferSyntax xfer, uint32_t codec_threads
     if (out == nullptr)
         throw std::bad_alloc();
     img.pixels = out; /* owned by img from here on, freed with it on failure */
+    note_decoder(img, "native", "");
 
     DcmElement *el = pixel_element(ds);
     if (img.is_encapsulated) {
         DcmPixelSequence *seq = fragments_of(*el); /* check_encapsulated made sure it exists */
         if (seq == nullptr)
             fail(DH_DICOM_ERR_INTERNAL, "encapsulated PixelData lost its fragments");
-        if (is_jpegls(xfer) || is_jpeg2000(xfer)) {
-            if (is_jpegls(xfer))
-                decode_jpegls(*seq, img, out);
-            else
-                decode_jpeg2000(*seq, img, codec_threads, out);
-            /* In place: each cell is read before its stored value is written. */
-            extract([out](size_t i) { return (uint32_t)out[i]; }, n, img, out);
+        std::string why;
+        const auto in_place = [out](size_t i) { return (uint32_t)out[i]; };
+        if (is_jpegls(xfer)) {
+            decode_jpegls(*seq, img, out);
+            note_decoder(img, "charls", "");
+            extract(in_place, n, img, out); /* each cell read before its value is written */
+            return;
+        }
+        if (is_jpeg2000(xfer)) {
+            /* Usability first (known after the first read), so a machine without the GPU
+             * decoders does not gather and check the streams twice. */
+            if (options.gpu_decode && gpu_decoders_usable(why) &&
+                decode_jpeg2000_gpu(*seq, img, out, why)) {
+                note_decoder(img, "nvjpeg2k", "");
+            } else {
+                decode_jpeg2000(*seq, img, options.codec_threads, out);
+                note_decoder(img, "openjpeg", why);
+            }
+            extract(in_place, n, img, out);
             return;
         }
         refuse_stalling_jpeg(*seq, xfer);
+        if (xfer == EXS_JPEGProcess14SV1 && options.gpu_decode && gpu_decoders_usable(why)) {
+            if (decode_jpeg_lossless_gpu(*seq, img, out, why)) {
+                note_decoder(img, "nvjpeg", "");
+                extract(in_place, n, img, out);
+                return;
+            }
+        }
         OFCondition c = ds.chooseRepresentation(EXS_LittleEndianExplicit, nullptr);
         if (c.bad() || !ds.canWriteXfer(EXS_LittleEndianExplicit))
             fail(DH_DICOM_ERR_MALFORMED, "decoding %s pixel data failed: %s",
                  DcmXfer(xfer).getXferName(), c.bad() ? c.text() : "no decoded representation");
         el = pixel_element(ds); /* the decoded representation */
+        note_decoder(img, "dcmtk", why);
     }
 
     /* DCMTK hands over 16-bit words in host order whatever the file's byte order. 8-bit cells

@@ -7,6 +7,8 @@
  */
 #include "dicom_internal.h"
 
+#include "dicom_gpu.h"
+
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -190,7 +192,7 @@ static E_TransferSyntax find_transfer_syntax(DcmFileFormat &ff, dh_dicom_image &
     return xfer;
 }
 
-static void read_image(DcmFileFormat &ff, int want_pixels, uint32_t codec_threads,
+static void read_image(DcmFileFormat &ff, int want_pixels, const dh_dicom_read_options &options,
                        dh_dicom_image &img)
 {
     DcmDataset *ds = ff.getDataset();
@@ -201,7 +203,7 @@ static void read_image(DcmFileFormat &ff, int want_pixels, uint32_t codec_thread
     check_pixel_data(*ds, xfer, img);
     read_metadata(*ds, img);
     if (want_pixels)
-        decode_pixels(*ds, xfer, codec_threads, img);
+        decode_pixels(*ds, xfer, options, img);
 }
 
 static dh_dicom_image *new_image()
@@ -236,7 +238,8 @@ static dh_dicom_status guarded_read(Load load, int want_pixels,
         held_bytes held; /* declared before ff: outlives it */
         DcmFileFormat ff;
         load(ff, held);
-        read_image(ff, want_pixels, options ? options->codec_threads : 0, *img);
+        const dh_dicom_read_options defaults{};
+        read_image(ff, want_pixels, options ? *options : defaults, *img);
         *out = img;
         return DH_DICOM_OK;
     } catch (const failure &f) {
@@ -327,4 +330,17 @@ extern "C" void dh_dicom_image_free(dh_dicom_image *image)
     free(image->modality_lut);
     free(image->voi_lut);
     free(image);
+}
+
+extern "C" int dh_dicom_gpu_decoders(char *msg, size_t msg_len)
+{
+    try {
+        std::string reason;
+        const bool usable = gpu_decoders_usable(reason);
+        write_message(msg, msg_len, reason.c_str());
+        return usable ? 1 : 0;
+    } catch (...) {
+        write_message(msg, msg_len, "out of memory while looking for the GPU decoders");
+        return 0;
+    }
 }

@@ -288,7 +288,7 @@ START_TEST(decodes_the_same_with_more_codec_threads)
     buf b = synth_build(&s);
     char msg[DH_DICOM_MSG_LEN];
     dh_dicom_image *img = NULL;
-    dh_dicom_read_options options = {3};
+    dh_dicom_read_options options = {.codec_threads = 3};
     ck_assert_msg(dh_dicom_read_memory_with(b.p, b.n, 1, &options, &img, msg, sizeof msg) ==
                       DH_OK, "%s", msg);
     for (size_t i = 0; i < FRAME; i++)

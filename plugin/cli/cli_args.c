@@ -164,9 +164,16 @@ static int read_batch_option(const char *command, int id, const char *value,
     case CLI_OPT_FORCE:
         b->force = 1;
         return -1;
-    default:
+    case CLI_OPT_DECODE:
+        if (strcmp(value, "cpu") != 0 && strcmp(value, "auto") != 0)
+            return cli_usage_error(command, "--decode '%s': expected cpu or auto", value);
+        b->cpu_decode = strcmp(value, "cpu") == 0;
+        return -1;
+    case CLI_OPT_DRY_RUN:
         b->dry_run = 1;
         return -1;
+    default:
+        return cli_usage_error(command, "internal: unhandled batch option");
     }
 }
 
@@ -210,6 +217,7 @@ int cli_read_command_line(cli_command_line *cl, const char *command, int argc, c
         case CLI_OPT_SHARD_COUNT:
         case CLI_OPT_FORCE:
         case CLI_OPT_DRY_RUN:
+        case CLI_OPT_DECODE:
             rc = read_batch_option(command, id, value, &cl->batch);
             break;
         default:

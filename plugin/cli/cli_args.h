@@ -48,7 +48,8 @@ enum {
     CLI_OPT_SHARD,
     CLI_OPT_SHARD_COUNT,
     CLI_OPT_FORCE,
-    CLI_OPT_DRY_RUN
+    CLI_OPT_DRY_RUN,
+    CLI_OPT_DECODE
 };
 #define CLI_OPTION_JSON {"json", 0, CLI_OPT_JSON, 0}
 #define CLI_OPTION_DEVICE {"device", 1, CLI_OPT_DEVICE, 0}
@@ -56,7 +57,7 @@ enum {
 #define CLI_OPTIONS_BATCH                                                                        \
     {"jobs", 1, CLI_OPT_JOBS, 'j'}, {"progress", 0, CLI_OPT_PROGRESS, 0},                        \
         {"modality", 1, CLI_OPT_MODALITY, 0}, {"shard", 1, CLI_OPT_SHARD, 0},                    \
-        {"shard-count", 1, CLI_OPT_SHARD_COUNT, 0}
+        {"shard-count", 1, CLI_OPT_SHARD_COUNT, 0}, {"decode", 1, CLI_OPT_DECODE, 0}
 /* ... and of those that write outputs and a manifest. */
 #define CLI_OPTIONS_BATCH_WRITE                                                                  \
     {"force", 0, CLI_OPT_FORCE, 0}, {"dry-run", 0, CLI_OPT_DRY_RUN, 0}
@@ -76,7 +77,7 @@ void cli_parser_init(cli_parser *p, const char *command, int argc, char **argv);
 int cli_next(cli_parser *p, const cli_option *options, const char **value);
 
 /* What every command's command line holds besides the command's own options. */
-/* How a batch is run: --jobs, --progress, --modality, --shard, --force, --dry-run. */
+/* How a batch is run: --jobs, --progress, --modality, --shard, --force, --dry-run, --decode. */
 typedef struct cli_batch_options {
     uint32_t jobs;          /* 0: one per online processor */
     int progress;           /* --progress given (else only when stderr is a terminal) */
@@ -85,6 +86,7 @@ typedef struct cli_batch_options {
     uint32_t shard_index, shard_count; /* I/N; with auto, N from --shard-count or Slurm */
     uint32_t shard_count_option;       /* --shard-count, 0 when absent */
     int force, dry_run;
+    int cpu_decode; /* --decode cpu: never NVIDIA's GPU decoders */
 } cli_batch_options;
 
 typedef struct cli_command_line {

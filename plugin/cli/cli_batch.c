@@ -44,6 +44,7 @@ struct cli_series_private {
     size_t out_len, err_len;
     double seconds;
     int ready;
+    char *decoder, *decoder_note; /* of the series' volume (dh_volume_decoder), NULL: none */
 };
 
 typedef struct batch {
@@ -180,6 +181,8 @@ static void free_private(struct cli_series_private *p)
     free(p->files);
     free(p->by_path);
     free(p->series_error);
+    free(p->decoder);
+    free(p->decoder_note);
     free(p->out_buf);
     free(p->err_buf);
     free(p);
@@ -213,8 +216,12 @@ static void process(batch *b, size_t k, dh_ctx *ctx)
         for (size_t i = 0; i < dh_volume_set_failure_count(set); i++)
             cli_series_fail(s, dh_volume_set_failure_path(set, i),
                             dh_volume_set_failure_message(set, i));
-        if (dh_volume_set_count(set) == 1)
+        if (dh_volume_set_count(set) == 1) {
+            const char *note = "";
+            p->decoder = dup_or_null(dh_volume_decoder(dh_volume_set_volume(set, 0), &note));
+            p->decoder_note = dup_or_null(note);
             b->work(b->state, b->cl, s, dh_volume_set_volume(set, 0));
+        }
     }
     dh_volume_set_free(set);
     if (report_sink_flush(sink) != 0 && !p->series_error)
@@ -235,8 +242,10 @@ static void *worker(void *arg)
 {
     batch *b = arg;
     dh_ctx *ctx = dh_ctx_create();
-    if (ctx)
+    if (ctx) {
         dh_ctx_set_threads(ctx, (int)b->decode_threads);
+        dh_ctx_set_gpu_decode(ctx, !b->cl->batch.cpu_decode);
+    }
     pthread_mutex_lock(&b->lock);
     for (;;) {
         while (b->next_take < b->todo_count &&
@@ -301,9 +310,11 @@ static int lines_close(batch *b, line_buffer *l)
     return rc;
 }
 
+/* decoded: the series the file was read in, for its decoders (NULL when it was not read). */
 static void manifest_line(batch *b, line_buffer *l, size_t file, const char *status,
                           const char *error, const char *reason, char *const *outputs,
-                          size_t output_count, double seconds)
+                          size_t output_count, double seconds,
+                          const struct cli_series_private *decoded)
 {
     report_json *j = &l->json;
     size_t series = dh_plan_file_series(b->plan, file);
@@ -325,6 +336,11 @@ static void manifest_line(batch *b, line_buffer *l, size_t file, const char *sta
         report_json_string(j, outputs[i]);
     report_json_end_array(j);
     report_json_key(j, "seconds"), report_json_double(j, seconds);
+    if (decoded && decoded->decoder) {
+        report_json_key(j, "decoder"), report_json_string(j, decoded->decoder);
+        report_json_key(j, "decoder_note"),
+            report_json_string(j, decoded->decoder_note ? decoded->decoder_note : "");
+    }
     if (b->cfg->work && (strcmp(status, "done") == 0 || strcmp(status, "planned") == 0))
         report_json_key(j, "work"), report_json_string(j, b->cfg->work);
     report_json_key(j, "size"), report_json_u64(j, dh_plan_file_size(b->plan, file));
@@ -366,16 +382,16 @@ static void emit(batch *b, size_t k)
             b->skipped_files++;
             if (ok)
                 manifest_line(b, &l, f->file, "skipped", NULL,
-                              dh_plan_file_message(b->plan, f->file), NULL, 0, 0);
+                              dh_plan_file_message(b->plan, f->file), NULL, 0, 0, NULL);
         } else if (error) {
             b->failed_files++;
             if (ok)
-                manifest_line(b, &l, f->file, "failed", error, NULL, NULL, 0, seconds);
+                manifest_line(b, &l, f->file, "failed", error, NULL, NULL, 0, seconds, NULL);
         } else {
             b->done_files++;
             if (ok)
                 manifest_line(b, &l, f->file, "done", NULL, NULL, f->outputs, f->output_count,
-                              seconds);
+                              seconds, p);
         }
         b->progress.bytes_done += dh_plan_file_size(b->plan, f->file);
     }
@@ -597,7 +613,7 @@ static int record_unplanned(batch *b, const cli_batch_options *o)
             continue;
         if (ok && b->manifest)
             manifest_line(b, &l, i, status, st == DH_PLAN_FILE_FAILED ? message : NULL,
-                          st == DH_PLAN_FILE_SKIPPED ? message : NULL, NULL, 0, 0);
+                          st == DH_PLAN_FILE_SKIPPED ? message : NULL, NULL, 0, 0, NULL);
     }
     return lines_close(b, &l);
 }
@@ -630,7 +646,7 @@ static int choose_series(batch *b, size_t **repeats, size_t *repeat_counts)
                 b->progress.files_done++;
                 if (ok && b->manifest && !(r && strcmp(r->status, "skipped") == 0 &&
                                            r->reason && strcmp(r->reason, reason) == 0))
-                    manifest_line(b, &l, f, "skipped", NULL, reason, NULL, 0, 0);
+                    manifest_line(b, &l, f, "skipped", NULL, reason, NULL, 0, 0, NULL);
             }
             continue;
         }
@@ -672,7 +688,7 @@ static void record_planned(batch *b, size_t **repeats, size_t *repeat_counts)
             size_t f = i < n ? dh_plan_series_file(b->plan, k, i) : repeats[k][i - n];
             if (i >= n) {
                 manifest_line(b, &l, f, "skipped", NULL, dh_plan_file_message(b->plan, f), NULL,
-                              0, 0);
+                              0, 0, NULL);
                 continue;
             }
             char *outputs[2] = {NULL, NULL};
@@ -681,7 +697,7 @@ static void record_planned(batch *b, size_t **repeats, size_t *repeat_counts)
             size_t len = strlen(b->cfg->outdir) + strlen(name) + 2;
             if ((outputs[count] = malloc(len)))
                 snprintf(outputs[count++], len, "%s/%s", b->cfg->outdir, name);
-            manifest_line(b, &l, f, "planned", NULL, NULL, outputs, count, 0);
+            manifest_line(b, &l, f, "planned", NULL, NULL, outputs, count, 0, NULL);
             free(outputs[0]);
         }
         b->done_files += n;

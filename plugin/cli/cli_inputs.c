@@ -68,7 +68,11 @@ void cli_batch_help(FILE *out, int writes) {
             "  --shard auto           I and N from SLURM_ARRAY_TASK_ID/_MIN/_MAX/_COUNT, or\n"
             "                         from JOB_COMPLETION_INDEX with --shard-count N\n"
             "  --shard-count N        the number of shards under --shard auto\n"
-            "  --progress             progress on stderr even when it is not a terminal\n");
+            "  --progress             progress on stderr even when it is not a terminal\n"
+            "  --decode cpu|auto      auto (the default): JPEG 2000 and HTJ2K decode on the GPU\n"
+            "                         where NVIDIA's nvJPEG2000 loads and a GPU answers, else\n"
+            "                         on the CPU (info --json's decoder says which); cpu: the\n"
+            "                         CPU decoders only (docs/batch.md)\n");
     if (writes)
         fprintf(out,
                 "  --force                replace outputs that exist (never replaced otherwise)\n"

@@ -26,6 +26,9 @@ static void info_help(FILE *out) {
             "              bits_stored, signed, photometric, rescale_slope,\n"
             "              rescale_intercept, modality_lut (entries, first_mapped and\n"
             "              bits, or null), transfer_syntax, lossy, lossy_method,\n"
+            "              decoder (which decoders read the pixels: native, dcmtk,\n"
+            "              charls, openjpeg, nvjpeg2k, nvjpeg), decoder_note (why the GPU\n"
+            "              did not decode what it could have, else \"\"),\n"
             "              stored_min, stored_max, modality_min, modality_max, spacing,\n"
             "              warnings\n"
             "  -h, --help  this text\n");

@@ -833,6 +833,23 @@ DH_API uint64_t dh_plan_series_sample_bytes(const dh_plan *plan, size_t series);
 DH_API dh_status dh_plan_load_series(dh_ctx *ctx, const dh_plan *plan, size_t series,
                                      dh_volume_set **out);
 
+/* ---- GPU decoding of compressed pixel data (issue 24) -------------------------------------
+ * JPEG 2000 (.90, .91) and HTJ2K (.201-.203) through NVIDIA's nvJPEG2000, JPEG lossless SV1 (.70)
+ * through nvJPEG's lossless backend, where the build found their headers (DH_GPU_CODECS) and the
+ * process can load them (docs/batch.md): each image's frames are decoded together on the GPU,
+ * each stream checked on the CPU first, and anything the GPU refuses or fails on is decoded by
+ * the CPU decoders, so the values never depend on where they were decoded. */
+
+/* Whether reads on this context may use the GPU decoders: 1 (the default) or 0 (CPU only). */
+DH_API dh_status dh_ctx_set_gpu_decode(dh_ctx *ctx, int enabled);
+/* Whether this process can decode on the GPU: 1, or 0 with the reason (libraries absent or too
+ * old, no GPU, a build without them) written into reason. */
+DH_API int dh_gpu_decoders_available(char *reason, size_t reason_len);
+/* The decoders that read the volume's slices ("native", "dcmtk", "charls", "openjpeg",
+ * "nvjpeg2k", "nvjpeg"; several joined by '+'), and in *note (when not NULL) why a slice the GPU
+ * could have decoded was decoded on the CPU ("" when none was). */
+DH_API const char *dh_volume_decoder(const dh_volume *v, const char **note);
+
 #ifdef __cplusplus
 }
 #endif

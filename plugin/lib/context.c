@@ -89,6 +89,28 @@ dh_status dh_ctx_set_threads(dh_ctx *ctx, int threads)
     return set_count(ctx, ctx ? &ctx->threads : NULL, threads, 4096, "threads");
 }
 
+dh_status dh_ctx_set_gpu_decode(dh_ctx *ctx, int enabled)
+{
+    if (!ctx)
+        return DH_ERR_INVALID_ARGUMENT;
+    ctx->cpu_decode_only = !enabled;
+    dh_ctx_clear(ctx);
+    return DH_OK;
+}
+
+int dh_gpu_decoders_available(char *reason, size_t reason_len)
+{
+    return dh_dicom_gpu_decoders(reason, reason_len);
+}
+
+dh_dicom_read_options dh_ctx_read_options(const dh_ctx *ctx)
+{
+    dh_dicom_read_options o = {0};
+    o.codec_threads = (uint32_t)(ctx ? ctx->codec_threads : 0);
+    o.gpu_decode = !(ctx && ctx->cpu_decode_only);
+    return o;
+}
+
 dh_status dh_ctx_set_codec_threads(dh_ctx *ctx, int threads)
 {
     return set_count(ctx, ctx ? &ctx->codec_threads : NULL, threads, 64, "codec threads");

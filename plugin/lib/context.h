@@ -6,6 +6,7 @@
 #ifndef DH_PLUGIN_CONTEXT_H
 #define DH_PLUGIN_CONTEXT_H
 
+#include "dh_dicom.h"
 #include "dicomhist.h"
 
 #define DH_CTX_MESSAGE_LEN 1024
@@ -15,6 +16,7 @@ struct dh_cuda_state; /* kernels/hist_cuda.h: streams, pinned staging, device bu
 struct dh_ctx {
     int threads; /* 0: one per processor */
     int codec_threads; /* JPEG 2000 / HTJ2K workers per frame; 0: one */
+    int cpu_decode_only; /* dh_ctx_set_gpu_decode(ctx, 0): never the GPU decoders */
     char message[DH_CTX_MESSAGE_LEN];
     struct dh_cuda_state *cuda; /* made on first GPU use (dh_ctx_cuda), freed with the context */
 };
@@ -36,6 +38,9 @@ dh_status dh_ctx_fail(dh_ctx *ctx, dh_status status, const char *fmt, ...)
  * usable (dh_cuda_available); asked for where none can run, DH_ERR_NO_DEVICE with a message
  * starting with `who`. Sets *use_cuda. */
 dh_status dh_ctx_use_cuda(dh_ctx *ctx, dh_device requested, const char *who, int *use_cuda);
+
+/* How this context's reads decode (codec threads, GPU decoders); defaults without a context. */
+dh_dicom_read_options dh_ctx_read_options(const dh_ctx *ctx);
 
 /* Clears the message at the start of a call that then succeeds. */
 void dh_ctx_clear(dh_ctx *ctx);

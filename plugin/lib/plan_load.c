@@ -22,6 +22,9 @@ typedef struct decode_job {
     dh_volume *volume;
     dh_status *status; /* per slice */
     char (*message)[DH_DICOM_MSG_LEN];
+    dh_dicom_read_options options;
+    char (*decoder)[16];                       /* per slice: which decoder read it */
+    char (*decoder_note)[DH_DICOM_MSG_LEN / 2]; /* and why not the GPU */
 } decode_job;
 
 static void decode_one(void *arg, size_t slot)
@@ -30,8 +33,10 @@ static void decode_one(void *arg, size_t slot)
     const dh_plan_file *f = &j->plan->files[j->series->files[slot]];
     char *msg = j->message[slot];
     dh_dicom_image *img = NULL;
-    dh_status st = dh_dicom_read_file(f->path, 1, &img, msg, DH_DICOM_MSG_LEN);
+    dh_status st = dh_dicom_read_file_with(f->path, 1, &j->options, &img, msg, DH_DICOM_MSG_LEN);
     if (st == DH_OK) {
+        memcpy(j->decoder[slot], img->decoder, sizeof j->decoder[slot]);
+        memcpy(j->decoder_note[slot], img->decoder_note, sizeof j->decoder_note[slot]);
         dh_plan_slice now;
         dh_plan_slice_from_image(&now, img);
         if (!dh_plan_same_format(&now, &f->slice) || img->frames != 1) {
@@ -80,10 +85,12 @@ static int load_files(dh_ctx *ctx, const dh_plan *p, const dh_plan_series *g, dh
         return dh_set_add_failure(set, g->path, st, "%s: %s", p->files[g->files[0]].path, msg);
     int rc = -1;
     dh_volume *v = dh_volume_alloc(meta, (uint32_t)g->count, g->path);
-    decode_job job = {.plan = p, .series = g, .volume = v};
+    decode_job job = {.plan = p, .series = g, .volume = v, .options = dh_ctx_read_options(ctx)};
     job.status = malloc(g->count * sizeof *job.status);
     job.message = malloc(g->count * sizeof *job.message);
-    if (!v || !job.status || !job.message)
+    job.decoder = malloc(g->count * sizeof *job.decoder);
+    job.decoder_note = malloc(g->count * sizeof *job.decoder_note);
+    if (!v || !job.status || !job.message || !job.decoder || !job.decoder_note)
         goto done;
     dh_parallel_for(dh_ctx_worker_threads(ctx, g->count), g->count, decode_one, &job);
 
@@ -104,6 +111,7 @@ static int load_files(dh_ctx *ctx, const dh_plan *p, const dh_plan_series *g, dh
             memmove((unsigned char *)v->data + kept * bytes, (unsigned char *)v->data + i * bytes,
                     bytes);
         dh_volume_note_lossy(v, f->slice.is_lossy, f->slice.lossy_method);
+        dh_volume_note_decoder(v, job.decoder[i], job.decoder_note[i]);
         dh_slice_info *s = &v->slice[kept];
         if (kept != i)
             memcpy(s->sop_uid, v->slice[i].sop_uid, sizeof s->sop_uid);
@@ -140,13 +148,17 @@ done:
     dh_dicom_image_free(meta);
     free(job.status);
     free(job.message);
+    free(job.decoder);
+    free(job.decoder_note);
     return rc;
 }
 
 /* A multi-frame or UID-less file: a volume of its own, read with its pixels. */
-static int load_single(const dh_plan *p, const dh_plan_series *g, dh_volume_set *set)
+static int load_single(const dh_ctx *ctx, const dh_plan *p, const dh_plan_series *g,
+                       dh_volume_set *set)
 {
-    dh_ctx local = {0};
+    dh_ctx local = {0}; /* its message is this file's alone; GPU decoding as the caller says */
+    local.cpu_decode_only = ctx ? ctx->cpu_decode_only : 0;
     dh_volume *v = NULL;
     const char *path = p->files[g->files[0]].path;
     dh_status st = dh_volume_read_file(&local, path, &v);
@@ -171,7 +183,7 @@ dh_status dh_plan_load_series(dh_ctx *ctx, const dh_plan *plan, size_t series,
                            plan ? plan->series_count : 0);
     dh_volume_set *set = calloc(1, sizeof *set);
     const dh_plan_series *g = &plan->series[series];
-    if (!set || (g->single ? load_single(plan, g, set) : load_files(ctx, plan, g, set)) != 0) {
+    if (!set || (g->single ? load_single(ctx, plan, g, set) : load_files(ctx, plan, g, set)) != 0) {
         dh_volume_set_free(set);
         return dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "%s: out of memory reading the series",
                            g->path);

@@ -87,6 +87,7 @@ static dh_volume *volume_alloc(const dh_dicom_image *first, uint32_t slices, con
     memcpy(v->modality, first->modality, sizeof v->modality);
     memcpy(v->transfer_syntax, first->transfer_syntax_uid, sizeof v->transfer_syntax);
     dh_volume_note_lossy(v, first->is_lossy, first->lossy_method);
+    dh_volume_note_decoder(v, first->decoder, first->decoder_note);
     v->window_count = first->window_count;
     memcpy(v->window_explanation, first->window_explanation, sizeof v->window_explanation);
     if (first->voi_lut_count && first->voi_lut) {
@@ -115,6 +116,20 @@ void dh_volume_note_lossy(dh_volume *v, int is_lossy, const char *method)
         return;
     v->is_lossy = 1;
     snprintf(v->lossy_method, sizeof v->lossy_method, "%s", method);
+}
+
+void dh_volume_note_decoder(dh_volume *v, const char *decoder, const char *note)
+{
+    if (note[0] != '\0' && v->decoder_note[0] == '\0')
+        snprintf(v->decoder_note, sizeof v->decoder_note, "%s", note);
+    if (decoder[0] == '\0')
+        return;
+    const size_t n = strlen(decoder);
+    for (const char *at = v->decoders; (at = strstr(at, decoder)) != NULL; at += n)
+        if ((at == v->decoders || at[-1] == '+') && (at[n] == '\0' || at[n] == '+'))
+            return; /* named already */
+    const size_t used = strlen(v->decoders);
+    snprintf(v->decoders + used, sizeof v->decoders - used, "%s%s", used ? "+" : "", decoder);
 }
 
 dh_volume *dh_volume_alloc(const dh_dicom_image *first, uint32_t slices, const char *path)
@@ -401,7 +416,7 @@ dh_status dh_volume_read_file(dh_ctx *ctx, const char *path, dh_volume **out)
         return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "dh_volume_read_file: path is NULL");
     char msg[DH_DICOM_MSG_LEN] = "";
     dh_dicom_image *image = NULL;
-    const dh_dicom_read_options options = {(uint32_t)(ctx ? ctx->codec_threads : 0)};
+    const dh_dicom_read_options options = dh_ctx_read_options(ctx);
     dh_status st = dh_dicom_read_file_with(path, 1, &options, &image, msg, sizeof msg);
     return finish_read(ctx, st, image, path, msg, out);
 }
@@ -418,7 +433,7 @@ dh_status dh_volume_read_memory(dh_ctx *ctx, const void *data, size_t size, cons
         return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "%s: empty buffer", name);
     char msg[DH_DICOM_MSG_LEN] = "";
     dh_dicom_image *image = NULL;
-    const dh_dicom_read_options options = {(uint32_t)(ctx ? ctx->codec_threads : 0)};
+    const dh_dicom_read_options options = dh_ctx_read_options(ctx);
     dh_status st = dh_dicom_read_memory_with(data, size, 1, &options, &image, msg, sizeof msg);
     return finish_read(ctx, st, image, name, msg, out);
 }

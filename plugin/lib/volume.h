@@ -57,10 +57,18 @@ struct dh_volume {
     char voi_lut_explanation[DH_DICOM_UID_LEN];
     int is_lossy;                      /* some slice was lossy compressed */
     char lossy_method[DH_DICOM_UID_LEN]; /* the first lossy slice's method ("" unknown) */
+    /* The decoders that read its slices, distinct names joined by '+' in the order first used
+     * ("nvjpeg2k", "openjpeg+nvjpeg2k", dh_dicom_image.decoder), and the first slice's reason
+     * for not decoding on the GPU where that was asked for ("" when none). */
+    char decoders[64];
+    char decoder_note[DH_DICOM_MSG_LEN / 2];
 };
 
 /* A volume with the header fields of `first` and room for `slices` slices; NULL when out of
  * memory or when the size overflows. */
+/* Adds one slice's decoder (and its note, when the volume has none yet) to v's record. */
+void dh_volume_note_decoder(dh_volume *v, const char *decoder, const char *note);
+
 dh_volume *dh_volume_alloc(const dh_dicom_image *first, uint32_t slices, const char *path);
 
 /* Marks the volume lossy when a slice is (keeping the first method seen). */

@@ -101,3 +101,10 @@ void dh_volume_stored_range(const dh_volume *v, int32_t *min, int32_t *max)
     if (max)
         *max = v->stored_max;
 }
+
+const char *dh_volume_decoder(const dh_volume *v, const char **note)
+{
+    if (note)
+        *note = v->decoder_note;
+    return v->decoders;
+}

@@ -65,6 +65,9 @@ void report_info_record(report_json *j, const dh_volume *v, const report_names *
     const char *lossy_method = "";
     report_json_key(j, "lossy"), report_json_bool(j, dh_volume_lossy(v, &lossy_method));
     report_json_key(j, "lossy_method"), report_json_string(j, lossy_method);
+    const char *decoder_note = "";
+    report_json_key(j, "decoder"), report_json_string(j, dh_volume_decoder(v, &decoder_note));
+    report_json_key(j, "decoder_note"), report_json_string(j, decoder_note);
     report_json_key(j, "stored_min"), report_json_i64(j, smin);
     report_json_key(j, "stored_max"), report_json_i64(j, smax);
     report_json_key(j, "modality_min"), report_json_double(j, mmin);

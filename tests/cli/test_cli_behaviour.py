@@ -73,8 +73,9 @@ def check_usage(c, binary, ct):
 
 INFO_FIELDS = ["path", "series_uid", "modality", "rows", "columns", "slices", "bits_allocated",
                "bits_stored", "signed", "photometric", "rescale_slope", "rescale_intercept",
-               "modality_lut", "transfer_syntax", "lossy", "lossy_method", "stored_min",
-               "stored_max", "modality_min", "modality_max", "spacing", "warnings"]
+               "modality_lut", "transfer_syntax", "lossy", "lossy_method", "decoder",
+               "decoder_note", "stored_min", "stored_max", "modality_min", "modality_max",
+               "spacing", "warnings"]
 HIST_FIELDS = ["path", "units", "bins", "range", "total", "underflow", "overflow", "counts"]
 SLICE_FIELDS = ["index", "source", "frame", "position", "total", "underflow", "overflow",
                 "counts"]

@@ -54,7 +54,7 @@ def check_info(c, binary, target, ref):
     expected_keys = ["path", "series_uid", "modality", "rows", "columns", "slices",
                      "bits_allocated", "bits_stored", "signed", "photometric", "rescale_slope",
                      "rescale_intercept", "modality_lut", "transfer_syntax", "lossy",
-                     "lossy_method", "stored_min", "stored_max",
+                     "lossy_method", "decoder", "decoder_note", "stored_min", "stored_max",
                      "modality_min", "modality_max", "spacing", "warnings"]
     c.equal(list(got.keys()), expected_keys, f"info {target}: fields")
     for key, want in [("series_uid", ref.series_uid), ("modality", ref.modality),

@@ -12,8 +12,9 @@ from .errors import error_for
 # info --json's fields, in its order
 _INFO_KEYS = ("path", "series_uid", "modality", "rows", "columns", "slices", "bits_allocated",
               "bits_stored", "signed", "photometric", "rescale_slope", "rescale_intercept",
-              "modality_lut", "transfer_syntax", "lossy", "lossy_method", "stored_min",
-              "stored_max", "modality_min", "modality_max", "spacing", "warnings")
+              "modality_lut", "transfer_syntax", "lossy", "lossy_method", "decoder",
+              "decoder_note", "stored_min", "stored_max", "modality_min", "modality_max",
+              "spacing", "warnings")
 
 
 class Volume:
@@ -23,7 +24,8 @@ class Volume:
     photometric, rescale_slope, rescale_intercept, modality_lut (None, or entries, first_mapped
     and bits of the Modality LUT Sequence that replaces the rescale; its table as
     modality_lut_table bytes of uint16), window ((center, width) or None), spacing, path,
-    series_uid, study_uid, modality, transfer_syntax, lossy, lossy_method, stored_min,
+    series_uid, study_uid, modality, transfer_syntax, lossy, lossy_method, decoder (which
+    decoders read it: "openjpeg", "nvjpeg2k", ...), decoder_note (why not the GPU), stored_min,
     stored_max, modality_min, modality_max, warnings, slice_sources, slice_frames,
     slice_locations, slice_positions."""
 

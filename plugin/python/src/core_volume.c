@@ -167,6 +167,8 @@ static PyObject *py_volume_info(PyObject *self, PyObject *capsule)
     const int has_lut = dh_volume_modality_lut(v, &lut_first, &lut_entries, &lut_bits, &lut);
     const char *lossy_method = "";
     const int lossy = dh_volume_lossy(v, &lossy_method);
+    const char *decoder_note = "";
+    const char *decoder = dh_volume_decoder(v, &decoder_note);
     const uint32_t n = dh_volume_slices(v);
     PyObject *sources = PyList_New(n), *frames = PyList_New(n), *locations = PyList_New(n),
              *positions = PyList_New(n), *warnings = PyList_New(0);
@@ -219,6 +221,8 @@ static PyObject *py_volume_info(PyObject *self, PyObject *capsule)
         set_item(d, "transfer_syntax", PyUnicode_FromString(dh_volume_transfer_syntax(v))) ||
         set_item(d, "lossy", PyBool_FromLong(lossy)) ||
         set_item(d, "lossy_method", PyUnicode_FromString(lossy_method)) ||
+        set_item(d, "decoder", PyUnicode_FromString(decoder)) ||
+        set_item(d, "decoder_note", PyUnicode_FromString(decoder_note)) ||
         set_item(d, "modality_min", PyFloat_FromDouble(mmin)) ||
         set_item(d, "modality_max", PyFloat_FromDouble(mmax)) ||
         set_item(d, "stored_min", PyLong_FromLong(smin)) ||

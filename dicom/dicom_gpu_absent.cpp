@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: MIT
+/*
+ * dicom_gpu_absent.cpp: the GPU decoders of a build configured without NVIDIA's headers
+ * (DH_GPU_CODECS unset): every read decodes on the CPU, and this is the reason it reports.
+ */
+#include "dicom_gpu.h"
+
+namespace dh_dicom_impl {
+
+namespace {
+const char *const not_built = "built without GPU decoders (configure with "
+                              "-DDH_GPU_CODECS=<folder from tools/fetch-gpu-codecs>)";
+}
+
+bool gpu_decoders_usable(std::string &reason)
+{
+    reason = not_built;
+    return false;
+}
+
+bool gpu_decode_jpeg2000(const std::vector<gpu_frame> &, const dh_dicom_image &, uint16_t *,
+                         std::string &reason)
+{
+    return gpu_decoders_usable(reason);
+}
+
+bool gpu_decode_jpeg_lossless(const std::vector<gpu_frame> &, const dh_dicom_image &, uint16_t *,
+                              std::string &reason)
+{
+    return gpu_decoders_usable(reason);
+}
+
+} // namespace dh_dicom_impl

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: MIT
+/*
+ * dicom_gpu_api.h: the functions of the CUDA driver, nvJPEG2000 and nvJPEG that the GPU decoders
+ * call, as pointers found with dlsym (dicom_gpu_load.cpp), so the library links none of them and
+ * runs where they are absent. The driver API (libcuda.so.1, present wherever an NVIDIA driver
+ * is) rather than the CUDA runtime: the decoders carry their own runtime statically and share the
+ * device's primary context with it, so no libcudart of a matching version has to be found.
+ * Built only with DH_GPU_CODECS (their headers); dicom_gpu_absent.cpp stands in otherwise.
+ */
+#ifndef DH_DICOM_GPU_API_H
+#define DH_DICOM_GPU_API_H
+
+#include <string>
+
+#include <cuda.h>
+#include <nvjpeg.h>
+#include <nvjpeg2k.h>
+
+namespace dh_dicom_impl {
+
+struct gpu_api {
+    /* CUDA driver */
+    CUresult (*cuInit)(unsigned);
+    CUresult (*cuDeviceGet)(CUdevice *, int);
+    CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+    CUresult (*cuCtxPushCurrent)(CUcontext);
+    CUresult (*cuCtxPopCurrent)(CUcontext *);
+    CUresult (*cuStreamCreate)(CUstream *, unsigned);
+    CUresult (*cuStreamDestroy)(CUstream);
+    CUresult (*cuStreamSynchronize)(CUstream);
+    CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
+    CUresult (*cuMemFree)(CUdeviceptr);
+    CUresult (*cuMemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
+    CUresult (*cuGetErrorString)(CUresult, const char **);
+
+    /* nvJPEG2000 */
+    nvjpeg2kStatus_t (*nvjpeg2kGetProperty)(libraryPropertyType, int *);
+    nvjpeg2kStatus_t (*nvjpeg2kCreateSimple)(nvjpeg2kHandle_t *);
+    nvjpeg2kStatus_t (*nvjpeg2kDecodeStateCreate)(nvjpeg2kHandle_t, nvjpeg2kDecodeState_t *);
+    nvjpeg2kStatus_t (*nvjpeg2kDecodeStateDestroy)(nvjpeg2kDecodeState_t);
+    nvjpeg2kStatus_t (*nvjpeg2kStreamCreate)(nvjpeg2kStream_t *);
+    nvjpeg2kStatus_t (*nvjpeg2kStreamDestroy)(nvjpeg2kStream_t);
+    nvjpeg2kStatus_t (*nvjpeg2kStreamParse)(nvjpeg2kHandle_t, const unsigned char *, size_t, int,
+                                            int, nvjpeg2kStream_t);
+    nvjpeg2kStatus_t (*nvjpeg2kStreamGetImageInfo)(nvjpeg2kStream_t, nvjpeg2kImageInfo_t *);
+    nvjpeg2kStatus_t (*nvjpeg2kStreamGetImageComponentInfo)(nvjpeg2kStream_t,
+                                                            nvjpeg2kImageComponentInfo_t *,
+                                                            uint32_t);
+    nvjpeg2kStatus_t (*nvjpeg2kDecode)(nvjpeg2kHandle_t, nvjpeg2kDecodeState_t, nvjpeg2kStream_t,
+                                       nvjpeg2kImage_t *, cudaStream_t);
+
+    /* nvJPEG (lossless backend); null when libnvjpeg is absent, which only costs .70 */
+    nvjpegStatus_t (*nvjpegGetProperty)(libraryPropertyType, int *);
+    nvjpegStatus_t (*nvjpegCreateEx)(nvjpegBackend_t, nvjpegDevAllocator_t *,
+                                     nvjpegPinnedAllocator_t *, unsigned, nvjpegHandle_t *);
+    nvjpegStatus_t (*nvjpegJpegStateCreate)(nvjpegHandle_t, nvjpegJpegState_t *);
+    nvjpegStatus_t (*nvjpegJpegStateDestroy)(nvjpegJpegState_t);
+    nvjpegStatus_t (*nvjpegJpegStreamCreate)(nvjpegHandle_t, nvjpegJpegStream_t *);
+    nvjpegStatus_t (*nvjpegJpegStreamDestroy)(nvjpegJpegStream_t);
+    nvjpegStatus_t (*nvjpegJpegStreamParseHeader)(nvjpegHandle_t, const unsigned char *, size_t,
+                                                  nvjpegJpegStream_t);
+    nvjpegStatus_t (*nvjpegDecodeBatchedSupported)(nvjpegHandle_t, nvjpegJpegStream_t, int *);
+    nvjpegStatus_t (*nvjpegDecodeBatchedInitialize)(nvjpegHandle_t, nvjpegJpegState_t, int, int,
+                                                    nvjpegOutputFormat_t);
+    nvjpegStatus_t (*nvjpegDecodeBatched)(nvjpegHandle_t, nvjpegJpegState_t,
+                                          const unsigned char *const *, const size_t *,
+                                          nvjpegImage_t *, cudaStream_t);
+
+    /* Made once with the libraries, used by every decode (each call has its own state and
+     * stream; nvJPEG2000's guide asks for one decode state and parsed stream per thread, the handle may be shared). */
+    CUcontext context;
+    nvjpeg2kHandle_t j2k;
+    int j2k_version[3];
+    nvjpegHandle_t lossless; /* null: nvJPEG or its lossless backend is unavailable */
+    int jpeg_version[3];
+    const char *jpeg_missing; /* why lossless is null */
+};
+
+/* The loaded functions, or null with the reason (dicom_gpu_load.cpp). */
+const gpu_api *gpu_api_get(std::string &reason);
+
+/* Whether version have (major, minor, patch) comes before want. */
+inline bool version_older(const int have[3], const int want[3])
+{
+    for (int i = 0; i < 3; i++)
+        if (have[i] != want[i])
+            return have[i] < want[i];
+    return false;
+}
+
+/* "name failed: driver's text" for a failed driver call. */
+std::string cuda_error(const gpu_api &api, const char *what, CUresult r);
+
+/* Copies the decoded frames (bytes from device) to host once stream's work is done, then waits:
+ * false with the reason when the GPU reported a failure. */
+bool copy_to_host(const gpu_api &api, void *host, CUdeviceptr device, size_t bytes, CUstream stream,
+                  std::string &reason);
+
+/* Makes the primary context current for a scope (the caller's own context comes back after). */
+struct gpu_context_scope {
+    const gpu_api &api;
+    bool pushed;
+    explicit gpu_context_scope(const gpu_api &a)
+        : api(a), pushed(a.cuCtxPushCurrent(a.context) == CUDA_SUCCESS)
+    {
+    }
+    ~gpu_context_scope()
+    {
+        CUcontext c;
+        if (pushed)
+            api.cuCtxPopCurrent(&c);
+    }
+};
+
+} // namespace dh_dicom_impl
+
+#endif /* DH_DICOM_GPU_API_H */

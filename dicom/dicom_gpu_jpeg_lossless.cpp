@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: MIT
+/*
+ * dicom_gpu_jpeg_lossless.cpp: JPEG lossless SV1 frames (1.2.840.10008.1.2.4.70) through nvJPEG's
+ * lossless backend, all frames of an image in one batched call into one device buffer, then one
+ * copy to the host. Only what that backend is known to decode exactly is handed to it: one
+ * component, a lossless frame header (SOF3) of the dataset's size and a precision BitsAllocated
+ * holds, one scan with predictor 1 and no point transform; and precisions 9 to 15 only from
+ * nvJPEG 13.0.2 on, since earlier versions return zero-filled images for them without an error.
+ * Everything else stays with DCMTK's decoder.
+ */
+#include "dicom_gpu.h"
+#include "dicom_gpu_api.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace dh_dicom_impl {
+
+namespace {
+
+/* Measured on an H100 with nvJPEG 13.3.2 (tests/test_dicom_gpu_decode --gpu, docs/batch.md): its
+ * lossless backend returned wrong values, without an error, for every small SV1 frame tried (the
+ * 64x64 sample CT, 97x61 frames at 8 to 16 bits from dcmcjpeg: values go wrong after about the
+ * first 55 bytes of entropy-coded data), while 512x512 and larger frames came out exact; and on
+ * 512x512 12-bit CT it read 19 MB/s against DCMTK's 98 on one thread, 62 against 1131 on 16.
+ * Wrong and slower: JPEG lossless stays with DCMTK unless DH_GPU_JPEG_LOSSLESS=1 asks for nvJPEG,
+ * which only serves to measure a newer nvJPEG with the same test. */
+const char *const refused_by_default =
+    "JPEG lossless stays with DCMTK: nvJPEG 13.3's lossless backend returned wrong values for "
+    "small frames and was slower (docs/batch.md; DH_GPU_JPEG_LOSSLESS=1 tries it)";
+
+bool asked_for()
+{
+    const char *v = getenv("DH_GPU_JPEG_LOSSLESS");
+    return v != nullptr && strcmp(v, "1") == 0;
+}
+
+/* nvJPEG versions before this decode 9 to 15-bit lossless streams to zeros. */
+constexpr int twelve_bit_fix[3] = {13, 0, 2};
+
+struct lossless_call {
+    const gpu_api &api;
+    CUstream stream = nullptr;
+    CUdeviceptr device = 0;
+    nvjpegJpegState_t state = nullptr;
+    nvjpegJpegStream_t parsed = nullptr;
+    explicit lossless_call(const gpu_api &a) : api(a)
+    {
+    }
+    ~lossless_call()
+    {
+        if (stream != nullptr)
+            api.cuStreamSynchronize(stream);
+        if (parsed != nullptr)
+            api.nvjpegJpegStreamDestroy(parsed);
+        if (state != nullptr)
+            api.nvjpegJpegStateDestroy(state);
+        if (device != 0)
+            api.cuMemFree(device);
+        if (stream != nullptr)
+            api.cuStreamDestroy(stream);
+    }
+};
+
+/* What the frame and scan headers of a JPEG stream say (zeros where absent). */
+struct jpeg_header {
+    unsigned sof = 0, precision = 0, rows = 0, columns = 0, components = 0;
+    unsigned scans = 0, predictor = 0, point_transform = 0, scan_components = 0;
+};
+
+/* Walks the marker segments up to the first scan's data. */
+jpeg_header read_header(const uint8_t *d, uint64_t n)
+{
+    jpeg_header h;
+    uint64_t at = 2; /* after SOI */
+    if (n < 4 || d[0] != 0xff || d[1] != 0xd8)
+        return h;
+    while (at + 4 <= n) {
+        if (d[at] != 0xff)
+            return h;
+        const unsigned marker = d[at + 1];
+        if (marker == 0xff) {
+            at++;
+            continue;
+        }
+        const uint64_t length = (uint64_t)d[at + 2] << 8 | d[at + 3];
+        const uint8_t *seg = d + at + 4;
+        if (length < 2 || at + 2 + length > n)
+            return h;
+        if (marker >= 0xc0 && marker <= 0xcf && marker != 0xc4 && marker != 0xc8 &&
+            marker != 0xcc && length >= 8) {
+            h.sof = marker;
+            h.precision = seg[0];
+            h.rows = (unsigned)seg[1] << 8 | seg[2];
+            h.columns = (unsigned)seg[3] << 8 | seg[4];
+            h.components = seg[5];
+        } else if (marker == 0xda && length >= 6) {
+            h.scans++;
+            h.scan_components = seg[0];
+            const uint64_t k = 1 + 2 * (uint64_t)seg[0];
+            if (length >= 2 + k + 3) {
+                h.predictor = seg[k];
+                h.point_transform = seg[k + 2] & 0x0f;
+            }
+            return h; /* the entropy-coded data follows */
+        }
+        at += 2 + length;
+    }
+    return h;
+}
+
+std::string refusal(uint32_t f, const char *what)
+{
+    char text[200];
+    snprintf(text, sizeof text, "nvJPEG lossless: frame %u %s", f + 1, what);
+    return text;
+}
+
+} // namespace
+
+bool gpu_decode_jpeg_lossless(const std::vector<gpu_frame> &frames, const dh_dicom_image &img,
+                              uint16_t *cells, std::string &reason)
+{
+    const gpu_api *api = gpu_api_get(reason);
+    if (api == nullptr)
+        return false;
+    if (api->lossless == nullptr) {
+        reason = api->jpeg_missing;
+        return false;
+    }
+    if (!asked_for()) {
+        reason = refused_by_default;
+        return false;
+    }
+    for (uint32_t f = 0; f < frames.size(); f++) {
+        const jpeg_header h = read_header(frames[f].bytes, frames[f].length);
+        if (h.sof != 0xc3 || h.scans != 1)
+            reason = refusal(f, "is not a lossless (SOF3) stream with a scan header");
+        else if (h.components != 1 || h.scan_components != 1)
+            reason = refusal(f, "has more than one component");
+        else if (h.rows != img.format.rows || h.columns != img.format.columns)
+            reason = refusal(f, "has another size than the dataset");
+        else if (h.precision < 2 || h.precision > 16 || h.precision > img.format.bits_allocated)
+            reason = refusal(f, "has a precision BitsAllocated does not hold");
+        else if (h.predictor != 1 || h.point_transform != 0)
+            reason = refusal(f, "is not first-order prediction without point transform");
+        else if (h.precision > 8 && h.precision < 16 &&
+                 version_older(api->jpeg_version, twelve_bit_fix))
+            reason = "nvJPEG before 13.0.2 returns zeros for 9 to 15-bit lossless JPEG";
+        if (!reason.empty())
+            return false;
+    }
+    gpu_context_scope scope(*api);
+    if (!scope.pushed) {
+        reason = "the GPU's context cannot be made current";
+        return false;
+    }
+    const size_t frame_cells = (size_t)img.format.rows * img.format.columns;
+    const size_t bytes = frame_cells * frames.size() * sizeof(uint16_t);
+    lossless_call call(*api);
+    CUresult r = api->cuStreamCreate(&call.stream, CU_STREAM_NON_BLOCKING);
+    if (r == CUDA_SUCCESS)
+        r = api->cuMemAlloc(&call.device, bytes);
+    if (r != CUDA_SUCCESS) {
+        reason = cuda_error(*api, "cuStreamCreate/cuMemAlloc", r);
+        return false;
+    }
+    if (api->nvjpegJpegStateCreate(api->lossless, &call.state) != NVJPEG_STATUS_SUCCESS ||
+        api->nvjpegJpegStreamCreate(api->lossless, &call.parsed) != NVJPEG_STATUS_SUCCESS) {
+        reason = "nvJPEG's decode state cannot be created";
+        return false;
+    }
+    std::vector<const unsigned char *> data(frames.size());
+    std::vector<size_t> lengths(frames.size());
+    std::vector<nvjpegImage_t> out(frames.size());
+    for (uint32_t f = 0; f < frames.size(); f++) {
+        int unsupported = 1;
+        if (api->nvjpegJpegStreamParseHeader(api->lossless, frames[f].bytes, frames[f].length,
+                                             call.parsed) != NVJPEG_STATUS_SUCCESS ||
+            api->nvjpegDecodeBatchedSupported(api->lossless, call.parsed, &unsupported) !=
+                NVJPEG_STATUS_SUCCESS ||
+            unsupported != 0) {
+            reason = refusal(f, "is not supported by nvJPEG's lossless backend");
+            return false;
+        }
+        data[f] = frames[f].bytes;
+        lengths[f] = frames[f].length;
+        out[f] = nvjpegImage_t{};
+        out[f].channel[0] =
+            reinterpret_cast<unsigned char *>(call.device + f * frame_cells * sizeof(uint16_t));
+        out[f].pitch[0] = (size_t)img.format.columns * sizeof(uint16_t);
+    }
+    nvjpegStatus_t s = api->nvjpegDecodeBatchedInitialize(
+        api->lossless, call.state, (int)frames.size(), 1, NVJPEG_OUTPUT_UNCHANGEDI_U16);
+    if (s == NVJPEG_STATUS_SUCCESS)
+        s = api->nvjpegDecodeBatched(api->lossless, call.state, data.data(), lengths.data(),
+                                     out.data(), call.stream);
+    if (s != NVJPEG_STATUS_SUCCESS) {
+        char text[96];
+        snprintf(text, sizeof text, "nvJPEG's batched lossless decode failed (status %d)", (int)s);
+        reason = text;
+        return false;
+    }
+    return copy_to_host(*api, cells, call.device, bytes, call.stream, reason);
+}
+
+} // namespace dh_dicom_impl
