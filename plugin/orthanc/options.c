@@ -206,12 +206,12 @@ int dho_parse_derive_body(const json_t *body, dh_eq_operation op, dh_equalize_pa
         } else if (strcmp(name, "Output") == 0) {
             if (!(text = string_member(value, name, bad)))
                 return -1;
-            if (strcasecmp(text, "series") == 0)
-                *gsps = 0;
+            if (strcasecmp(text, "series") == 0 || strcasecmp(text, "derived") == 0)
+                *gsps = 0; /* "derived": the command's --output-kind word */
             else if (strcasecmp(text, "gsps") == 0)
                 *gsps = 1;
             else
-                return refuse(bad, name, "'%s': expected series or gsps", text);
+                return refuse(bad, name, "'%s': expected series (or derived) or gsps", text);
         } else {
             return refuse(bad, name, "unknown option (expected Mode, Window, WindowRange, %s, "
                                      "Bits, Device, Output or Asynchronous)",

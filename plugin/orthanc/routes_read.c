@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
  * routes_read.c: info and histogram of an instance (read from its bytes with
- * dh_volume_read_memory) or of a series (staged, then assembled by dh_volume_set_load),
+ * dh_volume_read_memory) or of a series (its instances' bytes fetched into memory, then assembled
+ * by dh_volume_set_load_memory: series_fetch.h),
  * answered with the command's records (report_records.h), `path` holding the Orthanc ID and a
  * slice's `source` its instance's ID.
  */
