@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_cpu_common.h"
 #include "hist.h"
 
 #define REPS 7
@@ -25,20 +26,12 @@ static double now_s(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static uint64_t next(uint64_t *s)
-{
-    *s ^= *s >> 12;
-    *s ^= *s << 25;
-    *s ^= *s >> 27;
-    return *s * 2685821657736338717ull;
-}
-
 /* Roughly normal noise spread about +-2 * width (the sum of four uniforms). */
 static int32_t noise(uint64_t *s, uint32_t width)
 {
     int32_t v = 0;
     for (int i = 0; i < 4; i++)
-        v += (int32_t)(next(s) % (width + 1));
+        v += (int32_t)(bench_next(s) % (width + 1));
     return v - 2 * (int32_t)width;
 }
 
@@ -48,7 +41,7 @@ static void fill_ct_like(uint16_t *d, size_t n)
 {
     uint64_t s = 0x9e3779b97f4a7c15ull;
     for (size_t i = 0; i < n; i++) {
-        uint32_t p = next(&s) % 100;
+        uint32_t p = bench_next(&s) % 100;
         int32_t v = p < 40 ? 24 + noise(&s, 4)
                   : p < 55 ? 924 + noise(&s, 10)
                   : p < 85 ? 1064 + noise(&s, 15)

@@ -126,8 +126,10 @@ string(CONCAT CPACK_DEBIAN_CLI_DESCRIPTION
        "histograms, equalization and mutual information of DICOM images\n"
        ${_dh_deb_common_text}
        "This package holds the command dicomhist: info, histogram, mi, equalize and\n"
-       "window, on files, series and whole archives, with text, JSON and CSV output\n"
-       "and derived DICOM series written.")
+       "window, on files, series and whole archives, with text, JSON and CSV output,\n"
+       "SVG and PNG histogram plots, and derived DICOM series written.")
+# The command and the Orthanc plugin draw plots with cairo: their packages depend on libcairo2
+# through dpkg-shlibdeps (CPACK_DEBIAN_PACKAGE_SHLIBDEPS above), the library's do not.
 set(CPACK_DEBIAN_ORTHANC_PACKAGE_NAME orthanc-dicomhist)
 set(CPACK_DEBIAN_ORTHANC_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_ORTHANC_PACKAGE_DEPENDS "orthanc (>= 1.10.1)")

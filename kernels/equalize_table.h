@@ -44,9 +44,13 @@ int dh_eq_table_range(uint32_t bits_stored, int is_signed, int32_t *base, uint32
  * equalize_cpu.c. */
 int dh_eq_bin_map_init(dh_bin_map *map, int32_t base, uint32_t len);
 
-/* floor(a * b / c) exactly, for a <= c, c > 0, b < 2^32 (128-bit product). */
+/* floor(a * b / c) exactly, for a <= c, c > 0, b < 2^32 (128-bit product). When a < 2^32 the
+ * product fits 64 bits and the 64-bit division gives the same quotient several times faster
+ * (a CLAHE tile builds thousands of entries per table). */
 static inline DH_EQ_HD uint64_t dh_eq_muldiv(uint64_t a, uint64_t b, uint64_t c)
 {
+    if ((a >> 32) == 0)
+        return a * b / c;
     return (uint64_t)(((unsigned __int128)a * b) / c);
 }
 

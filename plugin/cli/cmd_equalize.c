@@ -34,7 +34,23 @@ static void equalize_help(FILE *out) {
             "  --window percentile:P  cut P%% of the pixels at each end (0 <= P < 50)\n"
             "  --window-range LO:HI   the window as a closed range of modality values\n"
             "  --clip-limit X         contrast limit: cap each bin at X times the mean count of\n"
-            "                         the occupied span, spreading the excess evenly (X > 0)\n");
+            "                         the occupied span, spreading the excess evenly (X > 0);\n"
+            "                         with CLAHE per tile\n"
+            "  --method global|clahe  global (default): one table per volume or slice;\n"
+            "                         clahe: contrast-limited adaptive equalization, one\n"
+            "                         table per tile, each pixel blended between the tables\n"
+            "                         of the nearest tile centres (2D tiles with --mode slice,\n"
+            "                         3D tiles across the slices with --mode volume)\n"
+            "  --tiles NxM[xK]        CLAHE: tiles along columns, rows (and slices, volume\n"
+            "                         mode); default 8 along each axis (fewer pixels: fewer)\n"
+            "  --tile-size N[xM[xK]]  CLAHE: instead, tiles of at most N (x M x K) pixels\n"
+            "  --bins N               CLAHE: histogram bins per tile over the window,\n"
+            "                         1..65536 (default: one per stored value)\n"
+            "  --skimage              CLAHE as scikit-image's equalize_adapthist: --tile-size\n"
+            "                         is its kernel_size (default 1/8 of each axis),\n"
+            "                         --clip-limit its clip_limit fraction (default 0.01),\n"
+            "                         --bins its nbins (default 256); min-max window, 16-bit\n"
+            "                         output (docs/equalization.md gives the difference)\n");
     cli_derived_help_tail(out);
 }
 
@@ -70,13 +86,16 @@ void cli_derived_help_tail(FILE *out) {
 }
 
 enum { OPT_OUTPUT = 1, OPT_MODE, OPT_WINDOW, OPT_WINDOW_RANGE, OPT_CLIP, OPT_BITS, OPT_PNG, OPT_VOI,
-       OPT_OUTPUT_KIND };
+       OPT_OUTPUT_KIND, OPT_METHOD, OPT_TILES, OPT_TILE_SIZE, OPT_BINS, OPT_SKIMAGE };
 
 static const cli_option equalize_options[] = {
     {"output", 1, OPT_OUTPUT, 'o'},          {"mode", 1, OPT_MODE, 0},
     {"window", 1, OPT_WINDOW, 0},            {"window-range", 1, OPT_WINDOW_RANGE, 0},
     {"clip-limit", 1, OPT_CLIP, 0},          {"bits", 1, OPT_BITS, 0},
     {"png", 1, OPT_PNG, 0},                  {"output-kind", 1, OPT_OUTPUT_KIND, 0},
+    {"method", 1, OPT_METHOD, 0},            {"tiles", 1, OPT_TILES, 0},
+    {"tile-size", 1, OPT_TILE_SIZE, 0},      {"bins", 1, OPT_BINS, 0},
+    {"skimage", 0, OPT_SKIMAGE, 0},
     CLI_OPTION_DEVICE,
     CLI_OPTION_JSON,                         CLI_OPTIONS_BATCH,
     CLI_OPTIONS_BATCH_WRITE,                 {NULL, 0, 0, 0}};
@@ -98,7 +117,33 @@ typedef struct eq_options {
     const char *output, *png;
     int gsps; /* --output-kind gsps: a presentation state instead of a derived series */
     int windows; /* how many --window and --window-range were given */
+    int tiling;  /* --tiles or --tile-size given (they need --method clahe) */
+    uint32_t axes; /* how many sizes --tiles or --tile-size gave (1 to 3) */
+    int skimage;   /* --skimage: --tile-size, --clip-limit and --bins in scikit-image's terms */
+    int clip_given;
 } eq_options;
+
+/* "N", "NxM" or "NxMxK" (each 1..65535, at least min_axes of them) into out[0..2], how many
+ * into *count; 0, or -1 when the text is anything else. */
+static int parse_axes(const char *text, int min_axes, uint32_t out[3], uint32_t *count) {
+    uint32_t n = 0;
+    for (const char *part = text;; n++) {
+        const char *end = strchr(part, 'x');
+        size_t len = end ? (size_t)(end - part) : strlen(part);
+        char buf[16];
+        if (n == 3 || len == 0 || len >= sizeof buf)
+            return -1;
+        memcpy(buf, part, len);
+        buf[len] = '\0';
+        if (text_parse_u32(buf, 1, 65535, &out[n]) != 0)
+            return -1;
+        if (!end)
+            break;
+        part = end + 1;
+    }
+    *count = n + 1;
+    return *count >= (uint32_t)min_axes ? 0 : -1;
+}
 
 static int parse_window(const char *cmd, const char *value, dh_equalize_params *p) {
     const char *why = NULL;
@@ -151,12 +196,44 @@ static int read_eq_option(void *state, const char *cmd, int id, const char *valu
     case OPT_CLIP:
         if (text_parse_double(value, &o->params.clip_limit) != 0 || !(o->params.clip_limit > 0))
             return cli_usage_error(cmd, "--clip-limit '%s': expected a number > 0", value);
+        o->clip_given = 1;
         return -1;
     case OPT_BITS:
         if (text_parse_u32(value, 8, 16, &o->params.output_bits) != 0 ||
             (o->params.output_bits != 8 && o->params.output_bits != 12 &&
              o->params.output_bits != 16))
             return cli_usage_error(cmd, "--bits '%s': expected 8, 12 or 16", value);
+        return -1;
+    case OPT_METHOD:
+        if (strcmp(value, "global") == 0)
+            o->params.method = DH_EQ_METHOD_GLOBAL;
+        else if (strcmp(value, "clahe") == 0)
+            o->params.method = DH_EQ_METHOD_CLAHE;
+        else
+            return cli_usage_error(cmd, "--method '%s': expected global or clahe", value);
+        return -1;
+    case OPT_TILES:
+    case OPT_TILE_SIZE: {
+        uint32_t axes[3] = {0, 0, 0}, n = 0;
+        if (o->tiling)
+            return cli_usage_error(cmd, "give one --tiles or --tile-size");
+        if (parse_axes(value, id == OPT_TILES ? 2 : 1, axes, &n) != 0)
+            return cli_usage_error(cmd, "--%s '%s': expected %s (each 1..65535)",
+                                   id == OPT_TILES ? "tiles" : "tile-size", value,
+                                   id == OPT_TILES ? "NxM or NxMxK" : "N, NxM or NxMxK");
+        if (n == 1) /* one size for the columns and rows, and the slices in volume mode */
+            axes[1] = axes[0];
+        memcpy(id == OPT_TILES ? o->params.tiles : o->params.tile_size, axes, sizeof axes);
+        o->tiling = 1;
+        o->axes = n;
+        return -1;
+    }
+    case OPT_SKIMAGE:
+        o->skimage = 1;
+        return -1;
+    case OPT_BINS:
+        if (text_parse_u32(value, 1, 65536, &o->params.bins) != 0)
+            return cli_usage_error(cmd, "--bins '%s': expected 1..65536", value);
         return -1;
     case OPT_VOI:
         if (strcmp(value, "linear") == 0 || strcmp(value, "LINEAR") == 0)
@@ -184,6 +261,17 @@ static int check_eq_command_line(const char *cmd, const cli_command_line *cl, co
         return cli_usage_error(cmd, "give one --window or --window-range");
     if (o->params.operation == DH_EQ_WINDOW_LEVEL && o->windows == 0)
         return cli_usage_error(cmd, "a window is required (--window or --window-range)");
+    const int clahe = o->params.method == DH_EQ_METHOD_CLAHE || o->skimage;
+    if (o->skimage && (o->windows || o->params.tiles[0] || o->axes > 1 || o->params.output_bits))
+        return cli_usage_error(cmd, "--skimage sets the window, the bits and the tiles (give "
+                                    "its kernel size as one --tile-size N)");
+    if (!clahe && (o->tiling || o->params.bins))
+        return cli_usage_error(cmd, "--tiles, --tile-size and --bins need --method clahe");
+    if (clahe && o->params.per_slice && o->axes == 3)
+        return cli_usage_error(cmd, "tiles across slices (NxMxK) need --mode volume");
+    if (clahe && o->gsps)
+        return cli_usage_error(cmd, "--method clahe has no table per image for a presentation "
+                                    "state: use --output-kind derived");
     return -1;
 }
 
@@ -225,6 +313,12 @@ static void eq_record_json(report_json *j, const dh_volume *v, const eq_options 
     } else {
         report_json_key(j, "clip_limit");
         report_json_double(j, p->clip_limit);
+    }
+    if (p->method == DH_EQ_METHOD_CLAHE) { /* global records keep their fields as they were */
+        report_json_key(j, "method");
+        report_json_string(j, "clahe");
+        report_json_key(j, "bins");
+        report_json_u64(j, p->bins);
     }
     /* The window actually used, per table (one in volume mode). */
     report_json_key(j, "windows");
@@ -323,15 +417,25 @@ int cli_equalize_main(int argc, char **argv, dh_eq_operation op, void (*help)(FI
         status = check_eq_command_line(cmd, &cl, &o);
     if (status < 0) {
         o.params.device = cl.device;
+        if (o.axes == 1 && !o.params.per_slice) /* --tile-size N: N along the slices too */
+            o.params.tile_size[2] = o.params.tile_size[0];
+        if (o.skimage)
+            dh_equalize_params_skimage(&o.params, o.params.tile_size[0],
+                                       o.clip_given ? o.params.clip_limit : 0.01,
+                                       o.params.bins);
         /* Everything that changes the outputs; a manifest line is "done" for this work only. */
         const dh_equalize_params *p = &o.params;
-        char work[512];
+        char work[640], clahe[128] = "";
+        if (p->method == DH_EQ_METHOD_CLAHE) /* global work keeps its manifest lines as they were */
+            snprintf(clahe, sizeof clahe, " method=clahe tiles=%ux%ux%u size=%ux%ux%u bins=%u",
+                     p->tiles[0], p->tiles[1], p->tiles[2], p->tile_size[0], p->tile_size[1],
+                     p->tile_size[2], p->bins);
         snprintf(work, sizeof work,
                  "%s mode=%s window=%s center=%.17g width=%.17g range=%.17g:%.17g "
-                 "percentile=%.17g function=%d clip=%.17g bits=%u png=%s%s",
+                 "percentile=%.17g function=%d clip=%.17g bits=%u png=%s%s%s",
                  cmd, p->per_slice ? "slice" : "volume", window_source_name(p->window), p->center,
                  p->width, p->lo, p->hi, p->percentile, (int)p->voi, p->clip_limit,
-                 (unsigned)p->output_bits, o.png ? o.png : "-", o.gsps ? " kind=gsps" : "");
+                 (unsigned)p->output_bits, o.png ? o.png : "-", o.gsps ? " kind=gsps" : "", clahe);
         cli_batch_config config = {.outdir = o.output, .png_dir = o.png, .work = work};
         status = cli_run_batch(&cl, &config, eq_series, &o);
     }

@@ -2,7 +2,8 @@
 /*
  * cmd_histogram.c: `dicomhist histogram`, the histogram of each volume (and of each of its
  * slices with --per-slice). JSON lines with --json; for people a summary (range, min/max,
- * percentiles) and a sparkline; --output FILE.csv writes bin edges and counts atomically.
+ * percentiles) and a sparkline; --output FILE.csv writes bin edges and counts atomically,
+ * --plot FILE.svg|FILE.png draws them (cli_plot.h).
  * Everything large is streamed through a report_sink, never built as one string.
  */
 #include <errno.h>
@@ -11,6 +12,7 @@
 
 #include "cli_batch.h"
 #include "cli_commands.h"
+#include "cli_plot.h"
 
 static void histogram_help(FILE *out) {
     fprintf(out,
@@ -42,6 +44,23 @@ static void histogram_help(FILE *out) {
             "                      then bin_lo,bin_hi,count rows, the first for underflow\n"
             "                      (-inf,LO) and the last for overflow (HI,inf); with\n"
             "                      --per-slice one more column per slice (slice_0, ...)\n"
+            "  --plot FILE.svg|FILE.png\n"
+            "                      also draw the histogram (one volume only): bars of the\n"
+            "                      occupied bins, p1 p5 p50 p95 p99 as dashed lines\n"
+            "  --plot-scale both|linear|log\n"
+            "                      counts on a linear scale with the log-scale silhouette\n"
+            "                      behind (both, the default), or either alone\n"
+            "  --plot-window C:W|file|minmax|percentile:P\n"
+            "  --plot-window-range LO:HI\n"
+            "                      mark a window (modality units, as equalize's --window)\n"
+            "  --plot-curve equalize|window\n"
+            "                      draw the mapping curve of `dicomhist equalize` (inside the\n"
+            "                      window when one is given) or of `dicomhist window` (needs a\n"
+            "                      window) over the bars, output values on the right axis\n"
+            "  --plot-function linear|linear-exact|sigmoid\n"
+            "                      the VOI function of --plot-curve window (default linear)\n"
+            "  --plot-slices       one small plot per slice below the main one (implies\n"
+            "                      --per-slice; the first 256 slices)\n"
             "  -h, --help          this text\n");
     cli_batch_help(out, 0);
     fprintf(out,
@@ -60,6 +79,8 @@ static void histogram_help(FILE *out) {
 typedef struct hist_options {
     dh_hist_params params;
     const char *output;
+    cli_plot_options plot;
+    int windows; /* how many --plot-window and --plot-window-range were given */
 } hist_options;
 
 /* ------------------------------------------------------------------ text for people */
@@ -68,26 +89,15 @@ typedef struct hist_options {
  * ">=HI" when it falls in the underflow or overflow. */
 static void percentile_text(const dh_histogram *h, const uint64_t *counts, uint64_t underflow,
                             uint64_t total, double p, char *out, size_t size) {
-    if (total == 0) {
+    int64_t k = report_hist_percentile(counts, h->bins, underflow, total, p);
+    if (k == -2)
         snprintf(out, size, "-");
-        return;
-    }
-    uint64_t rank = (uint64_t)ceil(p / 100.0 * (double)total);
-    if (rank < 1)
-        rank = 1;
-    if (rank <= underflow) {
+    else if (k == -1)
         snprintf(out, size, "<%.6g", h->lo);
-        return;
-    }
-    uint64_t seen = underflow;
-    for (uint32_t i = 0; i < h->bins; i++) {
-        seen += counts[i];
-        if (seen >= rank) {
-            snprintf(out, size, "%.6g", dh_histogram_edge(h, i));
-            return;
-        }
-    }
-    snprintf(out, size, ">=%.6g", h->hi);
+    else if (k == (int64_t)h->bins)
+        snprintf(out, size, ">=%.6g", h->hi);
+    else
+        snprintf(out, size, "%.6g", dh_histogram_edge(h, (uint32_t)k));
 }
 
 /* Draws counts[first..last] in `width` columns, each the sum of its share of the bins, height on
@@ -147,7 +157,7 @@ static int occupied_bins(const uint64_t *counts, uint32_t bins, uint32_t *first,
 
 static void histogram_text(report_sink *s, const dh_volume *v, const dh_histogram *h, int first_volume,
                            int utf8) {
-    static const double percentiles[] = {1, 5, 50, 95, 99};
+    const double *percentiles = report_percentiles;
     char text[64];
     double vmin, vmax;
     if (h->units == DH_UNITS_MODALITY) {
@@ -169,7 +179,7 @@ static void histogram_text(report_sink *s, const dh_volume *v, const dh_histogra
                     (unsigned long long)h->overflow);
     report_sink_printf(s, "  %-12s %.10g .. %.10g\n", "min .. max", vmin, vmax);
     report_sink_printf(s, "  %-12s", "percentiles");
-    for (size_t i = 0; i < sizeof percentiles / sizeof percentiles[0]; i++) {
+    for (size_t i = 0; i < REPORT_PERCENTILE_COUNT; i++) {
         percentile_text(h, h->counts, h->underflow, h->total, percentiles[i], text, sizeof text);
         report_sink_printf(s, " p%g %s", percentiles[i], text);
     }
@@ -252,15 +262,96 @@ static int write_csv(const char *path, const dh_histogram *h) {
 
 /* ------------------------------------------------------------------ the command */
 
-enum { OPT_BINS = 1, OPT_RANGE, OPT_UNITS, OPT_PER_SLICE, OPT_OUTPUT };
+enum { OPT_BINS = 1, OPT_RANGE, OPT_UNITS, OPT_PER_SLICE, OPT_OUTPUT, OPT_PLOT, OPT_PLOT_SCALE,
+       OPT_PLOT_WINDOW, OPT_PLOT_WINDOW_RANGE, OPT_PLOT_CURVE, OPT_PLOT_FUNCTION,
+       OPT_PLOT_SLICES };
 
 static const cli_option histogram_options[] = {
     {"bins", 1, OPT_BINS, 0},           {"range", 1, OPT_RANGE, 0},
     {"units", 1, OPT_UNITS, 0},         {"per-slice", 0, OPT_PER_SLICE, 0},
-    {"output", 1, OPT_OUTPUT, 0},       CLI_OPTION_DEVICE,
+    {"output", 1, OPT_OUTPUT, 0},       {"plot", 1, OPT_PLOT, 0},
+    {"plot-scale", 1, OPT_PLOT_SCALE, 0}, {"plot-window", 1, OPT_PLOT_WINDOW, 0},
+    {"plot-window-range", 1, OPT_PLOT_WINDOW_RANGE, 0},
+    {"plot-curve", 1, OPT_PLOT_CURVE, 0}, {"plot-function", 1, OPT_PLOT_FUNCTION, 0},
+    {"plot-slices", 0, OPT_PLOT_SLICES, 0}, CLI_OPTION_DEVICE,
     CLI_OPTION_JSON,                    CLI_OPTIONS_BATCH,
     {NULL, 0, 0, 0},
 };
+
+/* One of the --plot options into o->plot; -1 to go on, else the exit status. */
+static int read_plot_option(hist_options *o, const char *cmd, int id, const char *value) {
+    cli_plot_options *p = &o->plot;
+    const char *why = NULL;
+    switch (id) {
+    case OPT_PLOT:
+        if (report_plot_format_of(value, &p->format) != 0)
+            return cli_usage_error(cmd, "--plot '%s': expected a file name ending in .svg or "
+                                        ".png", value);
+        p->path = value;
+        return -1;
+    case OPT_PLOT_SCALE:
+        if (strcmp(value, "both") == 0)
+            p->scale = REPORT_PLOT_BOTH;
+        else if (strcmp(value, "linear") == 0)
+            p->scale = REPORT_PLOT_LINEAR;
+        else if (strcmp(value, "log") == 0)
+            p->scale = REPORT_PLOT_LOG;
+        else
+            return cli_usage_error(cmd, "--plot-scale '%s': expected both, linear or log", value);
+        return -1;
+    case OPT_PLOT_WINDOW:
+        o->windows++;
+        p->has_window = 1;
+        if (text_parse_window(value, &p->window, &why) != 0)
+            return cli_usage_error(cmd, "--plot-window '%s': %s", value, why);
+        return -1;
+    case OPT_PLOT_WINDOW_RANGE:
+        o->windows++;
+        p->has_window = 1;
+        if (text_parse_range(value, &p->window.lo, &p->window.hi, &why) != 0)
+            return cli_usage_error(cmd, "--plot-window-range '%s': %s", value, why);
+        p->window.window = DH_WINDOW_RANGE;
+        return -1;
+    case OPT_PLOT_CURVE:
+        if (strcmp(value, "equalize") == 0)
+            p->curve = CLI_PLOT_CURVE_EQUALIZE;
+        else if (strcmp(value, "window") == 0)
+            p->curve = CLI_PLOT_CURVE_WINDOW;
+        else
+            return cli_usage_error(cmd, "--plot-curve '%s': expected equalize or window", value);
+        return -1;
+    case OPT_PLOT_FUNCTION:
+        if (strcmp(value, "linear") == 0)
+            p->window.voi = DH_VOI_LINEAR;
+        else if (strcmp(value, "linear-exact") == 0)
+            p->window.voi = DH_VOI_LINEAR_EXACT;
+        else if (strcmp(value, "sigmoid") == 0)
+            p->window.voi = DH_VOI_SIGMOID;
+        else
+            return cli_usage_error(cmd, "--plot-function '%s': expected linear, linear-exact "
+                                        "or sigmoid", value);
+        return -1;
+    case OPT_PLOT_SLICES:
+        p->slices = 1;
+        o->params.per_slice = 1;
+        return -1;
+    default:
+        return cli_usage_error(cmd, "internal: unhandled option");
+    }
+}
+
+/* What the plot options need of each other once all are read; -1 when they hold, else 2. */
+static int check_plot_options(const char *cmd, const hist_options *o) {
+    const cli_plot_options *p = &o->plot;
+    if (!p->path && (o->windows || p->curve || p->slices))
+        return cli_usage_error(cmd, "--plot-* options need --plot FILE");
+    if (o->windows > 1)
+        return cli_usage_error(cmd, "give one --plot-window or --plot-window-range");
+    if (p->curve == CLI_PLOT_CURVE_WINDOW && !p->has_window)
+        return cli_usage_error(cmd, "--plot-curve window needs --plot-window or "
+                                    "--plot-window-range");
+    return -1;
+}
 
 /* One of histogram's own options into the hist_options; -1 to go on, else the exit status. */
 static int read_histogram_option(void *state, const char *cmd, int id, const char *value) {
@@ -294,7 +385,7 @@ static int read_histogram_option(void *state, const char *cmd, int id, const cha
         o->output = value;
         return -1;
     default:
-        return cli_usage_error(cmd, "internal: unhandled option");
+        return read_plot_option(o, cmd, id, value);
     }
 }
 
@@ -318,6 +409,11 @@ static int histogram_series(void *state, const cli_command_line *cl, cli_series 
         cli_series_fail(s, o->output, "cannot write the CSV (see above)");
         rc = 1;
     }
+    char why[1024];
+    if (o->plot.path && cli_plot_write(s->ctx, v, h, &o->plot, why, sizeof why) != 0) {
+        cli_series_fail(s, o->plot.path, why);
+        rc = 1;
+    }
     dh_histogram_free(h);
     return rc;
 }
@@ -326,19 +422,25 @@ static int histogram_run(int argc, char **argv) {
     hist_options o;
     memset(&o, 0, sizeof o);
     dh_hist_params_init(&o.params);
+    dh_equalize_params_init(&o.plot.window);
     cli_command_line cl;
     int status = cli_read_command_line(&cl, "histogram", argc, argv, histogram_options,
                                        histogram_help, read_histogram_option, &o);
     if (status < 0 && cl.path_count == 0)
         status = cli_usage_error("histogram", "no PATH given");
+    if (status < 0)
+        status = check_plot_options("histogram", &o);
     if (status < 0) {
         o.params.device = cl.device;
         cli_batch_config config = {.blank_between = 1};
-        if (o.output) {
+        if (o.output || o.plot.path) {
             config.max_series = 1;
-            config.max_series_why = "--output takes one volume";
+            config.max_series_why = o.output ? "--output takes one volume"
+                                             : "--plot takes one volume";
         }
         status = cli_run_batch(&cl, &config, histogram_series, &o);
+        if (o.plot.path)
+            report_plot_release_caches();
     }
     cli_command_line_free(&cl);
     return status;
@@ -346,7 +448,7 @@ static int histogram_run(int argc, char **argv) {
 
 const cli_command cli_command_histogram = {
     "histogram",
-    "histogram of each volume (and of each slice): stored or modality units, CSV, JSON",
+    "histogram of each volume (and of each slice): stored or modality units, CSV, JSON, plots",
     histogram_run,
     histogram_help,
 };

@@ -462,6 +462,13 @@ typedef enum dh_eq_operation {
     DH_EQ_OPERATION_FORCE_INT32 = 0x7fffffff
 } dh_eq_operation;
 
+/* How equalization tables are made: one per volume or slice, or one per tile (CLAHE). */
+typedef enum dh_eq_method {
+    DH_EQ_METHOD_GLOBAL = 0, /* one histogram and table per volume (or slice) */
+    DH_EQ_METHOD_CLAHE = 1,  /* contrast-limited adaptive: one per tile, blended */
+    DH_EQ_METHOD_FORCE_INT32 = 0x7fffffff
+} dh_eq_method;
+
 typedef enum dh_window_source {
     DH_WINDOW_NONE = 0,         /* equalize over every representable value (not for window/level) */
     DH_WINDOW_CENTER_WIDTH = 1, /* center and width given */
@@ -491,12 +498,34 @@ typedef struct dh_equalize_params {
     double clip_limit;       /* DH_EQ_EQUALIZE; 0 = no clipping */
     uint32_t output_bits;    /* 0 = the input's BitsStored; else 8, 12 or 16 */
     dh_device device;
+    /* Adaptive equalization (CLAHE, issue 21; docs/equalization.md "Adaptive equalization"):
+     * method DH_EQ_METHOD_CLAHE with DH_EQ_EQUALIZE gives every tile its own table (the window
+     * and clip_limit as above, per tile), each pixel blended between the tables of the nearest
+     * tile centres: 2D tiles per slice with per_slice, 3D tiles across the slices without. */
+    dh_eq_method method;     /* DH_EQ_METHOD_GLOBAL (default) or DH_EQ_METHOD_CLAHE */
+    uint32_t tiles[3];       /* CLAHE: tiles along columns, rows, slices (slices: per volume
+                              * only); 0 = from tile_size, else 8 (at most the pixels there) */
+    uint32_t tile_size[3];   /* CLAHE: where tiles[i] is 0, tiles of at most this many pixels */
+    uint32_t bins;           /* CLAHE: bins per tile over the window, 1..65536; 0 = one per
+                              * stored value (full resolution) */
 } dh_equalize_params;
 
 /* Defaults: equalize per volume over the whole range, no clip, input bits, device auto. */
 DH_API void dh_equalize_params_init(dh_equalize_params *params);
 
-/* The result: new stored values (unsigned) and the tables that made them. */
+/* CLAHE set as a user of scikit-image's exposure.equalize_adapthist(image, kernel_size,
+ * clip_limit, nbins) expects it (docs/equalization.md, "scikit-image-compatible mode"): method
+ * DH_EQ_METHOD_CLAHE, a min-max window (scikit-image rescales the image's range), `nbins` bins
+ * (0: its default 256), tiles of at most kernel_size pixels along the rows and columns (0: its
+ * default, 1/8 of each, which is our default of 8 tiles), clip_limit x nbins as the contrast
+ * limit (its limit is clip_limit x the tile's pixels per bin; ours is x times the tile's mean
+ * count over its occupied bins, so the two agree for a tile that occupies every bin), 16-bit
+ * output (read out / 65535 beside its [0, 1]). The other fields are left as they are. */
+DH_API void dh_equalize_params_skimage(dh_equalize_params *params, uint32_t kernel_size,
+                                       double clip_limit, uint32_t nbins);
+
+/* The result: new stored values (unsigned) and the tables that made them (CLAHE: no table,
+ * tables NULL and table_len 0; table_count and the windows are one per slice or one). */
 typedef struct dh_equalized {
     uint32_t rows, columns, slices;
     uint32_t output_bits;  /* the values are 0 .. 2^output_bits - 1 */
@@ -516,7 +545,11 @@ typedef struct dh_equalized {
  * VOI LUT nor a window,
  * for equalization inside a modality window with a non-positive RescaleSlope or a Modality LUT
  * that decreases somewhere, and for an equalization rank window with a LUT that folds back, DH_ERR_NO_DEVICE for DH_DEVICE_CUDA without a GPU, DH_ERR_CUDA
- * when the GPU fails. *out is freed with dh_equalized_free. */
+ * when the GPU fails. *out is freed with dh_equalized_free.
+ * CLAHE (method DH_EQ_METHOD_CLAHE) takes every window source; a window is one per slice with
+ * per_slice (2D tiles) or one for the volume (3D tiles); more tiles than pixels along an axis,
+ * slice tiles with per_slice, bins above 65536 and CLAHE for window/level are
+ * DH_ERR_INVALID_ARGUMENT. */
 DH_API dh_status dh_equalize(dh_ctx *ctx, const dh_volume *volume,
                              const dh_equalize_params *params, dh_equalized **out);
 DH_API void dh_equalized_free(dh_equalized *result);
@@ -646,7 +679,8 @@ DH_API int dh_folder_create(const char *path);
  * to the derived series' UIDs); `existing`, `created`, `output_name` and `written` (called for
  * every source with the one file) as for the DICOM writer. The file is written atomically.
  * *out lists that one file (file_count 1, sources[0] the first source) and the state's
- * SeriesInstanceUID; free it with dh_derived_series_free. */
+ * SeriesInstanceUID; free it with dh_derived_series_free. A CLAHE result (no tables) is refused
+ * with DH_ERR_UNSUPPORTED. */
 DH_API dh_status dh_equalized_write_gsps(dh_ctx *ctx, const dh_volume *volume,
                                          const dh_equalized *result, const char *output_dir,
                                          const dh_derive_params *params,

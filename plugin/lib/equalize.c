@@ -4,7 +4,9 @@
  * window of every table (given, from the file, or a rank statistic of its histogram), builds the
  * tables and applies them, on the CPU twin or through the CUDA session of equalize_cuda.h; both
  * paths use the same integer histograms, the same windows and the same formulas, so they give
- * the same values. The writers of its result are derived_dicom.c and png_preview.c.
+ * the same values. CLAHE (method DH_EQ_METHOD_CLAHE) resolves the same windows, then hands the
+ * tiling to kernels/clahe_cpu.h or, on the GPU, clahe_device.c. The writers of its result are
+ * derived_dicom.c and png_preview.c.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -16,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "clahe_cpu.h"
 #include "context.h"
 #include "equalize_cpu.h"
 #include "modality.h"
@@ -23,6 +26,9 @@
 #ifdef DH_HAVE_CUDA
 #include "equalize_cuda.h"
 #include "hist_cuda.h"
+#endif
+#ifdef DH_HAVE_CLAHE_CUDA
+#include "clahe_device.h"
 #endif
 
 void dh_equalize_params_init(dh_equalize_params *params)
@@ -35,6 +41,24 @@ void dh_equalize_params_init(dh_equalize_params *params)
     params->window = DH_WINDOW_NONE;
     params->voi = DH_VOI_LINEAR;
     params->device = DH_DEVICE_AUTO;
+}
+
+void dh_equalize_params_skimage(dh_equalize_params *p, uint32_t kernel_size, double clip_limit,
+                                uint32_t nbins)
+{
+    if (!p)
+        return;
+    if (nbins == 0)
+        nbins = 256;
+    p->operation = DH_EQ_EQUALIZE;
+    p->method = DH_EQ_METHOD_CLAHE;
+    p->window = DH_WINDOW_MINMAX;
+    p->bins = nbins;
+    memset(p->tiles, 0, sizeof p->tiles);
+    p->tile_size[0] = p->tile_size[1] = kernel_size;
+    p->tile_size[2] = p->per_slice ? 0 : kernel_size;
+    p->clip_limit = clip_limit > 0 ? clip_limit * nbins : 0;
+    p->output_bits = 16;
 }
 
 void dh_equalized_free(dh_equalized *r)
@@ -53,6 +77,52 @@ void dh_equalized_free(dh_equalized *r)
 static const char *voi_name(dh_voi_function f)
 {
     return f == DH_VOI_LINEAR ? "LINEAR" : f == DH_VOI_LINEAR_EXACT ? "LINEAR_EXACT" : "SIGMOID";
+}
+
+static int is_clahe(const dh_equalize_params *p)
+{
+    return p->method == DH_EQ_METHOD_CLAHE;
+}
+
+/* CLAHE's tiles along an axis of n pixels: as given, else from the tile size, else 8 (fewer
+ * when the axis has fewer pixels). */
+static uint32_t clahe_tiles_along(uint32_t n, uint32_t tiles, uint32_t size)
+{
+    if (tiles)
+        return tiles;
+    if (size)
+        return dh_clahe_tiles_for_size(n, size);
+    return n < 8 ? n : 8;
+}
+
+/* CLAHE's own parameters against the volume. */
+static dh_status check_clahe_params(dh_ctx *ctx, const dh_volume *v, const dh_equalize_params *p)
+{
+    if (p->method != DH_EQ_METHOD_GLOBAL && p->method != DH_EQ_METHOD_CLAHE)
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "unknown equalization method %d",
+                           (int)p->method);
+    if (!is_clahe(p))
+        return DH_OK;
+    if (p->operation != DH_EQ_EQUALIZE)
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "CLAHE is a method of equalization, "
+                                                         "not of window/level");
+    if (p->bins > 65536)
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
+                           "CLAHE bins must be 1..65536 (0: one per value), not %u", p->bins);
+    if (p->per_slice && (p->tiles[2] > 1 || p->tile_size[2]))
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
+                           "CLAHE tiles across slices need per-volume mode");
+    const uint32_t n[3] = {v->format.columns, v->format.rows, v->slices};
+    static const char *const axis[3] = {"columns", "rows", "slices"};
+    for (int a = 0; a < 3; a++)
+        if (p->tiles[a] > n[a])
+            return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
+                               "%s: %u CLAHE tiles along the %s, which number only %u", v->path,
+                               p->tiles[a], axis[a], n[a]);
+    if (n[0] > 65535 || n[1] > 65535 || n[2] > 65535)
+        return dh_ctx_fail(ctx, DH_ERR_UNSUPPORTED,
+                           "%s: CLAHE takes at most 65535 columns, rows and slices", v->path);
+    return DH_OK;
 }
 
 /* MINMAX and PERCENTILE windows come from the ranks of each table's histogram. */
@@ -83,6 +153,9 @@ static dh_status check_params(dh_ctx *ctx, const dh_volume *v, const dh_equalize
         return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "a clip limit needs equalization");
     if (p->device != DH_DEVICE_AUTO && p->device != DH_DEVICE_CPU && p->device != DH_DEVICE_CUDA)
         return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "unknown device %d", (int)p->device);
+    dh_status clahe_st = check_clahe_params(ctx, v, p);
+    if (clahe_st != DH_OK)
+        return clahe_st;
     switch (p->window) {
     case DH_WINDOW_NONE:
         if (p->operation == DH_EQ_WINDOW_LEVEL)
@@ -234,6 +307,7 @@ typedef struct eq_job {
     size_t slice_len;
     uint64_t *hist;          /* tables * (len + 2), or NULL when no window needs it */
     dh_eq_window *windows;   /* tables, stored values (equalization) */
+    dh_clahe_shape clahe;    /* CLAHE's tiling (method DH_EQ_METHOD_CLAHE) */
 } eq_job;
 
 /* Window/level through the file's own VOI LUT rather than a VOI function. */
@@ -353,7 +427,20 @@ static void describe(eq_job *j)
     char clip[48] = "";
     if (p->clip_limit > 0)
         snprintf(clip, sizeof clip, ", clip limit %g", p->clip_limit);
-    if (p->operation == DH_EQ_EQUALIZE)
+    if (is_clahe(p)) {
+        char tiles[64], bins[32] = "one bin per value";
+        if (j->clahe.volume)
+            snprintf(tiles, sizeof tiles, "%ux%ux%u tiles per volume", j->clahe.tx, j->clahe.ty,
+                     j->clahe.tz);
+        else
+            snprintf(tiles, sizeof tiles, "%ux%u tiles per slice", j->clahe.tx, j->clahe.ty);
+        if (p->bins)
+            snprintf(bins, sizeof bins, "%u bins", p->bins);
+        snprintf(r->description, sizeof r->description,
+                 "dicomhist %s adaptive histogram equalization (CLAHE), %s, %s, %s%s, %u-bit "
+                 "output",
+                 DH_VERSION_STRING, tiles, bins, window, clip, r->output_bits);
+    } else if (p->operation == DH_EQ_EQUALIZE)
         snprintf(r->description, sizeof r->description,
                  "dicomhist %s histogram equalization, per %s, %s%s, %u-bit output",
                  DH_VERSION_STRING, p->per_slice ? "slice" : "volume", window, clip,
@@ -442,6 +529,34 @@ static int needs_histograms(const dh_equalize_params *p)
     return p->operation == DH_EQ_EQUALIZE || window_from_ranks(p);
 }
 
+/* CLAHE over the resolved windows: the CPU twin, or the GPU where it is to be used. */
+static dh_status run_clahe(dh_ctx *ctx, eq_job *j, int use_cuda)
+{
+    const dh_volume *v = j->v;
+    const dh_equalize_params *p = j->p;
+    dh_equalized *r = j->r;
+    if (use_cuda) {
+#ifdef DH_HAVE_CLAHE_CUDA
+        char msg[512];
+        if (dh_clahe_device(v->data, v->format.is_signed, j->base, j->len, &j->clahe, j->windows,
+                            p->bins, j->levels, p->clip_limit, r->data, msg, sizeof msg) != 0)
+            return dh_ctx_fail(ctx, DH_ERR_CUDA, "%s: %s", v->path, msg);
+        r->device_used = DH_DEVICE_CUDA;
+        return DH_OK;
+#else
+        if (p->device == DH_DEVICE_CUDA)
+            return dh_ctx_fail(ctx, DH_ERR_NO_DEVICE,
+                               "%s: this build has no CLAHE on the GPU", v->path);
+#endif
+    }
+    if (dh_clahe_cpu(v->data, v->format.is_signed, j->base, j->len, &j->clahe, j->windows,
+                     p->bins, j->levels, p->clip_limit, ctx->threads, r->data) != 0)
+        return dh_ctx_fail(ctx, DH_ERR_NO_MEMORY,
+                           "%s: out of memory for the CLAHE tables or threads", v->path);
+    r->device_used = DH_DEVICE_CPU;
+    return DH_OK;
+}
+
 #ifdef DH_HAVE_CUDA
 static dh_status run_cuda(dh_ctx *ctx, eq_job *j)
 {
@@ -527,9 +642,10 @@ dh_status dh_equalize(dh_ctx *ctx, const dh_volume *v, const dh_equalize_params 
     r->output_bits = bits;
     r->table_count = j.tables;
     r->table_base = j.base;
-    r->table_len = j.len;
+    r->table_len = is_clahe(params) ? 0 : j.len; /* CLAHE's tables are per tile, not kept */
     r->data = malloc(n * sizeof *r->data);
-    r->tables = malloc((size_t)j.tables * j.len * sizeof *r->tables);
+    if (!is_clahe(params))
+        r->tables = malloc((size_t)j.tables * j.len * sizeof *r->tables);
     r->window_lo = malloc(j.tables * sizeof(double));
     r->window_hi = malloc(j.tables * sizeof(double));
     r->center = malloc(j.tables * sizeof(double));
@@ -537,16 +653,25 @@ dh_status dh_equalize(dh_ctx *ctx, const dh_volume *v, const dh_equalize_params 
     j.windows = malloc(j.tables * sizeof *j.windows);
     /* The GPU builds equalization tables from its own histograms; it needs them here only to
      * find a window from ranks. */
-    int want_hist = use_cuda ? window_from_ranks(params) : needs_histograms(params);
+    int want_hist = use_cuda || is_clahe(params) ? window_from_ranks(params)
+                                                 : needs_histograms(params);
     if (want_hist)
         j.hist = malloc((size_t)j.tables * (j.len + 2) * sizeof *j.hist);
-    if (!r->data || !r->tables || !r->window_lo || !r->window_hi || !r->center || !r->width ||
+    if (!r->data || (!r->tables && !is_clahe(params)) || !r->window_lo || !r->window_hi || !r->center || !r->width ||
         !j.windows || (want_hist && !j.hist)) {
         st = dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "%s: out of memory for %zu samples", v->path, n);
         goto fail;
     }
 
-    if (use_cuda) {
+    if (is_clahe(params)) {
+        j.clahe = (dh_clahe_shape){v->format.columns, v->format.rows, v->slices, 0, 0, 1,
+                                   !params->per_slice};
+        j.clahe.tx = clahe_tiles_along(j.clahe.nx, params->tiles[0], params->tile_size[0]);
+        j.clahe.ty = clahe_tiles_along(j.clahe.ny, params->tiles[1], params->tile_size[1]);
+        if (j.clahe.volume)
+            j.clahe.tz = clahe_tiles_along(j.clahe.nz, params->tiles[2], params->tile_size[2]);
+    }
+    if (use_cuda && !is_clahe(params)) {
 #ifdef DH_HAVE_CUDA
         st = run_cuda(ctx, &j);
 #endif
@@ -563,7 +688,7 @@ dh_status dh_equalize(dh_ctx *ctx, const dh_volume *v, const dh_equalize_params 
         for (uint32_t t = 0; t < j.tables && st == DH_OK; t++)
             st = resolve_window(ctx, &j, t);
         if (st == DH_OK)
-            st = run_cpu(ctx, &j);
+            st = is_clahe(params) ? run_clahe(ctx, &j, use_cuda) : run_cpu(ctx, &j);
     }
     if (st != DH_OK)
         goto fail;

@@ -154,6 +154,11 @@ static dh_status write_state(dh_ctx *ctx, const dh_volume *v, const dh_equalized
     dh_status st = dh_derived_request_check(ctx, v, r, params, "the presentation state's", &wp);
     if (st != DH_OK)
         return st;
+    if (!r->tables && r->table_len == 0) /* CLAHE: a table per tile, blended per pixel */
+        return dh_ctx_fail(ctx, DH_ERR_UNSUPPORTED,
+                           "%s: adaptive equalization (CLAHE) has no single table per image for "
+                           "a presentation state to hold; write a derived series instead",
+                           v->path);
     if ((r->table_count != 1 && r->table_count != r->slices) || !r->tables || r->table_len == 0)
         return dh_ctx_fail(ctx, DH_ERR_MISMATCH, "%s: the result's tables do not fit the volume",
                            v->path);

@@ -14,6 +14,7 @@
 #include "options.h"
 #include "orthanc_rest.h"
 #include "routes.h"
+#include "routes_views.h"
 
 #define DHO_EXPORT __attribute__((visibility("default")))
 
@@ -29,6 +30,10 @@ static const struct {
     {"/series/([^/]+)/window", dho_route_series_window},
     {"/tools/dicomhist/mutual-information", dho_route_mutual_information},
     {"/dicomhist/status", dho_route_status},
+    {"/series/([^/]+)/histogram\\.svg", dho_route_series_histogram_svg},
+    {"/instances/([^/]+)/histogram\\.svg", dho_route_instance_histogram_svg},
+    {"/instances/([^/]+)/preview\\.png", dho_route_instance_preview},
+    {"/dicomhist/preview-modes", dho_route_preview_modes},
 };
 
 static OrthancPluginErrorCode on_change(OrthancPluginChangeType type,
@@ -99,6 +104,7 @@ DHO_EXPORT int32_t OrthancPluginInitialize(OrthancPluginContext *context)
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
         OrthancPluginRegisterRestCallbackNoLock(context, routes[i].regex, routes[i].callback);
     OrthancPluginRegisterOnChangeCallback(context, on_change);
+    OrthancPluginExtendOrthancExplorer(context, dho_explorer_js); /* the page: explorer.js */
     dho_log_warning("version %s loaded (library %s, device %s)", DH_VERSION_STRING,
                     dh_version_string(), dho_gate_device_name());
     return 0;

@@ -289,3 +289,22 @@ class RefVolume:
             else:
                 counts[(x - flo) * bins // width] += c
         return counts, under, over
+
+
+def begin_real_file_test():
+    """The start of a script over the real files: (binary, shared folder, Checks), after
+    skipping (exit 77) where the folder or a reference module is absent."""
+    binary, shared = parse_argv()
+    require_shared(shared)
+    import_reference_modules()
+    return binary, shared, Checks()
+
+
+def one_record(c, r, what):
+    """The one JSON record of a run that must succeed, or None (the failure recorded in c)."""
+    if not c.equal(r.rc, 0, f"{what}: exit status (stderr: {r.err.strip()})"):
+        return None
+    records = r.json_lines()
+    if not c.equal(len(records), 1, f"{what}: number of records"):
+        return None
+    return records[0]
