@@ -33,6 +33,14 @@ typedef struct dh_dicom_derive {
      * has_created, else now in local time (reproducible runs give a fixed time). */
     int has_created;
     int64_t created;
+    /* The source held in memory (source_path then only names it in messages); NULL: read the
+     * file source_path. */
+    const void *source_data;
+    size_t source_size;
+    /* When not NULL: nothing is written; the file's bytes go into a malloc'd *out_data of
+     * *out_size bytes (free() it) and output_path only names it in messages. */
+    void **out_data;
+    size_t *out_size;
 } dh_dicom_derive;
 
 /* Writes one derived file. Returns DH_DICOM_OK, or the status with the reason in msg (the paths

@@ -55,6 +55,14 @@ typedef struct dh_dicom_gsps {
      * else now in local time. */
     int has_created;
     int64_t created;
+    /* Sources held in memory: image_data[i] (image_size[i] bytes) is images[i]'s file, which then
+     * only names it; NULL (the array or an entry): read the file images[i]. */
+    const void *const *image_data;
+    const size_t *image_size;
+    /* When not NULL: nothing is written; the state's bytes go into a malloc'd *out_data of
+     * *out_size bytes (free() it) and output_path only names it in messages. */
+    void **out_data;
+    size_t *out_size;
 } dh_dicom_gsps;
 
 /* Writes the presentation state. Returns DH_DICOM_OK, or the status with the reason in msg:

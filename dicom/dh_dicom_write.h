@@ -145,6 +145,13 @@ dh_dicom_status dh_dicom_dataset_save(dh_dicom_dataset *dataset, const char *pat
                                       dh_dicom_syntax syntax, int replace, char *msg,
                                       size_t msg_len);
 
+/* Step 2 without a file: the same bytes dh_dicom_dataset_save would write (meta header and
+ * dataset) in a malloc'd buffer (*data, *size; free() it), for hosts that hand files on rather
+ * than store them; name only names it in messages. */
+dh_dicom_status dh_dicom_dataset_encode(dh_dicom_dataset *dataset, const char *name,
+                                        dh_dicom_syntax syntax, void **data, size_t *size,
+                                        char *msg, size_t msg_len);
+
 void dh_dicom_dataset_free(dh_dicom_dataset *dataset);
 
 /* Both steps at once. */

@@ -99,13 +99,14 @@ void keep_lossy(DcmFileFormat &file, DcmDataset *ds)
 
 void derive(const dh_dicom_derive *r, dh_dicom_dataset *d)
 {
-    OFCondition c = d->file.loadFile(r->source_path);
-    if (c.bad())
-        fail(DH_DICOM_ERR_IO, "%s: cannot read the source: %s", r->source_path, c.text());
+    dh_dicom_impl::held_bytes held; /* a deflated source's inflated dataset, until loaded */
+    dh_dicom_impl::load_source(d->file, r->source_path, r->source_data, r->source_size, held);
     DcmDataset *ds = d->file.getDataset();
     /* The source's pixels are replaced, so they are never decoded (nor, for a large file, read). */
     ds->findAndDeleteElement(DCM_PixelData);
-    c = ds->loadAllDataIntoMemory();
+    /* Everything else is loaded now: the dataset outlives the source's bytes (held, or the
+     * caller's buffer). */
+    OFCondition c = ds->loadAllDataIntoMemory();
     if (c.bad())
         fail(DH_DICOM_ERR_IO, "%s: cannot read the source: %s", r->source_path, c.text());
 
@@ -216,7 +217,9 @@ extern "C" dh_dicom_status dh_dicom_derive_write(const dh_dicom_derive *r, char 
         !r->pixels || !r->derivation_description || !r->series_suffix || r->bits_stored < 1 ||
         r->bits_stored > 16 || r->frames < 1 || strlen(r->series_suffix) > 32)
         return report(msg, msg_len, DH_DICOM_ERR_INVALID_ARGUMENT, "incomplete derive request");
-    return dh_dicom_impl::build_and_save(r->output_path, r->replace,
+    if ((r->source_data == nullptr && r->source_size > 0) || (r->out_data && !r->out_size))
+        return report(msg, msg_len, DH_DICOM_ERR_INVALID_ARGUMENT, "incomplete derive request");
+    return dh_dicom_impl::build_and_save(r->output_path, r->replace, r->out_data, r->out_size,
                                          [r](dh_dicom_dataset *d) { derive(r, d); }, msg,
                                          msg_len);
 }

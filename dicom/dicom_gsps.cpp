@@ -50,14 +50,17 @@ std::string text_of(DcmItem *item, const DcmTagKey &tag)
     return item->findAndGetOFStringArray(tag, s).good() ? std::string(s.c_str()) : std::string();
 }
 
-source_image read_source(const char *path)
+/* Reads one source's header (long values, the pixels, are not read: only the header is
+ * referenced); the first one's patient and study go into `patient_study` when not NULL. */
+source_image read_source(const char *path, const void *data, size_t size,
+                         DcmDataset *patient_study)
 {
     DcmFileFormat file;
-    /* Long values (the pixels) are not read: only the header is referenced. */
-    OFCondition c = file.loadFile(path, EXS_Unknown, EGL_noChange, DCM_MaxReadLength);
-    if (c.bad())
-        fail(DH_DICOM_ERR_IO, "%s: cannot read: %s", path, c.text());
+    dh_dicom_impl::held_bytes held;
+    dh_dicom_impl::load_source(file, path, data, size, held);
     DcmDataset *ds = file.getDataset();
+    if (patient_study)
+        dh_dicom_impl::copy_patient_study(*ds, *patient_study, path);
     source_image s;
     s.sop_class = text_of(ds, DCM_SOPClassUID);
     s.sop_instance = text_of(ds, DCM_SOPInstanceUID);
@@ -143,13 +146,9 @@ DcmItem *new_item(DcmItem *parent, const DcmTagKey &sequence)
 }
 
 /* Patient and General Study from the first source; their type 2 attributes stay present. */
-void patient_and_study(dh_dicom_dataset *d, const char *source)
+/* Type 2 attributes of the Patient and Study modules the first source lacks, present empty. */
+void patient_and_study(DcmDataset *ds)
 {
-    char msg[DH_DICOM_MSG_LEN];
-    dh_dicom_status st = dh_dicom_dataset_copy_patient_study(d, source, msg, sizeof msg);
-    if (st != DH_DICOM_OK)
-        fail(st, "%s", msg);
-    DcmDataset *ds = d->file.getDataset();
     for (const DcmTagKey &tag : {DCM_PatientName, DCM_PatientID, DCM_PatientBirthDate,
                                  DCM_PatientSex, DCM_StudyDate, DCM_StudyTime, DCM_StudyID,
                                  DCM_AccessionNumber, DCM_ReferringPhysicianName})
@@ -270,11 +269,14 @@ void voi_luts(DcmDataset *ds, const dh_dicom_gsps *r, const std::vector<source_i
 void build(const dh_dicom_gsps *r, dh_dicom_dataset *d)
 {
     std::vector<source_image> images;
-    for (size_t i = 0; i < r->image_count; i++)
-        images.push_back(read_source(r->images[i]));
-    check_request(r, images);
-    patient_and_study(d, r->images[0]);
     DcmDataset *ds = d->file.getDataset();
+    for (size_t i = 0; i < r->image_count; i++) {
+        const void *data = r->image_data ? r->image_data[i] : nullptr;
+        images.push_back(read_source(r->images[i], data, data ? r->image_size[i] : 0,
+                                     i == 0 ? ds : nullptr));
+    }
+    check_request(r, images);
+    patient_and_study(ds);
 
     char date[16], time_text[16];
     dh_dicom_impl::creation_date_time(r->has_created, r->created, date, time_text);
@@ -338,7 +340,12 @@ extern "C" dh_dicom_status dh_dicom_gsps_write(const dh_dicom_gsps *r, char *msg
             snprintf(msg, msg_len, "incomplete presentation state request");
         return DH_DICOM_ERR_INVALID_ARGUMENT;
     }
-    return dh_dicom_impl::build_and_save(r->output_path, r->replace,
+    if ((r->image_data && !r->image_size) || (r->out_data && !r->out_size)) {
+        if (msg && msg_len)
+            snprintf(msg, msg_len, "incomplete presentation state request");
+        return DH_DICOM_ERR_INVALID_ARGUMENT;
+    }
+    return dh_dicom_impl::build_and_save(r->output_path, r->replace, r->out_data, r->out_size,
                                          [r](dh_dicom_dataset *d) { build(r, d); }, msg,
                                          msg_len);
 }

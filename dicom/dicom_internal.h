@@ -236,11 +236,34 @@ void creation_date_time(bool has_created, int64_t created, char date[16], char t
 
 /* The one-file writers' frame (dicom_derive.cpp, dicom_gsps.cpp): a new dataset filled by `build`,
  * then saved to path in explicit little endian by dh_dicom_dataset_save (atomic, replacing only
- * when asked). Every failure, thrown or returned, becomes the status and its reason in msg, the
- * path named where the reason would not say it (dicom_write.cpp). */
-dh_dicom_status build_and_save(const char *path, int replace,
+ * when asked), or, when out_data is not NULL, encoded into a malloc'd buffer (*out_data,
+ * *out_size) by dh_dicom_dataset_encode with path only naming it. Every failure, thrown or
+ * returned, becomes the status and its reason in msg, the path named where the reason would not
+ * say it (dicom_write.cpp). */
+dh_dicom_status build_and_save(const char *path, int replace, void **out_data, size_t *out_size,
                                const std::function<void(dh_dicom_dataset *)> &build, char *msg,
                                size_t msg_len);
+
+/* Bytes that must outlive the dataset read from them, since DCMTK loads deferred values from
+ * them later: a deflated file's own bytes and its inflated dataset. std::string rather than a
+ * vector: libstdc++ instantiates its members itself, so none leak out of the shared library. */
+struct held_bytes {
+    std::string file, inflated;
+};
+
+/* Reads a whole DICOM file held in memory into ff (meta header when there is one, a deflated
+ * dataset inflated into held); throws a failure that does not name the data (dicom_read.cpp). */
+void load_memory(DcmFileFormat &ff, const void *data, size_t size, held_bytes &held);
+
+/* A writer's source: from data (size bytes, which must outlive ff, as must held) when not NULL,
+ * else from the file `name`; values longer than 4 KB (the pixels) are left unread until asked
+ * for. Throws a failure naming `name` (dicom_write.cpp). */
+void load_source(DcmFileFormat &ff, const char *name, const void *data, size_t size,
+                 held_bytes &held);
+
+/* Copies the Patient and General Study modules from src into dst, removing from dst what src
+ * lacks (dicom_write.cpp). */
+void copy_patient_study(DcmDataset &src, DcmDataset &dst, const char *source_name);
 
 } // namespace dh_dicom_impl
 

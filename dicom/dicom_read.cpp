@@ -54,13 +54,6 @@ static bool looks_like_dicom(const unsigned char *head, size_t n)
     fail(DH_DICOM_ERR_MALFORMED, "not a readable DICOM file (%s)", c.text());
 }
 
-/* Bytes that must outlive the dataset read from them, since DCMTK loads deferred values from
- * them later: a deflated file's own bytes and its inflated dataset. std::string rather than a
- * vector: libstdc++ instantiates its members itself, so none leak out of the shared library. */
-struct held_bytes {
-    std::string file, inflated;
-};
-
 static bool says_deflated(DcmMetaInfo &meta)
 {
     OFString uid;
@@ -100,7 +93,7 @@ static OFCondition read_memory(DcmFileFormat &ff, const unsigned char *data, siz
     return c;
 }
 
-static void load_memory(DcmFileFormat &ff, const void *data, size_t size, held_bytes &held)
+void load_memory(DcmFileFormat &ff, const void *data, size_t size, held_bytes &held)
 {
     if (size == 0)
         fail(DH_DICOM_ERR_MALFORMED, "empty buffer");

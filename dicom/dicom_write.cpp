@@ -14,6 +14,7 @@
 #include "dcmtk/dcmdata/dcpxitem.h"
 #include "dcmtk/dcmdata/dcrlerp.h"
 #include "dcmtk/dcmdata/dcuid.h"
+#include "dcmtk/dcmdata/dcostrmb.h"
 #include "dcmtk/dcmjpeg/djrplol.h"
 
 #include <fcntl.h>
@@ -29,6 +30,7 @@
 #include <new>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "dh_dicom_write.h"
 #include "dicom_internal.h"
@@ -412,6 +414,51 @@ dh_dicom_status save(dh_dicom_dataset *dataset, const char *path, dh_dicom_synta
     return DH_DICOM_OK;
 }
 
+/* The dataset encoded as a whole file (meta header and dataset) into a malloc'd buffer: the
+ * same bytes save() writes, with no file anywhere. */
+dh_dicom_status encode(dh_dicom_dataset *dataset, const char *name, dh_dicom_syntax syntax,
+                       void **data, size_t *size, char *msg, size_t msg_len)
+{
+    syntax_info info;
+    if (!dataset || !name || !data || !size)
+        return fail(msg, msg_len, DH_DICOM_ERR_INVALID_ARGUMENT, "no dataset, name or buffer");
+    *data = nullptr;
+    *size = 0;
+    if (!syntax_lookup(syntax, &info))
+        return fail(msg, msg_len, DH_DICOM_ERR_INVALID_ARGUMENT, "%s: unknown transfer syntax %d",
+                    name, (int)syntax);
+    dh_dicom_impl::encoders_init();
+    DcmFileFormat copy(dataset->file); /* as in save(): the caller's dataset stays native */
+    dh_dicom_status st = encode_pixels(copy.getDataset(), info.xfer, name, msg, msg_len);
+    if (st != DH_DICOM_OK)
+        return st;
+    /* DCMTK writes into a fixed window and says EC_StreamNotifyClient when it is full: each
+     * window's bytes are appended and writing goes on. */
+    std::string bytes;
+    std::vector<char> window(1 << 20);
+    DcmOutputBufferStream out(window.data(), (offile_off_t)window.size());
+    OFCondition c;
+    copy.transferInit();
+    do {
+        c = copy.write(out, info.xfer, EET_ExplicitLength, nullptr, EGL_recalcGL, EPD_noChange, 0,
+                       0, 0, EWM_createNewMeta);
+        void *chunk = nullptr;
+        offile_off_t n = 0;
+        out.flushBuffer(chunk, n);
+        bytes.append(static_cast<const char *>(chunk), (size_t)n);
+    } while (c == EC_StreamNotifyClient);
+    copy.transferEnd();
+    if (c.bad())
+        return fail(msg, msg_len, DH_DICOM_ERR_INTERNAL, "%s: cannot encode: %s", name, c.text());
+    void *buf = malloc(bytes.size() ? bytes.size() : 1);
+    if (!buf)
+        return fail(msg, msg_len, DH_DICOM_ERR_NO_MEMORY, "%s: out of memory encoding", name);
+    memcpy(buf, bytes.data(), bytes.size());
+    *data = buf;
+    *size = bytes.size();
+    return DH_DICOM_OK;
+}
+
 } // namespace
 
 extern "C" {
@@ -507,12 +554,6 @@ dh_dicom_status dh_dicom_dataset_copy_patient_study(dh_dicom_dataset *dataset,
                                                     const char *source_path, char *msg,
                                                     size_t msg_len)
 {
-    static const DcmTagKey keys[] = {
-        DCM_PatientName,      DCM_PatientID,       DCM_PatientBirthDate,
-        DCM_PatientSex,       DCM_StudyInstanceUID, DCM_StudyDate,
-        DCM_StudyTime,        DCM_StudyID,         DCM_AccessionNumber,
-        DCM_ReferringPhysicianName, DCM_StudyDescription,
-    };
     if (!dataset || !source_path)
         return fail(msg, msg_len, DH_DICOM_ERR_INVALID_ARGUMENT, "no dataset or no source");
     try {
@@ -523,23 +564,12 @@ dh_dicom_status dh_dicom_dataset_copy_patient_study(dh_dicom_dataset *dataset,
         if (c.bad())
             return fail(msg, msg_len, DH_DICOM_ERR_MALFORMED, "%s: cannot read: %s", source_path,
                         c.text());
-        DcmDataset *src = source.getDataset();
-        DcmDataset *dst = dataset->file.getDataset();
-        for (const DcmTagKey &key : keys) {
-            DcmElement *e = nullptr;
-            if (src->findAndGetElement(key, e).good() && e) {
-                DcmElement *copy = OFstatic_cast(DcmElement *, e->clone());
-                if (!copy || dst->insert(copy, OFTrue).bad()) {
-                    delete copy;
-                    return fail(msg, msg_len, DH_DICOM_ERR_INTERNAL, "cannot copy %s from %s",
-                                key.toString().c_str(), source_path);
-                }
-            } else {
-                dst->findAndDeleteElement(key);
-            }
-        }
+        dh_dicom_impl::copy_patient_study(*source.getDataset(), *dataset->file.getDataset(),
+                                          source_path);
         clear(msg, msg_len);
         return DH_DICOM_OK;
+    } catch (const dh_dicom_impl::failure &f) {
+        return fail(msg, msg_len, f.status, "%s", f.reason.c_str());
     } catch (const std::bad_alloc &) {
         return fail(msg, msg_len, DH_DICOM_ERR_NO_MEMORY, "%s: out of memory", source_path);
     } catch (...) {
@@ -592,6 +622,25 @@ dh_dicom_status dh_dicom_dataset_save(dh_dicom_dataset *dataset, const char *pat
     }
 }
 
+dh_dicom_status dh_dicom_dataset_encode(dh_dicom_dataset *dataset, const char *name,
+                                        dh_dicom_syntax syntax, void **data, size_t *size,
+                                        char *msg, size_t msg_len)
+{
+    try {
+        dh_dicom_impl::dictionary_init();
+        dh_dicom_status st = encode(dataset, name ? name : "(dataset)", syntax, data, size, msg,
+                                    msg_len);
+        if (st == DH_DICOM_OK)
+            clear(msg, msg_len);
+        return st;
+    } catch (const std::bad_alloc &) {
+        return fail(msg, msg_len, DH_DICOM_ERR_NO_MEMORY, "%s: out of memory encoding", name);
+    } catch (...) {
+        return fail(msg, msg_len, DH_DICOM_ERR_INTERNAL, "%s: unexpected exception encoding",
+                    name);
+    }
+}
+
 void dh_dicom_dataset_free(dh_dicom_dataset *dataset)
 {
     delete dataset;
@@ -635,7 +684,46 @@ void creation_date_time(bool has_created, int64_t created, char date[16], char t
     strftime(time_text, 16, "%H%M%S", &when);
 }
 
-dh_dicom_status build_and_save(const char *path, int replace,
+void copy_patient_study(DcmDataset &src, DcmDataset &dst, const char *source_name)
+{
+    static const DcmTagKey keys[] = {
+        DCM_PatientName,      DCM_PatientID,       DCM_PatientBirthDate,
+        DCM_PatientSex,       DCM_StudyInstanceUID, DCM_StudyDate,
+        DCM_StudyTime,        DCM_StudyID,         DCM_AccessionNumber,
+        DCM_ReferringPhysicianName, DCM_StudyDescription,
+    };
+    for (const DcmTagKey &key : keys) {
+        DcmElement *e = nullptr;
+        if (src.findAndGetElement(key, e).good() && e) {
+            DcmElement *copy = OFstatic_cast(DcmElement *, e->clone());
+            if (!copy || dst.insert(copy, OFTrue).bad()) {
+                delete copy;
+                fail(DH_DICOM_ERR_INTERNAL, "cannot copy %s from %s", key.toString().c_str(),
+                     source_name);
+            }
+        } else {
+            dst.findAndDeleteElement(key);
+        }
+    }
+}
+
+void load_source(DcmFileFormat &ff, const char *name, const void *data, size_t size,
+                 held_bytes &held)
+{
+    if (data == nullptr) {
+        OFCondition c = ff.loadFile(name, EXS_Unknown, EGL_noChange, DCM_MaxReadLength);
+        if (c.bad())
+            fail(DH_DICOM_ERR_IO, "%s: cannot read the source: %s", name, c.text());
+        return;
+    }
+    try {
+        load_memory(ff, data, size, held);
+    } catch (const failure &f) {
+        fail(f.status, "%s: cannot read the source: %s", name, f.reason.c_str());
+    }
+}
+
+dh_dicom_status build_and_save(const char *path, int replace, void **out_data, size_t *out_size,
                                const std::function<void(dh_dicom_dataset *)> &build, char *msg,
                                size_t msg_len)
 {
@@ -644,6 +732,9 @@ dh_dicom_status build_and_save(const char *path, int replace,
         dictionary_init();
         d.reset(new dh_dicom_dataset);
         build(d.get());
+        if (out_data)
+            return dh_dicom_dataset_encode(d.get(), path, DH_DICOM_EXPLICIT_LE, out_data,
+                                           out_size, msg, msg_len);
         return dh_dicom_dataset_save(d.get(), path, DH_DICOM_EXPLICIT_LE, replace, msg, msg_len);
     } catch (const failure &f) {
         return ::fail(msg, msg_len, f.status, "%s", f.reason.c_str());

@@ -71,7 +71,8 @@ static int derive(const char *text, dh_eq_operation op, dh_equalize_params *p, i
     json_error_t err;
     json_t *body = text ? json_loads(text, 0, &err) : NULL;
     ck_assert_msg(!text || body, "test JSON does not parse: %s", text);
-    int rc = dho_parse_derive_body(body, op, p, async, key, 512, bad);
+    int gsps = 0;
+    int rc = dho_parse_derive_body(body, op, p, async, &gsps, key, 512, bad);
     json_decref(body);
     return rc;
 }
@@ -131,6 +132,8 @@ START_TEST(derive_body)
         {"{\"Bits\": 12.5}", DH_EQ_EQUALIZE, "Bits"},
         {"{\"Device\": \"gpu\"}", DH_EQ_EQUALIZE, "Device"},
         {"{\"Asynchronous\": 1}", DH_EQ_EQUALIZE, "Asynchronous"},
+        {"{\"Output\": \"png\"}", DH_EQ_EQUALIZE, "Output"},
+        {"{\"Output\": true}", DH_EQ_EQUALIZE, "Output"},
         {"{\"Windw\": \"minmax\"}", DH_EQ_EQUALIZE, "Windw"},
         {"{}", DH_EQ_WINDOW_LEVEL, "Window"},
     };
@@ -152,6 +155,31 @@ static int mi(const char *text, dh_mi_params *p, const char **fixed, const json_
     ck_assert_msg(*body != NULL, "test JSON does not parse: %s", text);
     return dho_parse_mi_body(*body, p, fixed, moving, bad);
 }
+
+/* "Output": "gsps" asks for a presentation state, another result with other UIDs: its key
+ * differs from the derived series' of the same parameters; "series" is the default. */
+START_TEST(derive_output_kind)
+{
+    dh_equalize_params p;
+    dho_bad_argument bad;
+    char key[512], key_series[512], key_gsps[512];
+    int async, gsps = -1;
+    json_t *body = json_loads("{\"Window\": \"40:400\", \"Output\": \"gsps\"}", 0, NULL);
+    ck_assert_int_eq(dho_parse_derive_body(body, DH_EQ_WINDOW_LEVEL, &p, &async, &gsps, key_gsps,
+                                           sizeof key_gsps, &bad), 0);
+    ck_assert_int_eq(gsps, 1);
+    json_decref(body);
+    body = json_loads("{\"Window\": \"40:400\", \"Output\": \"Series\"}", 0, NULL);
+    ck_assert_int_eq(dho_parse_derive_body(body, DH_EQ_WINDOW_LEVEL, &p, &async, &gsps,
+                                           key_series, sizeof key_series, &bad), 0);
+    ck_assert_int_eq(gsps, 0);
+    json_decref(body);
+    ck_assert_int_eq(derive("{\"Window\": \"40:400\"}", DH_EQ_WINDOW_LEVEL, &p, &async, key,
+                            &bad), 0);
+    ck_assert_str_eq(key, key_series);
+    ck_assert_str_ne(key, key_gsps);
+}
+END_TEST
 
 START_TEST(mi_body)
 {
@@ -204,6 +232,7 @@ END_TEST
 
 int main(void)
 {
-    const dh_test tests[] = {DH_TEST(histogram_query), DH_TEST(derive_body), DH_TEST(mi_body)};
+    const dh_test tests[] = {DH_TEST(histogram_query), DH_TEST(derive_body), DH_TEST(derive_output_kind),
+                             DH_TEST(mi_body)};
     return dh_test_run(dh_test_suite("orthanc_options", 0, DH_TESTS(tests)));
 }

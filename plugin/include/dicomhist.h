@@ -647,6 +647,10 @@ typedef struct dh_derived_series {
     char **files;    /* written DICOM files, in the order of the volume's first slice in each */
     char **sop_uids; /* their SOPInstanceUIDs */
     char **sources;  /* the file each was derived from */
+    /* Written to memory (dh_equalized_encode_*): files[i] is the name the file would have below
+     * the output folder, data[i] its sizes[i] bytes; NULL for files written to disk. */
+    unsigned char **data;
+    size_t *sizes;
 } dh_derived_series;
 
 /* Writes the result as one derived series beside nothing else: for every source file of the
@@ -849,6 +853,57 @@ DH_API int dh_gpu_decoders_available(char *reason, size_t reason_len);
  * "nvjpeg2k", "nvjpeg"; several joined by '+'), and in *note (when not NULL) why a slice the GPU
  * could have decoded was decoded on the CPU ("" when none was). */
 DH_API const char *dh_volume_decoder(const dh_volume *v, const char **note);
+/* ---------------------------------------------------------------------------------------------
+ * 8. Series and derived output in memory
+ *
+ * Hosts whose DICOM files are not on disk (a PACS plugin handed instances by its server) plan
+ * and load series from memory, and get derived output as buffers, so that nothing is staged in
+ * a temporary folder and read back.
+ * ------------------------------------------------------------------------------------------- */
+
+/* One DICOM file held in memory (with or without preamble and meta header). */
+typedef struct dh_memory_item {
+    const void *bytes;
+    size_t size;
+    const char *name; /* names it in every message, and is its slice source and plan path */
+} dh_memory_item;
+
+/* dh_plan_scan over items instead of paths: each item is a file of the plan (path and output
+ * name its name, mtime 0), grouped and ordered exactly as files are. A NULL or empty name, or
+ * bytes NULL with a size, fails the call (DH_ERR_INVALID_ARGUMENT naming the item's index); an
+ * item whose name an earlier item has is a failed file of its own (DH_ERR_INVALID_ARGUMENT), as
+ * is an empty or unreadable item (with the reader's reason). The bytes are borrowed, never
+ * copied: they must stay valid and unchanged until the plan is freed and, since the writers of
+ * derived output read the sources' tags from them (dh_equalized_write_*, dh_equalized_encode_*),
+ * for as long as a volume loaded from the plan is written from. */
+DH_API dh_status dh_plan_scan_memory(dh_ctx *ctx, const dh_memory_item *items, size_t count,
+                                     dh_plan **out);
+/* dh_volume_set_load over items: dh_plan_scan_memory followed by every series loaded in order;
+ * the same lifetime of the bytes (the set's volumes borrow them for derived output). */
+DH_API dh_status dh_volume_set_load_memory(dh_ctx *ctx, const dh_memory_item *items,
+                                           size_t count, dh_volume_set **out);
+
+/* dh_equalized_write_dicom_with, dh_equalized_write_gsps and dh_equalized_write_png_with with no
+ * folder and no file: *out lists each output by the name it would have below the output folder
+ * ("<series folder>/<source name>" for a series of several files, the source's name for one,
+ * params->output_name's name when given; ".gsps.dcm" and ".png" as there) with its bytes in
+ * data[i] (sizes[i] bytes), equal byte for byte to the file the writer would write with the
+ * same params (the same UIDs and `created`). `existing` does not apply; `written` is called with
+ * the names. Sources are read from the bytes of a volume loaded from memory, else from their
+ * files. PNG outputs have one entry per slice (sources[i] its source, sop_uids[i] ""). Memory:
+ * the encoded outputs, plus one source's header at a time. Free with dh_derived_series_free. */
+DH_API dh_status dh_equalized_encode_dicom(dh_ctx *ctx, const dh_volume *volume,
+                                           const dh_equalized *result,
+                                           const dh_derive_params *params,
+                                           dh_derived_series **out);
+DH_API dh_status dh_equalized_encode_gsps(dh_ctx *ctx, const dh_volume *volume,
+                                          const dh_equalized *result,
+                                          const dh_derive_params *params,
+                                          dh_derived_series **out);
+DH_API dh_status dh_equalized_encode_png(dh_ctx *ctx, const dh_volume *volume,
+                                         const dh_equalized *result,
+                                         const dh_derive_params *params,
+                                         dh_derived_series **out);
 
 #ifdef __cplusplus
 }

@@ -2,8 +2,9 @@
 /*
  * derived_dicom.c: dh_equalized_write_dicom, one derived DICOM series per call: a SeriesInstanceUID
  * for the series, a SOPInstanceUID per file, the frames of each source file gathered back out of
- * the volume's slice order, and dh_dicom_derive_write (dicom/) for each file. Files already
- * written are removed when a later one fails, so a series is written whole or not at all.
+ * the volume's slice order, and dh_dicom_derive_write (dicom/) for each file, to disk or (the
+ * dh_equalized_encode_dicom of memory hosts) into buffers. Files already written are removed
+ * when a later one fails, so a series is written whole or not at all.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -18,21 +19,6 @@
 #include "derived_output.h"
 #include "uid_name.h"
 #include "volume.h"
-
-void dh_derived_series_free(dh_derived_series *s)
-{
-    if (!s)
-        return;
-    for (size_t i = 0; i < s->file_count; i++) {
-        free(s->files[i]);
-        free(s->sop_uids[i]);
-        free(s->sources[i]);
-    }
-    free(s->files);
-    free(s->sop_uids);
-    free(s->sources);
-    free(s);
-}
 
 /* 1 when path names the same file as one of the volume's sources. */
 static int is_input(const char *path, const dh_derived_source *sources, size_t count)
@@ -103,11 +89,22 @@ static int is_same_instance(const char *path, const char *uid)
     return same;
 }
 
-/* Writes one derived file to path as wp says. *kept is set when an existing file already was it. */
+/* Writes one derived file to path as wp says, or into s's next buffer when s holds buffers.
+ * *kept is set when an existing file already was it. */
 static dh_status write_one(dh_ctx *ctx, dh_dicom_derive *req, const char *path,
-                           const dh_derive_params *wp, int *kept)
+                           const dh_derive_params *wp, dh_derived_series *s, int *kept)
 {
     char msg[DH_DICOM_MSG_LEN];
+    if (s->data) {
+        void *data = NULL;
+        req->output_path = path;
+        req->out_data = &data;
+        req->out_size = &s->sizes[s->file_count];
+        dh_status st = dh_dicom_derive_write(req, msg, sizeof msg);
+        s->data[s->file_count] = data;
+        *kept = 0;
+        return st == DH_OK ? DH_OK : dh_ctx_fail(ctx, st, "%s", msg);
+    }
     dh_status st = dh_derived_existing(ctx, path, wp->existing, is_same_instance,
                                        req->sop_instance_uid, kept);
     if (st != DH_OK || *kept)
@@ -121,6 +118,10 @@ static dh_status write_one(dh_ctx *ctx, dh_dicom_derive *req, const char *path,
     return st == DH_OK ? DH_OK : dh_ctx_fail(ctx, st, "%s", msg);
 }
 
+static dh_status derive_series(dh_ctx *ctx, const dh_volume *v, const dh_equalized *r,
+                               const char *output_dir, const dh_derive_params *params,
+                               dh_derived_series **out);
+
 dh_status dh_equalized_write_dicom(dh_ctx *ctx, const dh_volume *v, const dh_equalized *r,
                                    const char *output_dir, dh_derived_series **out)
 {
@@ -133,6 +134,22 @@ dh_status dh_equalized_write_dicom_with(dh_ctx *ctx, const dh_volume *v, const d
 {
     if (!ctx || !v || !r || !output_dir || !*output_dir || !out)
         return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "dh_equalized_write_dicom: NULL argument");
+    return derive_series(ctx, v, r, output_dir, params, out);
+}
+
+dh_status dh_equalized_encode_dicom(dh_ctx *ctx, const dh_volume *v, const dh_equalized *r,
+                                    const dh_derive_params *params, dh_derived_series **out)
+{
+    if (!ctx || !v || !r || !out)
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "dh_equalized_encode_dicom: NULL argument");
+    return derive_series(ctx, v, r, NULL, params, out);
+}
+
+/* The derived series into output_dir, or into buffers when output_dir is NULL. */
+static dh_status derive_series(dh_ctx *ctx, const dh_volume *v, const dh_equalized *r,
+                               const char *output_dir, const dh_derive_params *params,
+                               dh_derived_series **out)
+{
     *out = NULL;
     dh_derive_params wp;
     dh_status st = dh_derived_request_check(ctx, v, r, params, "the derived", &wp);
@@ -150,13 +167,11 @@ dh_status dh_equalized_write_dicom_with(dh_ctx *ctx, const dh_volume *v, const d
     st = dh_derived_output_open(ctx, v, output_dir, &wp, &src, &count, &folder);
     if (st != DH_OK)
         return st;
-    dh_derived_series *s = calloc(1, sizeof *s);
+    dh_derived_series *s = dh_derived_series_alloc(count, output_dir == NULL);
     uint16_t *frames = NULL;
     unsigned char *fresh = calloc(count ? count : 1, 1); /* written by this call, not kept */
     char source[DH_DICOM_UID_LEN * 4] = "";
-    if (!s || !fresh || !(s->files = calloc(count, sizeof(char *))) ||
-        !(s->sop_uids = calloc(count, sizeof(char *))) ||
-        !(s->sources = calloc(count, sizeof(char *)))) {
+    if (!s || !fresh) {
         st = dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "out of memory");
         goto fail;
     }
@@ -171,7 +186,7 @@ dh_status dh_equalized_write_dicom_with(dh_ctx *ctx, const dh_volume *v, const d
         if ((st = dh_derived_output_path(ctx, &wp, output_dir, folder, src[i].path, NULL, &path)) !=
             DH_OK)
             goto fail;
-        if (is_input(path, src, count)) {
+        if (output_dir && is_input(path, src, count)) {
             st = dh_ctx_fail(ctx, DH_ERR_IO, "%s: is one of the inputs; refusing to write it",
                              path);
             free(path);
@@ -215,6 +230,8 @@ dh_status dh_equalized_write_dicom_with(dh_ctx *ctx, const dh_volume *v, const d
         }
         dh_dicom_derive req = {
             .source_path = src[i].path,
+            .source_data = src[i].bytes,
+            .source_size = src[i].size,
             .series_uid = s->series_uid,
             .sop_instance_uid = uid,
             .rows = v->format.rows,
@@ -228,7 +245,7 @@ dh_status dh_equalized_write_dicom_with(dh_ctx *ctx, const dh_volume *v, const d
             .created = wp.created,
         };
         int kept = 0;
-        st = write_one(ctx, &req, path, &wp, &kept);
+        st = write_one(ctx, &req, path, &wp, s, &kept);
         if (st != DH_OK) {
             free(path);
             goto fail;
@@ -255,7 +272,7 @@ dh_status dh_equalized_write_dicom_with(dh_ctx *ctx, const dh_volume *v, const d
     return DH_OK;
 fail:
     /* A series is written whole or not at all; files kept from an earlier run stay. */
-    if (s)
+    if (s && output_dir)
         for (size_t i = 0; i < s->file_count; i++)
             if (fresh[i])
                 unlink(s->files[i]);

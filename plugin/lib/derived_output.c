@@ -41,8 +41,11 @@ dh_status dh_derived_sources(dh_ctx *ctx, const dh_volume *v, dh_derived_source 
         size_t i = 0;
         while (i < k && strcmp(s[i].path, v->slice[z].source) != 0)
             i++;
-        if (i == k)
+        if (i == k) {
+            s[k].bytes = v->slice[z].source_bytes;
+            s[k].size = v->slice[z].source_size;
             s[k++].path = v->slice[z].source;
+        }
         if (v->slice[z].frame + 1 > s[i].frames)
             s[i].frames = v->slice[z].frame + 1;
     }
@@ -139,10 +142,11 @@ dh_status dh_derived_output_open(dh_ctx *ctx, const dh_volume *v, const char *di
     dh_status st = dh_derived_sources(ctx, v, sources, count);
     if (st != DH_OK)
         return st;
-    *folder = params->output_name ? dh_strdup(dir) : output_folder(dir, v, *count);
+    const char *base = dir ? dir : ".";
+    *folder = params->output_name ? dh_strdup(base) : output_folder(base, v, *count);
     if (!*folder)
         st = dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "out of memory");
-    else if (dh_folder_create(*folder) != 0)
+    else if (dir && dh_folder_create(*folder) != 0)
         st = dh_ctx_fail(ctx, DH_ERR_IO, "%s: cannot create the folder: %s", *folder,
                          strerror(errno));
     if (st != DH_OK) {
@@ -153,6 +157,39 @@ dh_status dh_derived_output_open(dh_ctx *ctx, const dh_volume *v, const char *di
         *count = 0;
     }
     return st;
+}
+
+void dh_derived_series_free(dh_derived_series *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->file_count; i++) {
+        free(s->files[i]);
+        free(s->sop_uids[i]);
+        free(s->sources[i]);
+    }
+    for (size_t i = 0; s->data && i < s->file_count; i++)
+        free(s->data[i]);
+    free(s->files);
+    free(s->sop_uids);
+    free(s->sources);
+    free(s->data);
+    free(s->sizes);
+    free(s);
+}
+
+dh_derived_series *dh_derived_series_alloc(size_t count, int in_memory)
+{
+    dh_derived_series *s = calloc(1, sizeof *s);
+    size_t n = count ? count : 1;
+    if (!s || !(s->files = calloc(n, sizeof(char *))) || !(s->sop_uids = calloc(n, sizeof(char *))) ||
+        !(s->sources = calloc(n, sizeof(char *))) ||
+        (in_memory && (!(s->data = calloc(n, sizeof *s->data)) ||
+                       !(s->sizes = calloc(n, sizeof *s->sizes))))) {
+        dh_derived_series_free(s);
+        return NULL;
+    }
+    return s;
 }
 
 void dh_derive_params_init(dh_derive_params *p)
@@ -219,7 +256,7 @@ dh_status dh_derived_output_path(dh_ctx *ctx, const dh_derive_params *params, co
             strstr(name, "/../") || (strlen(name) > 2 && strcmp(name + strlen(name) - 3, "/..") == 0))
             return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
                                "%s: no usable output name for it", source);
-        base = dir;
+        base = dir ? dir : ".";
     } else {
         snprintf(name, sizeof name, "%s", dh_path_basename(source));
     }
@@ -231,7 +268,9 @@ dh_status dh_derived_output_path(dh_ctx *ctx, const dh_derive_params *params, co
     if (!path)
         return dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "out of memory");
     snprintf(path, n, "%s/%.*s%s", base, (int)stem, name, suffix ? suffix : "");
-    if (params->output_name && make_parent(path) != 0) {
+    if (!dir) /* a name below the output folder, without the "./" it was built with */
+        memmove(path, path + 2, strlen(path + 2) + 1);
+    else if (params->output_name && make_parent(path) != 0) {
         dh_status st = dh_ctx_fail(ctx, DH_ERR_IO, "%s: cannot create its folder: %s", path,
                                    strerror(errno));
         free(path);

@@ -16,6 +16,8 @@
 /* One source file of a volume: its frames and the volume slice that holds each. */
 typedef struct dh_derived_source {
     const char *path; /* owned by the volume */
+    const void *bytes; /* the source held in memory (borrowed), or NULL: read path */
+    size_t size;
     uint32_t frames;
     uint32_t *slice_of_frame; /* frames entries */
 } dh_derived_source;
@@ -28,15 +30,16 @@ void dh_derived_sources_free(dh_derived_source *sources, size_t count);
 
 /* What both writers (DICOM and PNG) start with: the volume's sources (dh_derived_sources) and
  * their output folder under dir, created with its missing parents (mode 0755): dir itself for one
- * source file or when params name each output, else dir/<name of the series' folder>. On
- * failure nothing is left to free. */
+ * source file or when params name each output, else dir/<name of the series' folder>. dir NULL:
+ * output to memory, the folder "." and nothing created. On failure nothing is left to free. */
 dh_status dh_derived_output_open(dh_ctx *ctx, const dh_volume *v, const char *dir,
                                  const dh_derive_params *params, dh_derived_source **sources,
                                  size_t *count, char **folder);
 
 /* The output path of one source file: dir/<name from params->output_name> with its folders
  * created, or folder/<the source's name>; `suffix` replaces a ".dcm" ending when not NULL (PNG
- * names). Returns DH_OK with *out to free, or the failure (recorded on ctx). */
+ * names). dir NULL (output to memory): the same name relative to the output folder, nothing
+ * created. Returns DH_OK with *out to free, or the failure (recorded on ctx). */
 dh_status dh_derived_output_path(dh_ctx *ctx, const dh_derive_params *params, const char *dir,
                                  const char *folder, const char *source, const char *suffix,
                                  char **out);
@@ -63,6 +66,10 @@ dh_status dh_derived_request_check(dh_ctx *ctx, const dh_volume *v, const dh_equ
 dh_status dh_derived_existing(dh_ctx *ctx, const char *path, dh_existing existing,
                               int (*is_same)(const char *path, const char *uid), const char *uid,
                               int *kept);
+
+/* A result list for count outputs, with room for their bytes when in_memory; NULL when out of
+ * memory. */
+dh_derived_series *dh_derived_series_alloc(size_t count, int in_memory);
 
 /* The last component of a path (a pointer into it). */
 const char *dh_path_basename(const char *path);

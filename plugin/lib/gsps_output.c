@@ -3,7 +3,8 @@
  * gsps_output.c: dh_equalized_write_gsps, one Grayscale Softcopy Presentation State per result:
  * the result's tables (one shared, or one per slice mapped back to its source file and frame)
  * handed to dh_dicom_gsps_write (dicom/) with UIDs chosen as the derived series' are, placed
- * where the derived series would go (derived_output.c).
+ * where the derived series would go (derived_output.c), or into a buffer
+ * (dh_equalized_encode_gsps).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -96,11 +97,22 @@ static const char *without_program(const char *description)
     return rest ? rest + 1 : description;
 }
 
-/* Writes the state to path as wp->existing says; *kept when it is there already. */
+/* Writes the state to path as wp->existing says (*kept when it is there already), or into s's
+ * buffer when s holds buffers. */
 static dh_status publish_gsps(dh_ctx *ctx, dh_dicom_gsps *req, const char *path,
-                              const dh_derive_params *wp, int *kept)
+                              const dh_derive_params *wp, dh_derived_series *s, int *kept)
 {
     char msg[DH_DICOM_MSG_LEN];
+    if (s->data) {
+        void *data = NULL;
+        req->output_path = path;
+        req->out_data = &data;
+        req->out_size = &s->sizes[0];
+        dh_dicom_status done = dh_dicom_gsps_write(req, msg, sizeof msg);
+        s->data[0] = data;
+        *kept = 0;
+        return done == DH_DICOM_OK ? DH_OK : dh_ctx_fail(ctx, (dh_status)done, "%s", msg);
+    }
     dh_status st = dh_derived_existing(ctx, path, wp->existing, dh_dicom_gsps_is_instance,
                                        req->sop_instance_uid, kept);
     if (st != DH_OK || *kept)
@@ -111,12 +123,32 @@ static dh_status publish_gsps(dh_ctx *ctx, dh_dicom_gsps *req, const char *path,
     return written == DH_DICOM_OK ? DH_OK : dh_ctx_fail(ctx, (dh_status)written, "%s", msg);
 }
 
+static dh_status write_state(dh_ctx *ctx, const dh_volume *v, const dh_equalized *r,
+                             const char *output_dir, const dh_derive_params *params,
+                             dh_derived_series **out);
+
 dh_status dh_equalized_write_gsps(dh_ctx *ctx, const dh_volume *v, const dh_equalized *r,
                                   const char *output_dir, const dh_derive_params *params,
                                   dh_derived_series **out)
 {
     if (!ctx || !v || !r || !output_dir || !*output_dir || !out)
         return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "dh_equalized_write_gsps: NULL argument");
+    return write_state(ctx, v, r, output_dir, params, out);
+}
+
+dh_status dh_equalized_encode_gsps(dh_ctx *ctx, const dh_volume *v, const dh_equalized *r,
+                                   const dh_derive_params *params, dh_derived_series **out)
+{
+    if (!ctx || !v || !r || !out)
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "dh_equalized_encode_gsps: NULL argument");
+    return write_state(ctx, v, r, NULL, params, out);
+}
+
+/* The state into output_dir, or into a buffer when output_dir is NULL. */
+static dh_status write_state(dh_ctx *ctx, const dh_volume *v, const dh_equalized *r,
+                             const char *output_dir, const dh_derive_params *params,
+                             dh_derived_series **out)
+{
     *out = NULL;
     dh_derive_params wp;
     dh_status st = dh_derived_request_check(ctx, v, r, params, "the presentation state's", &wp);
@@ -137,16 +169,20 @@ dh_status dh_equalized_write_gsps(dh_ctx *ctx, const dh_volume *v, const dh_equa
     if (st != DH_OK)
         return st;
     const char **images = calloc(count, sizeof *images);
+    const void **image_data = calloc(count, sizeof *image_data);
+    size_t *image_size = calloc(count, sizeof *image_size);
     dh_dicom_gsps_lut *luts = calloc(r->table_count, sizeof *luts);
     uint32_t *refs = calloc((size_t)r->table_count * 2, sizeof *refs);
-    dh_derived_series *s = calloc(1, sizeof *s);
-    if (!images || !luts || !refs || !s || !(s->files = calloc(1, sizeof(char *))) ||
-        !(s->sop_uids = calloc(1, sizeof(char *))) || !(s->sources = calloc(1, sizeof(char *)))) {
+    dh_derived_series *s = dh_derived_series_alloc(1, output_dir == NULL);
+    if (!images || !image_data || !image_size || !luts || !refs || !s) {
         st = dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "out of memory");
         goto done;
     }
-    for (size_t i = 0; i < count; i++)
+    for (size_t i = 0; i < count; i++) {
         images[i] = src[i].path;
+        image_data[i] = src[i].bytes;
+        image_size[i] = src[i].size;
+    }
     char instance[DH_DICOM_UID_LEN];
     if ((st = gsps_uids(ctx, v, r, &wp, src[0].path, s->series_uid, instance)) != DH_OK ||
         (st = gsps_tables(ctx, v, r, src, count, luts, refs, refs + r->table_count)) != DH_OK ||
@@ -157,6 +193,8 @@ dh_status dh_equalized_write_gsps(dh_ctx *ctx, const dh_volume *v, const dh_equa
     dh_dicom_gsps req = {
         .images = images,
         .image_count = count,
+        .image_data = image_data,
+        .image_size = image_size,
         .luts = luts,
         .lut_count = r->table_count,
         .series_uid = s->series_uid,
@@ -168,13 +206,13 @@ dh_status dh_equalized_write_gsps(dh_ctx *ctx, const dh_volume *v, const dh_equa
         .created = wp.created,
     };
     int kept = 0;
-    if ((st = publish_gsps(ctx, &req, path, &wp, &kept)) != DH_OK)
+    if ((st = publish_gsps(ctx, &req, path, &wp, s, &kept)) != DH_OK)
         goto done;
     s->files[0] = path;
     path = NULL;
     s->file_count = 1;
     if (!(s->sop_uids[0] = dh_strdup(instance)) || !(s->sources[0] = dh_strdup(src[0].path))) {
-        if (!kept)
+        if (!kept && output_dir)
             unlink(s->files[0]);
         st = dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "out of memory");
         goto done;
@@ -188,6 +226,8 @@ dh_status dh_equalized_write_gsps(dh_ctx *ctx, const dh_volume *v, const dh_equa
 done:
     free(path);
     free(images);
+    free(image_data);
+    free(image_size);
     free(luts);
     free(refs);
     free(folder);

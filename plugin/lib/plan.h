@@ -27,7 +27,8 @@ typedef struct dh_plan_slice {
 } dh_plan_slice;
 
 typedef struct dh_plan_file {
-    char *path;
+    char *path;        /* the file, or the name of an item held in memory */
+    const void *bytes; /* an item held in memory (dh_plan_scan_memory): the caller's, borrowed */
     char *output_name;
     uint64_t size;
     int64_t mtime_ns;
@@ -68,6 +69,23 @@ int dh_plan_same_format(const dh_plan_slice *a, const dh_plan_slice *b);
 void dh_plan_describe_format(char *buf, size_t len, const dh_plan_slice *s);
 /* The slice record of a header just read. */
 void dh_plan_slice_from_image(dh_plan_slice *s, const dh_dicom_image *m);
+/* Reads one planned file, from its bytes or its path: its header only, or with its pixels
+ * (want_pixels) decoded as options say (NULL: the defaults). */
+dh_status dh_plan_file_read(const dh_plan_file *f, int want_pixels,
+                            const dh_dicom_read_options *options, dh_dicom_image **out, char *msg,
+                            size_t msg_len);
+/* The second half of a scan, once p->files lists the inputs: every header read (on up to
+ * dh_ctx_set_threads threads), the series formed and ordered. Returns 0, or -1 when out of
+ * memory (p is then freed by the caller). */
+int dh_plan_finish(dh_ctx *ctx, dh_plan *p);
+/* Every series of a plan loaded in order into one set, with the scan's failures and skips
+ * first (dh_volume_set_load). Does not free the plan. */
+dh_status dh_volume_set_from_plan(dh_ctx *ctx, const dh_plan *plan, const char *what,
+                                  dh_volume_set **out);
+/* The end of dh_volume_set_load and its memory twin: when the scan succeeded, its plan loaded
+ * (dh_volume_set_from_plan, messages naming "<count> <what>") and freed. */
+dh_status dh_volume_set_from_scan(dh_ctx *ctx, dh_status scanned, dh_plan *plan,
+                                  const char *what, size_t count, dh_volume_set **out);
 /* Worker threads for ctx: its setting, 0 meaning one per online processor; at most `work`. */
 int dh_ctx_worker_threads(const dh_ctx *ctx, size_t work);
 

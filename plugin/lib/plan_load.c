@@ -33,7 +33,7 @@ static void decode_one(void *arg, size_t slot)
     const dh_plan_file *f = &j->plan->files[j->series->files[slot]];
     char *msg = j->message[slot];
     dh_dicom_image *img = NULL;
-    dh_status st = dh_dicom_read_file_with(f->path, 1, &j->options, &img, msg, DH_DICOM_MSG_LEN);
+    dh_status st = dh_plan_file_read(f, 1, &j->options, &img, msg, DH_DICOM_MSG_LEN);
     if (st == DH_OK) {
         memcpy(j->decoder[slot], img->decoder, sizeof j->decoder[slot]);
         memcpy(j->decoder_note[slot], img->decoder_note, sizeof j->decoder_note[slot]);
@@ -59,7 +59,8 @@ static void decode_one(void *arg, size_t slot)
 static dh_status first_header(const dh_plan *p, const dh_plan_series *g, dh_dicom_image **meta,
                               char *msg)
 {
-    dh_status st = dh_dicom_read_file(p->files[g->files[0]].path, 0, meta, msg, DH_DICOM_MSG_LEN);
+    dh_status st = dh_plan_file_read(&p->files[g->files[0]], 0, NULL, meta, msg,
+                                     DH_DICOM_MSG_LEN);
     if (st == DH_OK) {
         dh_plan_slice now;
         dh_plan_slice_from_image(&now, *meta);
@@ -117,6 +118,8 @@ static int load_files(dh_ctx *ctx, const dh_plan *p, const dh_plan_series *g, dh
             memcpy(s->sop_uid, v->slice[i].sop_uid, sizeof s->sop_uid);
         if (!(s->source = strdup(f->path)))
             goto done;
+        s->source_bytes = f->bytes;
+        s->source_size = f->bytes ? (size_t)f->size : 0;
         s->frame = 0;
         s->has_position = f->slice.has_position;
         memcpy(s->position, f->slice.position, sizeof s->position);
@@ -160,10 +163,15 @@ static int load_single(const dh_ctx *ctx, const dh_plan *p, const dh_plan_series
     dh_ctx local = {0}; /* its message is this file's alone; GPU decoding as the caller says */
     local.cpu_decode_only = ctx ? ctx->cpu_decode_only : 0;
     dh_volume *v = NULL;
-    const char *path = p->files[g->files[0]].path;
-    dh_status st = dh_volume_read_file(&local, path, &v);
+    const dh_plan_file *f = &p->files[g->files[0]];
+    dh_status st = f->bytes ? dh_volume_read_memory(&local, f->bytes, (size_t)f->size, f->path, &v)
+                            : dh_volume_read_file(&local, f->path, &v);
     if (st != DH_OK)
-        return dh_set_add_failure(set, path, st, "%s", local.message);
+        return dh_set_add_failure(set, f->path, st, "%s", local.message);
+    for (uint32_t z = 0; z < v->slices; z++) {
+        v->slice[z].source_bytes = f->bytes;
+        v->slice[z].source_size = f->bytes ? (size_t)f->size : 0;
+    }
     if (dh_set_add_volume(set, v) != 0) {
         dh_volume_free(v);
         return -1;

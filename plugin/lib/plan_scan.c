@@ -289,6 +289,19 @@ void dh_plan_describe_format(char *buf, size_t len, const dh_plan_slice *m)
              f->rescale_intercept, lut);
 }
 
+dh_status dh_plan_file_read(const dh_plan_file *f, int want_pixels,
+                            const dh_dicom_read_options *options, dh_dicom_image **out, char *msg,
+                            size_t msg_len)
+{
+    if (f->bytes)
+        return options ? dh_dicom_read_memory_with(f->bytes, (size_t)f->size, want_pixels, options,
+                                                   out, msg, msg_len)
+                       : dh_dicom_read_memory(f->bytes, (size_t)f->size, want_pixels, out, msg,
+                                              msg_len);
+    return options ? dh_dicom_read_file_with(f->path, want_pixels, options, out, msg, msg_len)
+                   : dh_dicom_read_file(f->path, want_pixels, out, msg, msg_len);
+}
+
 /* One file's header into its record (run on the scan threads: touches only that record). */
 static void read_header(void *arg, size_t i)
 {
@@ -297,7 +310,7 @@ static void read_header(void *arg, size_t i)
         return;
     char msg[DH_DICOM_MSG_LEN] = "";
     dh_dicom_image *m = NULL;
-    dh_status st = dh_dicom_read_file(f->path, 0, &m, msg, sizeof msg);
+    dh_status st = dh_plan_file_read(f, 0, NULL, &m, msg, sizeof msg);
     if (st == DH_OK) {
         dh_plan_slice_from_image(&f->slice, m);
         /* A series is single-frame files sharing a UID; anything else is read on its own. */
@@ -527,6 +540,22 @@ static int form_series(dh_plan *p)
 
 /* ---- the call ---- */
 
+int dh_plan_finish(dh_ctx *ctx, dh_plan *p)
+{
+    dh_parallel_for(dh_ctx_worker_threads(ctx, p->file_count), p->file_count, read_header, p);
+    for (size_t i = 0; i < p->file_count; i++)
+        if (p->files[i].state == DH_PLAN_FILE_FAILED && !p->files[i].message)
+            return -1;
+    if (form_series(p) != 0)
+        return -1;
+    for (size_t i = 0; i < p->file_count; i++) {
+        dh_plan_file *f = &p->files[i];
+        free(f->series_uid), free(f->sop_uid), free(f->modality);
+        f->series_uid = f->sop_uid = f->modality = NULL;
+    }
+    return 0;
+}
+
 dh_status dh_plan_scan(dh_ctx *ctx, const char *const *paths, size_t count, dh_plan **out)
 {
     if (!out)
@@ -564,17 +593,8 @@ dh_status dh_plan_scan(dh_ctx *ctx, const char *const *paths, size_t count, dh_p
         if (rc != 0)
             goto oom;
     }
-    dh_parallel_for(dh_ctx_worker_threads(ctx, p->file_count), p->file_count, read_header, p);
-    for (size_t i = 0; i < p->file_count; i++)
-        if (p->files[i].state == DH_PLAN_FILE_FAILED && !p->files[i].message)
-            goto oom;
-    if (form_series(p) != 0)
+    if (dh_plan_finish(ctx, p) != 0)
         goto oom;
-    for (size_t i = 0; i < p->file_count; i++) {
-        dh_plan_file *f = &p->files[i];
-        free(f->series_uid), free(f->sop_uid), free(f->modality);
-        f->series_uid = f->sop_uid = f->modality = NULL;
-    }
     dh_ctx_clear(ctx);
     *out = p;
     return DH_OK;

@@ -3,7 +3,9 @@
  * png_preview.c: dh_equalized_write_png, 8-bit grayscale PNG previews of a result through
  * libpng, one per slice, named after the derived DICOM files so the two sit side by side. Each
  * file is written under a hidden temporary name in its folder and linked into place, which fails
- * rather than replace an existing file (or renamed over it, when asked to replace).
+ * rather than replace an existing file (or renamed over it, when asked to replace); or, for
+ * hosts that keep outputs in memory (dh_equalized_encode_png), encoded into a buffer through a
+ * memory stream.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -107,6 +109,54 @@ static dh_status write_one(dh_ctx *ctx, const char *path, const uint8_t *pixels,
     return DH_OK;
 }
 
+/* One preview into entry s->file_count of s (name and source copied). */
+static dh_status encode_one(dh_ctx *ctx, dh_derived_series *s, const char *name,
+                            const char *source, const uint8_t *pixels, uint32_t rows,
+                            uint32_t columns)
+{
+    char *data = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&data, &size);
+    int rc = f ? write_png(f, pixels, rows, columns) : -1;
+    if (f && fclose(f) != 0)
+        rc = -1;
+    size_t k = s->file_count;
+    if (rc != 0 || !(s->files[k] = dh_strdup(name)) || !(s->sources[k] = dh_strdup(source)) ||
+        !(s->sop_uids[k] = dh_strdup(""))) {
+        free(data);
+        free(s->files[k]), free(s->sources[k]), free(s->sop_uids[k]);
+        s->files[k] = s->sources[k] = s->sop_uids[k] = NULL;
+        return dh_ctx_fail(ctx, rc != 0 ? DH_ERR_INTERNAL : DH_ERR_NO_MEMORY,
+                           "%s: cannot encode the preview", name);
+    }
+    s->data[k] = (unsigned char *)data;
+    s->sizes[k] = size;
+    s->file_count++;
+    return DH_OK;
+}
+
+static dh_status previews(dh_ctx *ctx, const dh_volume *v, const dh_equalized *r,
+                          const char *dir, const dh_derive_params *params,
+                          dh_derived_series *mem);
+
+dh_status dh_equalized_encode_png(dh_ctx *ctx, const dh_volume *v, const dh_equalized *r,
+                                  const dh_derive_params *params, dh_derived_series **out)
+{
+    if (!ctx || !v || !r || !out)
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "dh_equalized_encode_png: NULL argument");
+    *out = NULL;
+    dh_derived_series *s = dh_derived_series_alloc(v->slices, 1);
+    if (!s)
+        return dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "out of memory");
+    dh_status st = previews(ctx, v, r, NULL, params, s);
+    if (st != DH_OK) {
+        dh_derived_series_free(s);
+        return st;
+    }
+    *out = s;
+    return DH_OK;
+}
+
 dh_status dh_equalized_write_png(dh_ctx *ctx, const dh_volume *v, const dh_equalized *r,
                                  const char *dir)
 {
@@ -118,6 +168,14 @@ dh_status dh_equalized_write_png_with(dh_ctx *ctx, const dh_volume *v, const dh_
 {
     if (!ctx || !v || !r || !dir || !*dir)
         return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "dh_equalized_write_png: NULL argument");
+    return previews(ctx, v, r, dir, params, NULL);
+}
+
+/* The previews into dir, or into mem's buffers when dir is NULL. */
+static dh_status previews(dh_ctx *ctx, const dh_volume *v, const dh_equalized *r,
+                          const char *dir, const dh_derive_params *params,
+                          dh_derived_series *mem)
+{
     dh_derive_params wp;
     dh_status st = dh_derived_params_check(ctx, params, &wp);
     if (st != DH_OK)
@@ -154,7 +212,10 @@ dh_status dh_equalized_write_png_with(dh_ctx *ctx, const dh_volume *v, const dh_
                 uint32_t g = (uint32_t)(((uint64_t)d[k] * 255 + top / 2) / top);
                 pixels[k] = (uint8_t)(invert ? 255 - g : g);
             }
-            st = write_one(ctx, path, pixels, v->format.rows, v->format.columns, wp.existing);
+            st = mem ? encode_one(ctx, mem, path, src[i].path, pixels, v->format.rows,
+                                  v->format.columns)
+                     : write_one(ctx, path, pixels, v->format.rows, v->format.columns,
+                                 wp.existing);
             if (st == DH_OK && wp.written)
                 wp.written(wp.user, src[i].path, path);
             free(path);

@@ -13,7 +13,11 @@
 
 /* Where one slice of a volume came from. */
 typedef struct dh_slice_info {
-    char *source;    /* the file */
+    char *source;    /* the file, or the name of an item held in memory */
+    /* An item held in memory (dh_plan_scan_memory): its bytes, the caller's, borrowed; NULL for
+     * a file. The derived writers read the source's tags from them. */
+    const void *source_bytes;
+    size_t source_size;
     char sop_uid[DH_DICOM_UID_LEN]; /* its SOPInstanceUID, "" when it has none */
     uint32_t frame;  /* frame in that file, 0-based */
     double location; /* position along the slice normal; the slice index when unknown */

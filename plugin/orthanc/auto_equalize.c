@@ -36,6 +36,7 @@ static struct {
     int modality_count;
     dh_equalize_params params;
     char key[512];
+    int gsps; /* "Output": "gsps": a presentation state per series instead of a derived one */
     int threads;
     /* state, under lock */
     pthread_mutex_t lock;
@@ -94,7 +95,7 @@ int dho_auto_configure(const json_t *section)
     if (enable && !json_is_boolean(enable)) {
         dho_log_warning("\"DicomHist.AutoEqualize.Enable\" must be true or false");
         rc = -1;
-    } else if (dho_parse_derive_body(options, DH_EQ_EQUALIZE, &A.params, &async, A.key,
+    } else if (dho_parse_derive_body(options, DH_EQ_EQUALIZE, &A.params, &async, &A.gsps, A.key,
                                      sizeof A.key, &bad) != 0) {
         dho_log_warning("\"DicomHist.AutoEqualize.%s\": %s", bad.name, bad.reason);
         rc = -1;
@@ -376,7 +377,7 @@ static outcome process(const char *series_id)
         return SKIPPED;
     dho_derive d;
     outcome result = DONE;
-    if (dho_derive_open(&d, series_id, &A.params, A.key, 0) == 0) {
+    if (dho_derive_open(&d, series_id, &A.params, A.gsps, A.key, 0) == 0) {
         int step;
         while ((step = dho_derive_step(&d)) > 0)
             if (stopping()) {

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
- * derive.c: equalize or window an Orthanc series step by step into a derived series (derive.h).
+ * derive.c: equalize or window an Orthanc series step by step into a derived series or a
+ * presentation state (derive.h).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "derive.h"
@@ -60,19 +61,17 @@ static int fail(dho_derive *d, int http, const char *error, const char *kind, co
 static int fail(dho_derive *d, int http, const char *error, const char *kind, const char *id,
                 const char *fmt, ...)
 {
-    char raw[2048];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(raw, sizeof raw, fmt, ap);
+    vsnprintf(d->reason, sizeof d->reason, fmt, ap);
     va_end(ap);
-    dho_stage_message(&d->stage, raw, d->reason, sizeof d->reason);
     d->http = http;
     snprintf(d->error, sizeof d->error, "%s", error);
     snprintf(d->kind, sizeof d->kind, "%s", kind);
     snprintf(d->id, sizeof d->id, "%s", id ? id : "");
     d->phase = DHO_DERIVE_FAILED;
     release_claim(d);
-    dho_stage_remove_files(&d->stage); /* last: id may point into the loaded set */
+    dho_series_release(&d->series); /* last: id may point into the loaded set */
     return -1;
 }
 
@@ -112,21 +111,21 @@ static int uid_from_text(const char *text, char uid[65])
     return 0;
 }
 
-/* dh_derive_params.instance_uid: the staged file's instance, its SOPInstanceUID, the key. */
+/* dh_derive_params.instance_uid: the item's instance, its SOPInstanceUID, the key. */
 static int instance_uid(void *user, const char *source, char uid[65])
 {
     dho_derive *d = user;
-    const char *id = dho_stage_instance_of(source);
-    for (size_t i = 0; i < d->stage.count; i++) {
-        if (strcmp(d->stage.instances[i], id) != 0)
+    const char *id = dho_series_instance_of(source);
+    for (size_t i = 0; i < d->series.count; i++) {
+        if (strcmp(d->series.instances[i], id) != 0)
             continue;
-        if (!d->stage.sop_uids[i][0])
+        if (!d->series.sop_uids[i][0])
             return -1;
-        size_t n = strlen(d->key) + strlen(d->stage.sop_uids[i]) + 16;
+        size_t n = strlen(d->key) + strlen(d->series.sop_uids[i]) + 16;
         char *text = malloc(n);
         if (!text)
             return -1;
-        snprintf(text, n, "%s|instance|%s", d->key, d->stage.sop_uids[i]);
+        snprintf(text, n, "%s|instance|%s", d->key, d->series.sop_uids[i]);
         int rc = uid_from_text(text, uid);
         free(text);
         return rc;
@@ -134,11 +133,44 @@ static int instance_uid(void *user, const char *source, char uid[65])
     return -1;
 }
 
+static int by_text(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* dh_derive_params.instance_uid of a presentation state: the key and every SOPInstanceUID of
+ * the series (sorted, so Orthanc's listing order does not matter): a series that grew gets a
+ * new state rather than keep one that references part of it. */
+static int state_uid(void *user, const char *source, char uid[65])
+{
+    (void)source;
+    dho_derive *d = user;
+    const char **sorted = calloc(d->series.count ? d->series.count : 1, sizeof *sorted);
+    size_t n = strlen(d->key) + 16;
+    for (size_t i = 0; sorted && i < d->series.count; i++) {
+        sorted[i] = d->series.sop_uids[i];
+        n += strlen(sorted[i]) + 1;
+    }
+    char *text = sorted ? malloc(n) : NULL;
+    int rc = -1;
+    if (text) {
+        qsort(sorted, d->series.count, sizeof *sorted, by_text);
+        size_t o = (size_t)snprintf(text, n, "%s|state", d->key);
+        for (size_t i = 0; i < d->series.count; i++)
+            o += (size_t)snprintf(text + o, n - o, "|%s", sorted[i]);
+        rc = uid_from_text(text, uid);
+    }
+    free(text);
+    free(sorted);
+    return rc;
+}
+
 int dho_derive_open(dho_derive *d, const char *series_id, const dh_equalize_params *params,
-                    const char *key, int later)
+                    int gsps, const char *key, int later)
 {
     memset(d, 0, sizeof *d);
     d->params = *params;
+    d->gsps = gsps;
     snprintf(d->key, sizeof d->key, "%s", key);
     d->instances = json_array();
     d->ctx = dh_ctx_create();
@@ -151,15 +183,15 @@ int dho_derive_open(dho_derive *d, const char *series_id, const dh_equalize_para
     if (uid_from_text(text, d->claim_key) != 0)
         return fail(d, 500, "InternalError", "Series", series_id, "cannot compute the claim");
     d->relist = later;
-    int http = dho_stage_open(&d->stage, series_id, msg, sizeof msg);
+    int http = dho_series_open(&d->series, series_id, msg, sizeof msg);
     if (http != 0)
         return fail(d, http, http == 404 ? "UnknownResource" : "InternalError", "Series",
                     series_id, "%s: %s", series_id, msg);
-    d->phase = DHO_DERIVE_STAGE;
+    d->phase = DHO_DERIVE_FETCH;
     return 0;
 }
 
-/* Takes the claim before anything is staged; returns 1 when it is held, 0 while another derive
+/* Takes the claim before anything is fetched; returns 1 when it is held, 0 while another derive
  * of the same result runs (after a short wait), -1 on failure. Once it had to wait, or when it
  * was opened for later, the series is listed again: instances may have arrived since it was
  * listed in dho_derive_open. */
@@ -174,9 +206,9 @@ static int take_claim(dho_derive *d)
     }
     if (d->relist) {
         char id[72], msg[2048];
-        snprintf(id, sizeof id, "%s", d->stage.series_id);
-        dho_stage_free(&d->stage);
-        int http = dho_stage_open(&d->stage, id, msg, sizeof msg);
+        snprintf(id, sizeof id, "%s", d->series.series_id);
+        dho_series_free(&d->series);
+        int http = dho_series_open(&d->series, id, msg, sizeof msg);
         if (http != 0)
             return fail(d, http, http == 404 ? "UnknownResource" : "InternalError", "Series", id,
                         "%s: %s", id, msg);
@@ -184,28 +216,28 @@ static int take_claim(dho_derive *d)
     return 1;
 }
 
-/* Stages one instance; once all are, loads the volume. */
-static int step_stage(dho_derive *d)
+/* Fetches one instance; once all are, loads the volume from their bytes. */
+static int step_fetch(dho_derive *d)
 {
     int held = take_claim(d);
     if (held <= 0)
         return held < 0 ? -1 : 1;
     char msg[2048];
-    const char *sid = d->stage.series_id;
-    if (d->stage.staged < d->stage.count) {
-        int http = dho_stage_next(&d->stage, msg, sizeof msg);
+    const char *sid = d->series.series_id;
+    if (d->series.fetched < d->series.count) {
+        int http = dho_series_fetch_next(&d->series, msg, sizeof msg);
         if (http != 0)
             return fail(d, http, http == 404 ? "UnknownResource" : "InternalError", "Series", sid,
                         "%s", msg);
         return 1;
     }
-    if (dho_stage_load(&d->stage, d->ctx) != 0)
+    if (dho_series_load(&d->series, d->ctx) != 0)
         return fail(d, 500, "InternalError", "Series", sid, "%s", dh_ctx_error(d->ctx));
-    const dh_volume_set *set = d->stage.set;
+    const dh_volume_set *set = d->series.set;
     if (dh_volume_set_failure_count(set) > 0) {
         dh_status why = dh_volume_set_failure_status(set, 0);
         return fail(d, dho_http_status(why), dh_status_name(why), "Instance",
-                    dho_stage_instance_of(dh_volume_set_failure_path(set, 0)), "series %s: %s",
+                    dho_series_instance_of(dh_volume_set_failure_path(set, 0)), "series %s: %s",
                     sid, dh_volume_set_failure_message(set, 0));
     }
     if (dh_volume_set_count(set) != 1)
@@ -248,10 +280,23 @@ static int drop_stale_derived(const char *series_uid, size_t file_count)
     return rc;
 }
 
+/* A presentation state series of this UID in Orthanc that does not hold this very state
+ * (sop_uid) was made from another listing of the series: removed, so that the series shows
+ * one state, the current one. Returns 0, or -1 when Orthanc could not look it up or remove it. */
+static int drop_stale_state(const char *series_uid, const char *sop_uid)
+{
+    json_t *mine = dho_post_json("/tools/lookup", sop_uid, strlen(sop_uid));
+    int have = 0;
+    for (size_t i = 0; i < json_array_size(mine); i++)
+        have |= strcmp(dho_json_str(json_array_get(mine, i), "Type"), "Instance") == 0;
+    json_decref(mine);
+    return have ? 0 : drop_stale_derived(series_uid, 0);
+}
+
 static int step_compute(dho_derive *d)
 {
-    const dh_volume *v = dh_volume_set_volume(d->stage.set, 0);
-    const char *sid = d->stage.series_id;
+    const dh_volume *v = dh_volume_set_volume(d->series.set, 0);
+    const char *sid = d->series.series_id;
     int token = dho_gate_enter(d->params.device);
     dh_status st = dh_equalize(d->ctx, v, &d->params, &d->result);
     dho_gate_leave(token);
@@ -265,36 +310,23 @@ static int step_compute(dho_derive *d)
     dh_derive_params dp;
     dh_derive_params_init(&dp);
     dp.series_uid = series_uid;
-    dp.instance_uid = instance_uid;
+    dp.instance_uid = d->gsps ? state_uid : instance_uid;
     dp.user = d;
-    char out_dir[1200];
-    snprintf(out_dir, sizeof out_dir, "%s/derived", d->stage.dir);
-    st = dh_equalized_write_dicom_with(d->ctx, v, d->result, out_dir, &dp, &d->written);
+    st = d->gsps ? dh_equalized_encode_gsps(d->ctx, v, d->result, &dp, &d->written)
+                 : dh_equalized_encode_dicom(d->ctx, v, d->result, &dp, &d->written);
     if (st != DH_OK)
         return fail(d, dho_http_status(st), dh_status_name(st), "Series", sid, "%s",
                     dh_ctx_error(d->ctx));
-    if (drop_stale_derived(series_uid, d->written->file_count) != 0)
+    /* Encoded: the sources' bytes and the volume are no longer needed. */
+    dh_equalized_free(d->result);
+    d->result = NULL;
+    dho_series_release(&d->series);
+    if ((d->gsps ? drop_stale_state(series_uid, d->written->sop_uids[0])
+                 : drop_stale_derived(series_uid, d->written->file_count)) != 0)
         return fail(d, 500, "InternalError", "Series", sid,
                     "%s: cannot look up or remove the earlier derived series %s", sid, series_uid);
     d->phase = DHO_DERIVE_STORE;
     return 1;
-}
-
-/* Reads a whole derived file; NULL when it cannot. */
-static char *read_file(const char *path, size_t *size)
-{
-    FILE *f = fopen(path, "rb");
-    char *data = NULL;
-    long n = -1;
-    if (f && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
-        (data = malloc((size_t)n + 1)) && fread(data, 1, (size_t)n, f) != (size_t)n) {
-        free(data);
-        data = NULL;
-    }
-    if (f)
-        fclose(f);
-    *size = n > 0 ? (size_t)n : 0;
-    return data;
 }
 
 /* A derived series left with part of its instances (a failure or a cancel while storing) is
@@ -316,36 +348,31 @@ void dho_derive_abandon(dho_derive *d)
     if (d->phase == DHO_DERIVE_DONE || d->phase == DHO_DERIVE_FAILED)
         return; /* the claim and the files are gone already */
     remove_partial(d);
-    const char *sid = d->stage.series_id ? d->stage.series_id : "";
+    const char *sid = d->series.series_id ? d->series.series_id : "";
     fail(d, 409, "Cancelled", "Series", sid, "%s: stopped before it was done", sid);
 }
 
 static int step_store(dho_derive *d)
 {
-    const char *sid = d->stage.series_id;
+    const char *sid = d->series.series_id;
     if (d->stored == d->written->file_count) {
         d->phase = DHO_DERIVE_DONE;
         release_claim(d);
-        dh_equalized_free(d->result); /* the pixels are in Orthanc now */
-        d->result = NULL;
-        dho_stage_remove_files(&d->stage); /* a job's answer outlives it in Orthanc's history */
         return 0;
     }
-    size_t size = 0;
-    char *data = read_file(d->written->files[d->stored], &size);
-    if (!data) {
-        remove_partial(d);
-        return fail(d, 500, "InternalError", "Series", sid, "cannot read back a derived file");
-    }
-    json_t *answer = dho_post_json("/instances", data, size);
-    free(data);
+    json_t *answer = dho_post_json("/instances", d->written->data[d->stored],
+                                   d->written->sizes[d->stored]);
+    /* Orthanc has its copy (or refused it): ours goes at once, so that a job's answer, which
+     * outlives it in Orthanc's history, holds no file. */
+    free(d->written->data[d->stored]);
+    d->written->data[d->stored] = NULL;
     const char *id = dho_json_str(answer, "ID"), *status = dho_json_str(answer, "Status");
     if (!*id) {
         json_decref(answer);
         remove_partial(d);
         return fail(d, 500, "InternalError", "Series", sid,
                     "Orthanc refused the derived instance of %s",
-                    dho_stage_instance_of(d->written->sources[d->stored]));
+                    dho_series_instance_of(d->written->sources[d->stored]));
     }
     json_array_append_new(d->instances, json_string(id));
     snprintf(d->derived_id, sizeof d->derived_id, "%s", dho_json_str(answer, "ParentSeries"));
@@ -359,8 +386,8 @@ static int step_store(dho_derive *d)
 int dho_derive_step(dho_derive *d)
 {
     switch (d->phase) {
-    case DHO_DERIVE_STAGE:
-        return step_stage(d);
+    case DHO_DERIVE_FETCH:
+        return step_fetch(d);
     case DHO_DERIVE_COMPUTE:
         return step_compute(d);
     case DHO_DERIVE_STORE:
@@ -374,11 +401,12 @@ int dho_derive_step(dho_derive *d)
 
 float dho_derive_progress(const dho_derive *d)
 {
-    /* Staging and storing count one unit per instance, computing one unit per instance too. */
-    double total = 3.0 * (d->stage.count ? (double)d->stage.count : 1.0);
-    double done = (double)d->stage.staged;
-    if (d->phase >= DHO_DERIVE_STORE)
-        done += (double)d->stage.count + (double)d->stored;
+    /* Fetching and storing count one unit per file, computing one unit per instance too. */
+    double count = d->series.count ? (double)d->series.count : 1.0;
+    double stores = d->written ? (double)d->written->file_count : count;
+    double total = 2.0 * count + stores;
+    double done = d->phase >= DHO_DERIVE_STORE ? 2.0 * count + (double)d->stored
+                                                : (double)d->series.fetched;
     if (d->phase == DHO_DERIVE_DONE)
         return 1.0f;
     return (float)(done / total);
@@ -411,7 +439,7 @@ void dho_derive_free(dho_derive *d)
     release_claim(d);
     dh_equalized_free(d->result);
     dh_derived_series_free(d->written);
-    dho_stage_free(&d->stage);
+    dho_series_free(&d->series);
     json_decref(d->instances);
     dh_ctx_free(d->ctx);
     memset(d, 0, sizeof *d);

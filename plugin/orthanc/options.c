@@ -133,12 +133,14 @@ static void derive_key(const dh_equalize_params *p, char *key, size_t len)
 }
 
 int dho_parse_derive_body(const json_t *body, dh_eq_operation op, dh_equalize_params *p,
-                          int *async, char *key, size_t key_len, dho_bad_argument *bad)
+                          int *async, int *gsps, char *key, size_t key_len,
+                          dho_bad_argument *bad)
 {
     dh_equalize_params_init(p);
     p->operation = op;
     p->device = dho_gate_default();
     *async = 0;
+    *gsps = 0;
     int windows = 0;
     if (body && !json_is_object(body))
         return refuse(bad, "body", "expected a JSON object");
@@ -201,9 +203,18 @@ int dho_parse_derive_body(const json_t *body, dh_eq_operation op, dh_equalize_pa
             if (!json_is_boolean(value))
                 return refuse(bad, name, "expected true or false");
             *async = json_is_true(value);
+        } else if (strcmp(name, "Output") == 0) {
+            if (!(text = string_member(value, name, bad)))
+                return -1;
+            if (strcasecmp(text, "series") == 0 || strcasecmp(text, "derived") == 0)
+                *gsps = 0; /* "derived": the command's --output-kind word */
+            else if (strcasecmp(text, "gsps") == 0)
+                *gsps = 1;
+            else
+                return refuse(bad, name, "'%s': expected series (or derived) or gsps", text);
         } else {
             return refuse(bad, name, "unknown option (expected Mode, Window, WindowRange, %s, "
-                                     "Bits, Device or Asynchronous)",
+                                     "Bits, Device, Output or Asynchronous)",
                           op == DH_EQ_EQUALIZE ? "ClipLimit" : "Function");
         }
     }
@@ -212,6 +223,9 @@ int dho_parse_derive_body(const json_t *body, dh_eq_operation op, dh_equalize_pa
     if (op == DH_EQ_WINDOW_LEVEL && windows == 0)
         return refuse(bad, "Window", "a window is required (Window or WindowRange)");
     derive_key(p, key, key_len);
+    size_t used = strlen(key);
+    if (*gsps && used < key_len) /* another result, other UIDs and another claim */
+        snprintf(key + used, key_len - used, ";out=gsps");
     return 0;
 }
 

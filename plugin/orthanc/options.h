@@ -30,11 +30,14 @@ int dho_parse_hist_query(const OrthancPluginHttpRequest *request, dh_hist_params
 
 /* The body of POST .../equalize (op DH_EQ_EQUALIZE) or .../window (DH_EQ_WINDOW_LEVEL), NULL
  * meaning {}. Fills p (device left at the plugin's default unless "Device" is given), *async
- * from "Asynchronous", and key (a canonical text of the parameters that change the pixels, used
- * to derive the output UIDs: the same parameters give the same UIDs). Unknown members are
+ * from "Asynchronous", *gsps from "Output" ("series", the default: a derived series; "gsps": a
+ * presentation state instead), and key (a canonical text of the parameters that change the
+ * result, the output kind among them, used to derive the output UIDs: the same parameters give
+ * the same UIDs). Unknown members are
  * refused, so a misspelt option is never silently ignored. Returns 0, or -1 with *bad. */
 int dho_parse_derive_body(const json_t *body, dh_eq_operation op, dh_equalize_params *p,
-                          int *async, char *key, size_t key_len, dho_bad_argument *bad);
+                          int *async, int *gsps, char *key, size_t key_len,
+                          dho_bad_argument *bad);
 
 /* The body of POST /tools/dicomhist/mutual-information: Fixed (an instance ID), Moving (a list
  * of them), Bins (B or [BF, BM]), RangeFixed / RangeMoving ("LO:HI", whole stored values),

@@ -15,7 +15,6 @@
 #include "orthanc_rest.h"
 #include "routes.h"
 #include "routes_views.h"
-#include "staging.h"
 
 #define DHO_EXPORT __attribute__((visibility("default")))
 
@@ -57,8 +56,8 @@ static OrthancPluginErrorCode on_change(OrthancPluginChangeType type,
     return OrthancPluginErrorCode_Success;
 }
 
-/* Reads "DicomHist" and "TemporaryDirectory" from Orthanc's configuration. Returns 0, or -1
- * after logging why (a configuration error stops Orthanc rather than run half configured). */
+/* Reads "DicomHist" from Orthanc's configuration (series are read in memory: no temporary
+ * folder is used). Returns 0, or -1 after logging why (a configuration error stops Orthanc rather than run half configured). */
 static int configure(void)
 {
     char *text = OrthancPluginGetConfiguration(dho_context);
@@ -70,10 +69,6 @@ static int configure(void)
         dho_log_warning("cannot read Orthanc's configuration");
         return -1;
     }
-    const char *tmp = json_string_value(json_object_get(config, "TemporaryDirectory"));
-    if (!tmp)
-        tmp = getenv("TMPDIR");
-    dho_stage_set_root(tmp ? tmp : "/tmp");
     const json_t *section = json_object_get(config, "DicomHist");
     int rc = 0;
     if (section && !json_is_object(section)) {

@@ -3,7 +3,9 @@
  * routes_derive.c: POST /series/{id}/equalize and /series/{id}/window. Synchronous by default
  * (the steps of derive.h run in the HTTP thread); with "Asynchronous": true the same steps run
  * as an Orthanc job, one step per call of the job's step callback, with progress, and the
- * answer is {"ID", "Path": "/jobs/ID"}; the job's Content holds the result once done.
+ * answer is {"ID", "Path": "/jobs/ID"}; the job's Content holds the result once done. With
+ * "Output": "gsps" the result is one presentation state in a series of its own instead of a
+ * derived series.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
@@ -20,6 +22,7 @@ typedef struct derive_job {
     dho_derive derive;
     char series_id[72];
     dh_equalize_params params;
+    int gsps;
     char key[512];
     char *content; /* getContent's string: kept until the next call or the end */
 } derive_job;
@@ -79,7 +82,7 @@ static OrthancPluginErrorCode job_reset(void *p)
 {
     derive_job *job = p;
     dho_derive_free(&job->derive);
-    dho_derive_open(&job->derive, job->series_id, &job->params, job->key, 1);
+    dho_derive_open(&job->derive, job->series_id, &job->params, job->gsps, job->key, 1);
     return OrthancPluginErrorCode_Success;
 }
 
@@ -109,8 +112,8 @@ static OrthancPluginErrorCode derive_route(OrthancPluginRestOutput *out,
     dh_equalize_params params;
     dho_bad_argument bad;
     char key[512];
-    int async = 0;
-    int rc = dho_parse_derive_body(body, op, &params, &async, key, sizeof key, &bad);
+    int async = 0, gsps = 0;
+    int rc = dho_parse_derive_body(body, op, &params, &async, &gsps, key, sizeof key, &bad);
     json_decref(body);
     if (rc != 0)
         return dho_answer_error(out, 400, "BadArgument", "Argument", bad.name, "%s: %s", bad.name,
@@ -124,8 +127,9 @@ static OrthancPluginErrorCode derive_route(OrthancPluginRestOutput *out,
         return OrthancPluginErrorCode_NotEnoughMemory;
     snprintf(job->series_id, sizeof job->series_id, "%s", id);
     job->params = params;
+    job->gsps = gsps;
     snprintf(job->key, sizeof job->key, "%s", key);
-    if (dho_derive_open(&job->derive, id, &params, key, async) != 0) {
+    if (dho_derive_open(&job->derive, id, &params, gsps, key, async) != 0) {
         OrthancPluginErrorCode e = answer_derive_failure(out, &job->derive);
         job_finalize(job);
         return e;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /*
  * routes_read.c: info and histogram of an instance (read from its bytes with
- * dh_volume_read_memory) or of a series (staged, then assembled by dh_volume_set_load),
+ * dh_volume_read_memory) or of a series (its instances' bytes fetched into memory, then assembled
+ * by dh_volume_set_load_memory: series_fetch.h),
  * answered with the command's records (report_records.h), `path` holding the Orthanc ID and a
  * slice's `source` its instance's ID.
  */
@@ -14,7 +15,7 @@
 #include "orthanc_rest.h"
 #include "report_records.h"
 #include "routes.h"
-#include "staging.h"
+#include "series_fetch.h"
 
 int dho_wrong_method(OrthancPluginRestOutput *out, const OrthancPluginHttpRequest *request,
                      OrthancPluginHttpMethod method)
@@ -107,41 +108,40 @@ static OrthancPluginErrorCode read_series(OrthancPluginRestOutput *out,
     if (kind == READ_HISTOGRAM && dho_parse_hist_query(request, &hp, &bad) != 0)
         return dho_answer_error(out, 400, "BadArgument", "Argument", bad.name, "%s: %s", bad.name,
                                 bad.reason);
-    char msg[2048], clean[2048];
-    dho_stage st;
-    int http = dho_stage_open(&st, id, msg, sizeof msg);
-    while (http == 0 && st.staged < st.count)
-        http = dho_stage_next(&st, msg, sizeof msg);
+    char msg[2048];
+    dho_series st;
+    int http = dho_series_open(&st, id, msg, sizeof msg);
+    while (http == 0 && st.fetched < st.count)
+        http = dho_series_fetch_next(&st, msg, sizeof msg);
     if (http != 0) {
-        dho_stage_free(&st);
+        dho_series_free(&st);
         return dho_answer_error(out, http, http == 404 ? "UnknownResource" : "InternalError",
                                 "Series", id, "%s: %s", id, msg);
     }
     dh_ctx *ctx = dh_ctx_create();
     OrthancPluginErrorCode rc;
-    if (!ctx || dho_stage_load(&st, ctx) != 0) {
-        dho_stage_message(&st, ctx ? dh_ctx_error(ctx) : "out of memory", clean, sizeof clean);
-        rc = dho_answer_error(out, 500, "InternalError", "Series", id, "%s", clean);
+    if (!ctx || dho_series_load(&st, ctx) != 0) {
+        rc = dho_answer_error(out, 500, "InternalError", "Series", id, "%s",
+                              ctx ? dh_ctx_error(ctx) : "out of memory");
     } else if (dh_volume_set_failure_count(st.set) > 0) {
         /* One broken instance fails the series: an answer for part of it would look whole. */
-        const char *inst = dho_stage_instance_of(dh_volume_set_failure_path(st.set, 0));
+        const char *inst = dho_series_instance_of(dh_volume_set_failure_path(st.set, 0));
         dh_status why = dh_volume_set_failure_status(st.set, 0);
-        dho_stage_message(&st, dh_volume_set_failure_message(st.set, 0), clean, sizeof clean);
         rc = dho_answer_error(out, dho_http_status(why), dh_status_name(why), "Instance", inst,
-                              "series %s: %s", id, clean);
+                              "series %s: %s", id, dh_volume_set_failure_message(st.set, 0));
     } else if (dh_volume_set_count(st.set) != 1) {
         rc = dho_answer_error(out, 422, "DH_ERR_MISMATCH", "Series", id,
                               "%s: the series holds %zu volumes (multi-frame instances are "
                               "volumes of their own); ask for each instance", id,
                               dh_volume_set_count(st.set));
     } else {
-        report_names names = {.path = id, .source = dho_stage_source_name,
-                              .warning = dho_stage_warning, .arg = &st};
+        /* Warnings name instances as "<series ID>/<instance ID>", as the items were named. */
+        report_names names = {.path = id, .source = dho_series_source_name, .arg = &st};
         rc = answer_volume(out, kind, ctx, dh_volume_set_volume(st.set, 0), &hp, &names,
                            "Series", id);
     }
     dh_ctx_free(ctx);
-    dho_stage_free(&st);
+    dho_series_free(&st);
     return rc;
 }
 

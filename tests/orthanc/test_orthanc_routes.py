@@ -183,9 +183,10 @@ def run_checks(c, server, cli, shared, work):
             status["Device"] not in ("", "cpu"), f"status names the device: {status}")
     c.check(status["AutoEqualize"]["Enabled"] is False, f"auto-equalization off here: {status}")
     c.equal(status["AutoEqualize"].get("InProgress"), 0, "status: nothing in progress when off")
-    # Every staging folder is gone, the finished job's too (its answer stays in Orthanc's
-    # job history, its files must not). A cancelled job's folder goes when Orthanc stops the job,
-    # which it may do a moment after the job's state reads Failure: wait for that, not forever.
+    # No staging folder, the finished and cancelled jobs' included: the plugin reads series in
+    # memory and makes none (test_orthanc_gsps.py traces every file it could touch). Waited
+    # for a moment all the same: a cancelled job is stopped by Orthanc after its state reads
+    # Failure.
     end = time.monotonic() + 15
     while True:
         left = [f for f in os.listdir(os.path.join(work, "tmp")) if f.startswith("dicomhist-")]
