@@ -152,7 +152,7 @@ def main():
                                "1.2.840.10008.1.2.4.201", htj(bits, signed))
                 write_pair(dest, f"gen_jpll_{tag}", px, bits, signed, "1.2.840.10008.1.2.4.70",
                            None)
-        ct = ct_like(4, 7)
+        ct = ct_like(2, 7)
         write_pair(dest, "gen_ct_j2k", ct, 12, False, "1.2.840.10008.1.2.4.90", j2k(12, False, []))
         write_pair(dest, "gen_ct_htj2k", ct, 12, False, "1.2.840.10008.1.2.4.201", htj(12, False))
         write_pair(dest, "gen_ct_jpll", ct, 12, False, "1.2.840.10008.1.2.4.70", None)
