@@ -70,29 +70,35 @@ class _LibraryFunction(torch.autograd.Function):
         if f.device != m.device:
             raise ValueError(f"fixed on {f.device}, moving on {m.device}: put both on one device")
         pixels = f.numel()
-        count, _ = _batch_of(m.shape, f.shape, pixels, "moving")
+        shape = m.shape
+        count, single = (1, True) if shape == f.shape else \
+            _batch_of(shape, f.shape, pixels, "moving")
         fm = _mask_tensor(fixed_mask, f, "fixed_mask")
         mm = _mask_tensor(moving_mask, m, "moving_mask")
-        raw = torch.empty((count, _RECORD), dtype=torch.uint8, device=m.device)
-        grad = torch.empty(m.shape, dtype=torch.float32, device=m.device)
         engine = module._engine
-        with engine._lock:
-            if m.is_cuda:
-                stream = torch.cuda.current_stream(m.device).cuda_stream
+        if m.is_cuda:
+            raw = torch.empty((count, _RECORD), dtype=torch.uint8, device=m.device)
+            grad = torch.empty(shape, dtype=torch.float32, device=m.device)
+            stream = torch.cuda.current_stream(m.device).cuda_stream
+            with engine._lock:
                 _core.parzen_evaluate_device(
                     engine._handle, pixels, f.data_ptr(), ftype,
                     fm.data_ptr() if fm is not None else 0, m.data_ptr(), mtype,
                     mm.data_ptr() if mm is not None else 0, count, stream, raw.data_ptr(),
                     grad.data_ptr())
-            else:
+            value = raw.view(torch.float64)[:, _COLUMN[module.score]]
+            value = value * module._sign if module._sign != 1.0 else value.clone()
+        else:  # NumPy buffers over the tensors' memory, results made by NumPy (cheapest)
+            rec = np.empty(count, SCORE_DTYPE)
+            g = np.empty(shape, np.float32)
+            with engine._lock:
                 _core.parzen_evaluate(engine._handle, pixels, _host(f), ftype, _host(fm),
-                                      _host(m), mtype, _host(mm), count, raw.numpy(),
-                                      grad.numpy())
+                                      _host(m), mtype, _host(mm), count, rec, g)
+            grad = torch.from_numpy(g)
+            value = torch.from_numpy(rec[module.score] * module._sign)
         ctx.save_for_backward(grad)
         ctx.sign, ctx.dtype = module._sign, moving.dtype
-        value = raw.view(torch.float64)[:, _COLUMN[module.score]]
-        value = value * module._sign if module._sign != 1.0 else value.clone()
-        return value.reshape(()) if m.shape == f.shape else value
+        return value.reshape(()) if single else value
 
     @staticmethod
     def backward(ctx, grad_output):
