@@ -40,7 +40,14 @@ except ImportError as e:  # ctest runs this script: absent modules mean "skipped
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 TRUE_POSE = (4.0, -3.0, 6.0, 3.0, -4.0)    # rx, ry, rz (degrees), tx, tz (mm)
-START_POSE = (0.0, 0.0, 0.0, 0.0, 0.0)     # the perturbed start: the pose error is TRUE_POSE
+# The perturbed start: 3-4 degrees and 3-4 mm off on every axis. It keeps the signs of the two
+# out-of-plane rotations (rx, rz): one parallel view of a nearly symmetric body cannot tell a
+# tilt of +a from -a (both DRRs are almost the same), so a start at 0 lies on the ridge between
+# the true pose and its mirror, and where descent goes from there depends on the last bits of
+# the DRR's floating point (seen on an H100: rx -3.98 instead of 4). Single-view 2D/3D
+# registration starts inside the basin (from the previous frame, or a coarse search by binned
+# MI scores), which is what this start stands for.
+START_POSE = (1.0, 0.0, 2.5, 0.0, 0.0)
 TOLERANCE = (0.5, 0.5)                     # degrees, mm
 
 

@@ -437,7 +437,9 @@ static int gpu_main(int argc, char **argv)
                c.nvjpeg_wrong, c.nvjpeg_files);
     printf("whole reads of the GPU-decoded files: CPU decoders %.3f s, GPU decoders %.3f s\n",
            c.cpu_seconds, c.gpu_seconds);
-    if (c.generated < 20) {
+    /* make_streams.py's JPEG 2000 streams: 8-16 bits signed and unsigned (10), HTJ2K 8-16 bits
+     * unsigned (7), the CT-like pair (2); its SV1 streams count only while nvJPEG is measured. */
+    if (c.generated < 19) {
         printf("FAIL: only %d generated streams (tests/gpu_decode/make_streams.py)\n",
                c.generated);
         c.failures++;

@@ -89,7 +89,7 @@ def test_torch_module_cuda_equals_cpu():
         og = mod(torch.tensor(fixed.astype(np.int16), device="cuda"), mg)
         og.sum().backward()
         assert og.device.type == "cuda" and mg.grad.device.type == "cuda"
-        assert og.cpu().numpy().tobytes() == oc.detach().numpy().tobytes()
+        assert og.detach().cpu().numpy().tobytes() == oc.detach().numpy().tobytes()
         assert mg.grad.cpu().numpy().tobytes() == mc.grad.numpy().tobytes()
 
 
