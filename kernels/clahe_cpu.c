@@ -111,8 +111,9 @@ static const uint16_t *raw_samples(const unit *u)
     return (const uint16_t *)u->data;
 }
 
-/* The bin table for window [lo, hi] (lo <= hi) and `bins` bins: dh_clahe_bin without a
- * division, floor((v - lo) * bins / W) kept as a running quotient and remainder. */
+/* The bin table for window [lo, hi] and `bins` bins: dh_clahe_bin without a division,
+ * floor((v - lo) * bins / W) kept as a running quotient and remainder. An empty window (lo > hi)
+ * marks every value below (v < lo) or above, as the blend without tables wants. */
 static void build_bin_of(uint32_t *bin_of, int is_signed, int32_t lo, int32_t hi, uint32_t bins)
 {
     for (uint32_t r = 0; r < 65536; r++) {

@@ -77,6 +77,28 @@ static int derive(const char *text, dh_eq_operation op, dh_equalize_params *p, i
     return rc;
 }
 
+/* A derive body that must be refused, by the member it must name. */
+typedef struct refused_body {
+    const char *body;
+    dh_eq_operation op;
+    const char *name;
+} refused_body;
+
+static void check_refused(const refused_body *refused, size_t n)
+{
+    dh_equalize_params p;
+    dho_bad_argument bad;
+    char key[512];
+    int async;
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_msg(derive(refused[i].body, refused[i].op, &p, &async, key, &bad) == -1,
+                      "%s accepted", refused[i].body);
+        ck_assert_msg(strcmp(bad.name, refused[i].name) == 0, "%s: named %s, not %s",
+                      refused[i].body, bad.name, refused[i].name);
+        ck_assert(bad.reason[0] != '\0');
+    }
+}
+
 START_TEST(derive_body)
 {
     dh_equalize_params p;
@@ -110,11 +132,7 @@ START_TEST(derive_body)
                             &bad), 0);
     ck_assert(p.window == DH_WINDOW_RANGE && p.lo == -200 && p.hi == 300);
 
-    static const struct {
-        const char *body;
-        dh_eq_operation op;
-        const char *name;
-    } refused[] = {
+    static const refused_body refused[] = {
         {"[1, 2]", DH_EQ_EQUALIZE, "body"},
         {"{\"Mode\": \"volumes\"}", DH_EQ_EQUALIZE, "Mode"},
         {"{\"Mode\": 1}", DH_EQ_EQUALIZE, "Mode"},
@@ -137,13 +155,53 @@ START_TEST(derive_body)
         {"{\"Windw\": \"minmax\"}", DH_EQ_EQUALIZE, "Windw"},
         {"{}", DH_EQ_WINDOW_LEVEL, "Window"},
     };
-    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
-        ck_assert_msg(derive(refused[i].body, refused[i].op, &p, &async, key, &bad) == -1,
-                      "%s accepted", refused[i].body);
-        ck_assert_msg(strcmp(bad.name, refused[i].name) == 0, "%s: named %s, not %s",
-                      refused[i].body, bad.name, refused[i].name);
-        ck_assert(bad.reason[0] != '\0');
-    }
+    check_refused(refused, sizeof refused / sizeof refused[0]);
+}
+END_TEST
+
+/* CLAHE in the derive body (issue 21): Method, Tiles, TileSize and Bins, in the key; refused
+ * where they make no sense. */
+START_TEST(derive_body_clahe)
+{
+    dh_equalize_params p;
+    dho_bad_argument bad;
+    char key[512], key2[512], global[512];
+    int async;
+    ck_assert_int_eq(derive("{\"ClipLimit\": 2}", DH_EQ_EQUALIZE, &p, &async, global, &bad), 0);
+    ck_assert_int_eq(p.method, DH_EQ_METHOD_GLOBAL);
+    ck_assert_int_eq(derive("{\"Method\": \"clahe\", \"ClipLimit\": 2, \"Tiles\": \"8x6x2\", "
+                            "\"Bins\": 4096}",
+                            DH_EQ_EQUALIZE, &p, &async, key, &bad), 0);
+    ck_assert(p.method == DH_EQ_METHOD_CLAHE && p.tiles[0] == 8 && p.tiles[1] == 6 &&
+              p.tiles[2] == 2 && p.bins == 4096 && !p.per_slice);
+    ck_assert_str_ne(key, global);
+    ck_assert_int_eq(derive("{\"Method\": \"clahe\", \"ClipLimit\": 2, \"Tiles\": \"8x6x3\", "
+                            "\"Bins\": 4096}",
+                            DH_EQ_EQUALIZE, &p, &async, key2, &bad), 0);
+    ck_assert_str_ne(key, key2);
+    /* One TileSize: columns and rows per slice, the slices too per volume. */
+    ck_assert_int_eq(derive("{\"TileSize\": \"64\", \"Method\": \"clahe\", \"Mode\": \"slice\"}",
+                            DH_EQ_EQUALIZE, &p, &async, key, &bad), 0);
+    ck_assert(p.tile_size[0] == 64 && p.tile_size[1] == 64 && p.tile_size[2] == 0);
+    ck_assert_int_eq(derive("{\"Method\": \"clahe\", \"TileSize\": \"64\"}", DH_EQ_EQUALIZE, &p,
+                            &async, key, &bad), 0);
+    ck_assert(p.tile_size[2] == 64);
+    static const refused_body refused[] = {
+        {"{\"Method\": \"kmeans\"}", DH_EQ_EQUALIZE, "Method"},
+        {"{\"Method\": \"clahe\", \"Window\": \"1:2\"}", DH_EQ_WINDOW_LEVEL, "Method"},
+        {"{\"Tiles\": \"8x8\"}", DH_EQ_EQUALIZE, "Tiles"},
+        {"{\"Bins\": 256}", DH_EQ_EQUALIZE, "Bins"},
+        {"{\"Method\": \"clahe\", \"Tiles\": \"8\"}", DH_EQ_EQUALIZE, "Tiles"},
+        {"{\"Method\": \"clahe\", \"Tiles\": \"8x0\"}", DH_EQ_EQUALIZE, "Tiles"},
+        {"{\"Method\": \"clahe\", \"Tiles\": 8}", DH_EQ_EQUALIZE, "Tiles"},
+        {"{\"Method\": \"clahe\", \"Tiles\": \"8x8\", \"TileSize\": \"4\"}", DH_EQ_EQUALIZE,
+         "TileSize"},
+        {"{\"Method\": \"clahe\", \"Bins\": 65537}", DH_EQ_EQUALIZE, "Bins"},
+        {"{\"Method\": \"clahe\", \"Bins\": 2.5}", DH_EQ_EQUALIZE, "Bins"},
+        {"{\"Method\": \"clahe\", \"Mode\": \"slice\", \"Tiles\": \"4x4x2\"}", DH_EQ_EQUALIZE,
+         "Tiles"},
+    };
+    check_refused(refused, sizeof refused / sizeof refused[0]);
 }
 END_TEST
 
@@ -232,7 +290,8 @@ END_TEST
 
 int main(void)
 {
-    const dh_test tests[] = {DH_TEST(histogram_query), DH_TEST(derive_body), DH_TEST(derive_output_kind),
+    const dh_test tests[] = {DH_TEST(histogram_query), DH_TEST(derive_body),
+                             DH_TEST(derive_output_kind), DH_TEST(derive_body_clahe),
                              DH_TEST(mi_body)};
     return dh_test_run(dh_test_suite("orthanc_options", 0, DH_TESTS(tests)));
 }

@@ -123,27 +123,6 @@ typedef struct eq_options {
     int clip_given;
 } eq_options;
 
-/* "N", "NxM" or "NxMxK" (each 1..65535, at least min_axes of them) into out[0..2], how many
- * into *count; 0, or -1 when the text is anything else. */
-static int parse_axes(const char *text, int min_axes, uint32_t out[3], uint32_t *count) {
-    uint32_t n = 0;
-    for (const char *part = text;; n++) {
-        const char *end = strchr(part, 'x');
-        size_t len = end ? (size_t)(end - part) : strlen(part);
-        char buf[16];
-        if (n == 3 || len == 0 || len >= sizeof buf)
-            return -1;
-        memcpy(buf, part, len);
-        buf[len] = '\0';
-        if (text_parse_u32(buf, 1, 65535, &out[n]) != 0)
-            return -1;
-        if (!end)
-            break;
-        part = end + 1;
-    }
-    *count = n + 1;
-    return *count >= (uint32_t)min_axes ? 0 : -1;
-}
 
 static int parse_window(const char *cmd, const char *value, dh_equalize_params *p) {
     const char *why = NULL;
@@ -217,7 +196,7 @@ static int read_eq_option(void *state, const char *cmd, int id, const char *valu
         uint32_t axes[3] = {0, 0, 0}, n = 0;
         if (o->tiling)
             return cli_usage_error(cmd, "give one --tiles or --tile-size");
-        if (parse_axes(value, id == OPT_TILES ? 2 : 1, axes, &n) != 0)
+        if (text_parse_axes(value, id == OPT_TILES ? 2 : 1, axes, &n) != 0)
             return cli_usage_error(cmd, "--%s '%s': expected %s (each 1..65535)",
                                    id == OPT_TILES ? "tiles" : "tile-size", value,
                                    id == OPT_TILES ? "NxM or NxMxK" : "N, NxM or NxMxK");

@@ -124,12 +124,76 @@ static void derive_key(const dh_equalize_params *p, char *key, size_t len)
     }
     if (n < 0 || (size_t)n >= len)
         return;
-    if (p->operation == DH_EQ_EQUALIZE)
+    if (p->operation == DH_EQ_EQUALIZE && p->method == DH_EQ_METHOD_CLAHE)
+        snprintf(key + n, len - (size_t)n,
+                 ";clip=%.17g;bits=%u;method=clahe;tiles=%ux%ux%u;size=%ux%ux%u;bins=%u",
+                 p->clip_limit, (unsigned)p->output_bits, p->tiles[0], p->tiles[1], p->tiles[2],
+                 p->tile_size[0], p->tile_size[1], p->tile_size[2], p->bins);
+    else if (p->operation == DH_EQ_EQUALIZE)
         snprintf(key + n, len - (size_t)n, ";clip=%.17g;bits=%u", p->clip_limit,
                  (unsigned)p->output_bits);
     else
         snprintf(key + n, len - (size_t)n, ";voi=%d;bits=%u", (int)p->voi,
                  (unsigned)p->output_bits);
+}
+
+/* CLAHE's members (equalize only): Method, Tiles, TileSize, Bins. 1 when `name` is not one of
+ * them, 0 when it was read, -1 when refused. *axes counts the sizes Tiles or TileSize gave. */
+static int clahe_member(const char *name, const json_t *value, dh_equalize_params *p,
+                        uint32_t *axes, dho_bad_argument *bad)
+{
+    const char *text;
+    double x = 0;
+    if (strcmp(name, "Method") == 0) {
+        if (!(text = string_member(value, name, bad)))
+            return -1;
+        if (strcmp(text, "global") == 0)
+            p->method = DH_EQ_METHOD_GLOBAL;
+        else if (strcmp(text, "clahe") == 0)
+            p->method = DH_EQ_METHOD_CLAHE;
+        else
+            return refuse(bad, name, "'%s': expected global or clahe", text);
+        return 0;
+    }
+    if (strcmp(name, "Tiles") == 0 || strcmp(name, "TileSize") == 0) {
+        const int tiles = strcmp(name, "Tiles") == 0;
+        uint32_t v[3] = {0, 0, 0};
+        if (!(text = string_member(value, name, bad)))
+            return -1;
+        if (*axes)
+            return refuse(bad, name, "give one of Tiles and TileSize");
+        if (text_parse_axes(text, tiles ? 2 : 1, v, axes) != 0)
+            return refuse(bad, name, "'%s': expected %s (each 1..65535)", text,
+                          tiles ? "\"NxM\" or \"NxMxK\"" : "\"N\", \"NxM\" or \"NxMxK\"");
+        if (*axes == 1)
+            v[1] = v[2] = v[0]; /* the slices' share is dropped in slice mode, below */
+        memcpy(tiles ? p->tiles : p->tile_size, v, sizeof v);
+        return 0;
+    }
+    if (strcmp(name, "Bins") == 0) {
+        if (number_member(value, name, &x, bad) != 0)
+            return -1;
+        if (!(x >= 1 && x <= 65536) || x != (double)(uint32_t)x)
+            return refuse(bad, name, "expected a whole number 1..65536");
+        p->bins = (uint32_t)x;
+        return 0;
+    }
+    return 1;
+}
+
+/* What CLAHE's members need once the whole body is read: Method clahe, and tiles across slices
+ * only per volume. */
+static int check_clahe_members(dh_equalize_params *p, uint32_t axes, dho_bad_argument *bad)
+{
+    if (p->method != DH_EQ_METHOD_CLAHE && (axes || p->bins))
+        return refuse(bad, p->bins && !axes ? "Bins" : p->tiles[0] ? "Tiles" : "TileSize",
+                      "needs \"Method\": \"clahe\"");
+    if (axes == 3 && p->per_slice)
+        return refuse(bad, p->tiles[0] ? "Tiles" : "TileSize",
+                      "tiles across slices need \"Mode\": \"volume\"");
+    if (p->per_slice) /* one TileSize for the columns and rows only */
+        p->tile_size[2] = 0;
+    return 0;
 }
 
 int dho_parse_derive_body(const json_t *body, dh_eq_operation op, dh_equalize_params *p,
@@ -142,6 +206,7 @@ int dho_parse_derive_body(const json_t *body, dh_eq_operation op, dh_equalize_pa
     *async = 0;
     *gsps = 0;
     int windows = 0;
+    uint32_t axes = 0;
     if (body && !json_is_object(body))
         return refuse(bad, "body", "expected a JSON object");
     const char *name;
@@ -149,6 +214,11 @@ int dho_parse_derive_body(const json_t *body, dh_eq_operation op, dh_equalize_pa
     json_object_foreach((json_t *)body, name, value) {
         const char *text, *why = NULL;
         double x = 0;
+        int clahe = op == DH_EQ_EQUALIZE ? clahe_member(name, value, p, &axes, bad) : 1;
+        if (clahe < 0)
+            return -1;
+        if (clahe == 0)
+            continue;
         if (strcmp(name, "Mode") == 0) {
             if (!(text = string_member(value, name, bad)))
                 return -1;
@@ -215,13 +285,17 @@ int dho_parse_derive_body(const json_t *body, dh_eq_operation op, dh_equalize_pa
         } else {
             return refuse(bad, name, "unknown option (expected Mode, Window, WindowRange, %s, "
                                      "Bits, Device, Output or Asynchronous)",
-                          op == DH_EQ_EQUALIZE ? "ClipLimit" : "Function");
+                          op == DH_EQ_EQUALIZE
+                              ? "ClipLimit, Method, Tiles, TileSize, Bins"
+                              : "Function");
         }
     }
     if (windows > 1)
         return refuse(bad, "Window", "give one of Window and WindowRange");
     if (op == DH_EQ_WINDOW_LEVEL && windows == 0)
         return refuse(bad, "Window", "a window is required (Window or WindowRange)");
+    if (check_clahe_members(p, axes, bad) != 0)
+        return -1;
     derive_key(p, key, key_len);
     size_t used = strlen(key);
     if (*gsps && used < key_len) /* another result, other UIDs and another claim */

@@ -114,3 +114,24 @@ int text_parse_window(const char *text, dh_equalize_params *p, const char **why)
     }
     return 0;
 }
+
+/* text_values.h */
+int text_parse_axes(const char *text, int min_axes, uint32_t out[3], uint32_t *count) {
+    uint32_t n = 0;
+    for (const char *part = text;; n++) {
+        const char *end = strchr(part, 'x');
+        size_t len = end ? (size_t)(end - part) : strlen(part);
+        char buf[16];
+        if (n == 3 || len == 0 || len >= sizeof buf)
+            return -1;
+        memcpy(buf, part, len);
+        buf[len] = '\0';
+        if (text_parse_u32(buf, 1, 65535, &out[n]) != 0)
+            return -1;
+        if (!end)
+            break;
+        part = end + 1;
+    }
+    *count = n + 1;
+    return *count >= (uint32_t)min_axes ? 0 : -1;
+}

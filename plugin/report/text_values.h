@@ -26,5 +26,9 @@ int text_parse_stored_range(const char *text, int32_t *lo, int32_t *hi, const ch
 /* A window: "C:W" (center and width, W >= 1), "file", "minmax" or "percentile:P"
  * (0 <= P < 50), into p->window and its fields; returns 0, or -1 with a reason in *why. */
 int text_parse_window(const char *text, dh_equalize_params *p, const char **why);
+/* CLAHE's tiles or tile size per axis: "N", "NxM" or "NxMxK", each 1..65535, at least min_axes
+ * of them, into out[0..2] (the axes not named are left as they are) and how many into *count;
+ * returns 0, or -1 when the text is anything else. */
+int text_parse_axes(const char *text, int min_axes, uint32_t out[3], uint32_t *count);
 
 #endif /* DH_TEXT_VALUES_H */

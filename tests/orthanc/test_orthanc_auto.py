@@ -4,7 +4,8 @@
 source's study, the command's pixels), none for CT, none more after a restart; a series uploaded
 in two bursts ends with one derived series holding both instances; a series whose StableSeries
 was lost to a restart is caught up; a shutdown with work queued finishes within seconds, and the
-work left is done after the next start, once.
+work left is done after the next start, once. With DH_AUTO_METHOD=clahe the configuration asks
+for CLAHE ("Method": "clahe") and every check holds for it.
 
 argv: ORTHANC PLUGIN DICOMHIST SHARED_DICOM (see orthanc_testlib.parse_argv)."""
 
@@ -24,6 +25,11 @@ CONFIG = {
 }
 COMMAND_ARGS = ["--window", "percentile:1", "--clip-limit", "3", "--mode", "volume",
                 "--bits", "12"]
+# DH_AUTO_METHOD=clahe (the test_orthanc_auto_clahe entry): the same checks with
+# "Method": "clahe" in the configuration (issue 21) and the command's --method clahe.
+if os.environ.get("DH_AUTO_METHOD") == "clahe":
+    CONFIG["DicomHist"]["AutoEqualize"].update({"Method": "clahe", "Tiles": "4x4"})
+    COMMAND_ARGS += ["--method", "clahe", "--tiles", "4x4"]
 X_RAYS = ["cr/cr1_6154.dcm", "cr/cr2_6247.dcm", "cr/cr3_6278.dcm",
           "fo-dicom_CR-MONO1-10-chest", "highdicom_dx_image_8bit.dcm"]
 CTS = ["pydicom_CT_small.dcm", "series/ct5n"]

@@ -172,6 +172,16 @@ def run_checks(c, server, cli, shared, work):
                                               "--bits", "16"],
                  {"WindowRange": "-200:300", "Mode": "slice", "Bits": 16, "Asynchronous": True},
                  os.path.join(shared, "series/ct5n"), series_of["series/ct5n"], None, out)
+    # CLAHE (issue 21): per slice on the large file, per volume with 3D tiles on the series.
+    check_derive(c, server, cli, "equalize",
+                 ["--method", "clahe", "--mode", "slice", "--clip-limit", "2", "--bits", "12"],
+                 {"Method": "clahe", "Mode": "slice", "ClipLimit": 2, "Bits": 12},
+                 os.path.join(shared, big), instance_of[big]["ParentSeries"],
+                 instance_of[big]["ParentStudy"], out)
+    check_derive(c, server, cli, "equalize",
+                 ["--method", "clahe", "--tiles", "4x4x2", "--bins", "256", "--clip-limit", "2"],
+                 {"Method": "clahe", "Tiles": "4x4x2", "Bins": 256, "ClipLimit": 2},
+                 os.path.join(shared, "series/ct5n"), series_of["series/ct5n"], None, out)
 
     ct5n_count = len(os.listdir(os.path.join(shared, "series/ct5n")))
     check_concurrent_derive(c, server, series_of["series/ct5n"], ct5n_count)
