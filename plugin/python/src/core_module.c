@@ -39,7 +39,8 @@ PyMODINIT_FUNC PyInit__core(void)
     if (PyModule_AddFunctions(m, core_support_methods) < 0 ||
         PyModule_AddFunctions(m, core_volume_methods) < 0 ||
         PyModule_AddFunctions(m, core_mi_methods) < 0 ||
-        PyModule_AddFunctions(m, core_params_methods) < 0 || core_memory_type_init(m) < 0 ||
+        PyModule_AddFunctions(m, core_params_methods) < 0 ||
+        PyModule_AddFunctions(m, core_enhance_methods) < 0 || core_memory_type_init(m) < 0 ||
         core_constants_add(m) < 0) {
         Py_DECREF(m);
         return NULL;
