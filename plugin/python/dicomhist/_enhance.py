@@ -91,6 +91,8 @@ class Input:
         lib = library_of(like)
         if lib == "torch":
             import torch
+            if not hasattr(torch, "uint16"):  # PyTorch before 2.3: int32 holds every value
+                out = out.astype(np.int32)
             return torch.from_numpy(out.copy()).to(like.device)
         if lib == "cupy":
             import cupy

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """run_pytest.py: runs the package's pytest suite for ctest, reporting "skipped" (exit 77) where
-pytest or NumPy is missing. With --gpu it runs the GPU tests alone (test_device.py) and reports
+pytest or NumPy is missing. With --gpu it runs the GPU tests alone (test_device*.py) and reports
 skipped where no GPU, or neither CuPy nor PyTorch, is usable, so tools/gpu-check notices."""
 import os
 import sys
@@ -27,7 +27,8 @@ def main():
         if not libs:
             print("SKIP: neither CuPy nor PyTorch is installed")
             return SKIP
-        args = [os.path.join(here, "test_device.py")]
+        args = sorted(os.path.join(here, f) for f in os.listdir(here)
+                      if f.startswith("test_device") and f.endswith(".py"))
     else:
         args = [here]
     return pytest.main(["-q", "-p", "no:cacheprovider", "-rs", *args])

@@ -213,3 +213,20 @@ def test_kinds_of_input():
     assert dicomhist.clahe(vol).shape == (1, 2, 3)
     with pytest.raises(TypeError):
         dicomhist.clahe(np.zeros((4, 4), np.float32))
+
+
+def test_three_integer_fields_of_the_parameter_table():
+    """tiles and tile_size reach dh_equalize_params as (columns, rows, slices): three integers,
+    anything else refused before the library is called."""
+    from dicomhist import _core
+    from dicomhist._context import ctx
+    vol = dicomhist.from_array(np.arange(60, dtype=np.uint16).reshape(6, 10), bits_stored=12)
+    clahe = {"method": _core.EQ_METHOD_CLAHE}
+    r = _core.equalize(ctx(), vol._handle, tiles=[5, 2, 0], **clahe)
+    assert "5x2" in r["description"]
+    for bad, error in [((1, 2), TypeError), (7, TypeError), ((1, 2, "3"), TypeError),
+                       ((1, 2, -1), OverflowError), ((1, 2, 1 << 33), OverflowError)]:
+        with pytest.raises(error):
+            _core.equalize(ctx(), vol._handle, tiles=bad, **clahe)
+    with pytest.raises(dicomhist.InvalidArgumentError):  # 11 tiles along 10 columns
+        _core.equalize(ctx(), vol._handle, tiles=(11, 1, 0), **clahe)
