@@ -29,8 +29,8 @@ def clahe_fields(tiles=None, tile_size=None, clip_limit=None, bins=None, window=
     if isinstance(t, int):  # along rows and columns; slices keep the default (8, at most all)
         t = (t, t, 0)
     s = axes(tile_size, "tile_size", "sizes in pixels")
-    if isinstance(s, int):  # along every axis, as `--tile-size N`
-        s = (s, s, s)
+    if isinstance(s, int):  # along every axis of the tiles, as `--tile-size N`
+        s = (s, s, 0 if per_slice else s)
     if t is not None:
         fields["tiles"] = t
     if s is not None:
@@ -74,7 +74,7 @@ def clahe(x, tiles=None, tile_size=None, clip_limit=None, bins=None, window=None
     centres, in integers (the CPU and the GPU give the same bits). 2D tiles per slice with
     per_slice, else 3D tiles across the slices. tiles: an int (along rows and columns),
     (rows, columns) or (slices, rows, columns) in array order; default 8 along each axis (at
-    most the pixels there); or tile_size, the most pixels per tile (an int: every axis). bins:
+    most the pixels there); or tile_size, the most pixels per tile (an int: every axis the tiles have). bins:
     per tile over the window, 1..65536; None: one per stored value (full resolution).
     clip_limit, window, bits and device as for equalize. The same numbers as `dicomhist
     equalize --method clahe` writes."""

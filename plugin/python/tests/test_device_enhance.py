@@ -78,7 +78,9 @@ def test_same_kind_same_device_same_bits(xp, dtype, name, kwargs, device):
     xp.check_kind(got, x)
     assert tuple(got.shape) == host.shape
     np.testing.assert_array_equal(xp.host(got).astype(np.uint16), want)
-    # a 2D image stays 2D
+    # a 2D image stays 2D (one slice: tiles along rows and columns only)
+    if len(kwargs.get("tiles", ())) == 3:
+        kwargs = {**kwargs, "tiles": kwargs["tiles"][1:]}
     got2 = f(xp.dev(host[1]), device=device, **kwargs)
     xp.check_kind(got2, x)
     np.testing.assert_array_equal(xp.host(got2).astype(np.uint16),

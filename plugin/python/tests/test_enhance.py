@@ -56,6 +56,7 @@ CASES = [  # kind, shape, per_slice, options
     ("signed", (2, 24, 20), True, {"tiles": (3, 4), "bins": 256, "window": (-200, 1500)}),
     ("ct_like", (4, 33, 47), False, {"tile_size": 9, "clip_limit": 1.5, "bits": 8}),
     ("ct_like", (31, 45), True, {"tiles": 1, "clip_limit": 3.0}),   # one tile: global
+    ("ct_like", (3, 30, 41), True, {"tile_size": 13, "bins": 256}),
     ("random12", (9, 10), True, {"tiles": (9, 10)}),                # tiles of one pixel
     ("random12", (2, 9, 11), False, {"tiles": (2, 4, 5), "bins": 7}),  # 2-3 pixel tiles
     ("constant", (20, 21), True, {"tiles": 3}),
