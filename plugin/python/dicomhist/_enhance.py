@@ -3,14 +3,18 @@
 PyTorch, or a Volume) made into a volume, the parameters of dh_equalize from the command's
 spellings, and the result given back as the kind of array that came in, on its device.
 
-The library's equalization and CLAHE take host volumes only (dh_equalize has no device-pointer
-form yet), so a CUDA array is copied to the host, computed (on the GPU when device allows: the
-library uploads it again) and the result copied back to the array's device."""
+Equalization and CLAHE of a compact uint16 or int16 CuPy array or PyTorch CUDA tensor run where
+it lives (dh_equalize_device, on the array library's current stream; the result is made by that
+library on that device). Window/level, a window of the file, device='cpu', other dtypes or
+layouts, and builds without CUDA (with device='auto') go through the host: the array is copied
+there, computed, and the result copied back to the array's device."""
 import numpy as np
 
 from . import _core
-from ._arrays import is_device_array, library_of, to_host
-from ._context import device_code
+from ._arrays import (DeviceView, device_address, empty_device_bytes, is_device_array,
+                      library_of, stream_handle, to_host)
+from ._context import ctx, device_code
+from .errors import NoDeviceError
 from .volume import Volume, from_array
 
 FUNCTIONS = {"linear": _core.VOI_LINEAR, "linear-exact": _core.VOI_LINEAR_EXACT,
@@ -99,3 +103,44 @@ class Input:
             with cupy.cuda.Device(like.device.id):
                 return cupy.asarray(out)
         return out
+
+
+def _compact(view):
+    expected, acc = [], 1
+    for d in reversed(view.shape):
+        expected.insert(0, acc)
+        acc *= d
+    return all(d == 1 or st == e for d, st, e in zip(view.shape, view.strides, expected))
+
+
+def on_device(x, bits_stored, fields):
+    """The result of dh_equalize_device for a CUDA array, the same kind on its device, or None
+    where that path does not apply (see the module's text)."""
+    lib = library_of(x)
+    if lib is None or not is_device_array(x) or fields["operation"] != _core.EQ_EQUALIZE or \
+            fields["device"] == _core.DEVICE_CPU or fields.get("window") == _core.WINDOW_FILE:
+        return None
+    if lib == "torch":
+        import torch
+        if not hasattr(torch, "uint16"):  # PyTorch before 2.3 cannot hold the result
+            return None
+    stream = stream_handle(None, x)
+    view = DeviceView(x, stream)
+    if view.dtype not in (np.uint16, np.int16) or len(view.shape) not in (2, 3) or \
+            not _compact(view) or 0 in view.shape:
+        return None
+    slices, rows, columns = view.shape if len(view.shape) == 3 else (1,) + view.shape
+    bits = int(bits_stored) if bits_stored is not None else 16
+    raw = empty_device_bytes(x, (slices * rows * columns * 2,), stream)
+    try:
+        _core.equalize_device(ctx(), view.ptr, view.dtype == np.int16, bits, columns, rows,
+                              slices, device_address(raw), stream, **fields)
+    except NoDeviceError:
+        if fields["device"] == _core.DEVICE_AUTO:  # a build without CUDA: through the host
+            return None
+        raise
+    if lib == "torch":
+        import torch
+        return raw.view(torch.uint16).reshape(view.shape)
+    import cupy
+    return raw.view(cupy.uint16).reshape(view.shape)

@@ -3,7 +3,7 @@
 `dicomhist equalize` and `dicomhist window` write, as arrays of the kind that came in."""
 from . import _core
 from ._context import ctx
-from ._enhance import Input, axes, common_fields, function_code
+from ._enhance import Input, axes, common_fields, function_code, on_device
 
 
 def equalize_fields(window=None, clip_limit=None, per_slice=False, bits=None, device="auto"):
@@ -43,6 +43,9 @@ def clahe_fields(tiles=None, tile_size=None, clip_limit=None, bins=None, window=
 
 
 def _run(x, bits_stored, fields):
+    out = on_device(x, bits_stored, fields)
+    if out is not None:
+        return out
     source = Input(x, bits_stored)
     r = _core.equalize(ctx(), source.volume._handle, **fields)
     return source.give_back(r["data"], r["slices"], r["rows"], r["columns"])

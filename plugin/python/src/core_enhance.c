@@ -3,10 +3,12 @@
  * core_enhance.c: an enhancement written as `dicomhist equalize` and `dicomhist window` write it,
  * for dicomhist/derived.py: dh_equalize, then dh_equalized_write_dicom_with (a derived series)
  * and, when asked, dh_equalized_write_png_with (8-bit previews), from one result, so the files
- * hold exactly the numbers returned beside them.
+ * hold exactly the numbers returned beside them. And dh_equalize_device for dicomhist/_enhance.py:
+ * equalization and CLAHE of CuPy and PyTorch CUDA arrays where they are.
  */
 #include "core.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -162,7 +164,36 @@ done:
     return result;
 }
 
+/* equalize_device(ctx, d_samples, is_signed, bits_stored, columns, rows, slices, d_out, stream,
+ * **fields of dh_equalize_params) -> None: dh_equalize_device on device addresses (ints). */
+static PyObject *py_equalize_device(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    (void)self;
+    PyObject *ctx_obj;
+    unsigned long long samples, out, stream;
+    int is_signed;
+    unsigned bits, columns, rows, slices;
+    if (!PyArg_ParseTuple(args, "OKpIIIIKK", &ctx_obj, &samples, &is_signed, &bits, &columns,
+                          &rows, &slices, &out, &stream))
+        return NULL;
+    dh_ctx *ctx = core_ctx(ctx_obj);
+    dh_equalize_params p;
+    if (!ctx || core_equalize_params(kwargs, &p) < 0)
+        return NULL;
+    dh_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = dh_equalize_device(ctx, (const void *)(uintptr_t)samples, is_signed, bits, columns, rows,
+                            slices, &p, (uint16_t *)(uintptr_t)out, (void *)(uintptr_t)stream);
+    Py_END_ALLOW_THREADS
+    if (st != DH_OK)
+        return core_raise(st, dh_ctx_error(ctx));
+    Py_RETURN_NONE;
+}
+
 PyMethodDef core_enhance_methods[] = {
+    {"equalize_device", (PyCFunction)(void (*)(void))py_equalize_device,
+     METH_VARARGS | METH_KEYWORDS, "dh_equalize_device; keyword arguments are "
+     "dh_equalize_params fields."},
     {"write_derived", (PyCFunction)(void (*)(void))py_write_derived, METH_VARARGS | METH_KEYWORDS,
      "dh_equalize, then dh_equalized_write_dicom_with and dh_equalized_write_png_with."},
     {NULL, NULL, 0, NULL},

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: MIT
 """equalize, window and clahe on CuPy arrays and PyTorch CUDA tensors: the result is the same
 kind of array on the same device, and its values are the NumPy path's on the CPU, bit for bit,
-whether computed on the GPU (device='cuda') or the CPU. Skipped without a GPU (run_pytest.py
---gpu runs it for tools/gpu-check)."""
+whether computed on the GPU (device='cuda') or the CPU; equalization and CLAHE of 16-bit arrays
+without a copy through the host (dh_equalize_device), on the default and a non-default stream.
+Skipped without a GPU (run_pytest.py --gpu runs it for tools/gpu-check)."""
 import numpy as np
 import pytest
 
@@ -10,6 +11,20 @@ import dicomhist
 from conftest import ct_like
 
 pytestmark = pytest.mark.skipif(not dicomhist.cuda_available(), reason="no usable GPU")
+
+
+class _Entered:
+    """`with xp.other_stream() as s:` makes s current inside and gives s for synchronize()."""
+
+    def __init__(self, stream, context):
+        self.stream, self.context = stream, context(stream)
+
+    def __enter__(self):
+        self.context.__enter__()
+        return self.stream
+
+    def __exit__(self, *exc):
+        return self.context.__exit__(*exc)
 
 
 class Torch:
@@ -29,6 +44,9 @@ class Torch:
     def host(self, x):
         return x.cpu().numpy()
 
+    def other_stream(self):
+        return _Entered(self.t.cuda.Stream(), self.t.cuda.stream)
+
 
 class CuPy:
     def __init__(self):
@@ -42,6 +60,10 @@ class CuPy:
 
     def host(self, x):
         return self.cp.asnumpy(x)
+
+    def other_stream(self):
+        s = self.cp.cuda.Stream(non_blocking=True)
+        return _Entered(s, lambda stream: stream)
 
 
 @pytest.fixture(params=["torch", "cupy"])
@@ -97,3 +119,30 @@ def test_clahe_cuda_equals_cpu_on_full_resolution(xp):
         np.testing.assert_array_equal(
             xp.host(got).astype(np.uint16),
             dicomhist.clahe(host, per_slice=per_slice, clip_limit=3.0, device="cpu"))
+
+
+def test_equalize_and_clahe_stay_on_the_device(xp, monkeypatch):
+    """Equalization and CLAHE of a 16-bit CUDA array run where it lives (dh_equalize_device):
+    nothing is copied to the host, on the default and on a non-default stream."""
+    import dicomhist._enhance as enhance
+    rng = np.random.default_rng(9)
+    host = ct_like(rng, (3, 64, 72), 0, 4095).astype(np.uint16)
+    cases = [(dicomhist.equalize, {"window": "percentile:1", "clip_limit": 2.0}),
+             (dicomhist.equalize, {"per_slice": True, "window": (100, 3000)}),
+             (dicomhist.clahe, {"clip_limit": 2.0, "bits_stored": 12}),
+             (dicomhist.clahe, {"per_slice": True, "window": "minmax", "bins": 512})]
+    wants = [f(host, device="cpu", **kw) for f, kw in cases]
+
+    def refuse(x):
+        raise AssertionError("copied to the host")
+
+    monkeypatch.setattr(enhance, "to_host", refuse)
+    x = xp.dev(host)
+    for (f, kw), want in zip(cases, wants):
+        got = f(x, device="cuda", **kw)
+        xp.check_kind(got, x)
+        np.testing.assert_array_equal(xp.host(got), want)
+        with xp.other_stream() as s:
+            got = f(x, device="cuda", **kw)
+        s.synchronize()
+        np.testing.assert_array_equal(xp.host(got), want)
