@@ -772,6 +772,23 @@ DH_API dh_status dh_equalized_write_gsps(dh_ctx *ctx, const dh_volume *volume,
                                          const dh_derive_params *params,
                                          dh_derived_series **out);
 
+/* Equalization and CLAHE of samples already in GPU memory (issue 21; the Python package's CuPy
+ * and PyTorch inputs): columns * rows * slices 16-bit stored values at the device pointer
+ * d_samples (uint16, int16 when is_signed; BitsStored bits_stored), compact, slice after slice,
+ * with no rescale (a modality value is the stored value), into d_out (device memory, the same
+ * count of uint16), exactly the values dh_equalize gives the volume dh_volume_from_samples makes
+ * of the same samples. params as dh_equalize's, operation DH_EQ_EQUALIZE, method global or
+ * CLAHE, window none, center/width, range, min-max or percentile; params->device is ignored.
+ * The work is enqueued on cuda_stream (a cudaStream_t; NULL for the default stream) and d_out is
+ * ready when the stream is; the call may wait for the stream (to read the histograms of a
+ * min-max or percentile window, to upload the windows, to free CLAHE's scratch). Returns DH_ERR_UNSUPPORTED for window/level and for DH_WINDOW_FILE (no file),
+ * DH_ERR_INVALID_ARGUMENT as dh_equalize, DH_ERR_NO_DEVICE without a usable GPU or CUDA build,
+ * DH_ERR_CUDA when the GPU fails. */
+DH_API dh_status dh_equalize_device(dh_ctx *ctx, const void *d_samples, int is_signed,
+                                    uint32_t bits_stored, uint32_t columns, uint32_t rows,
+                                    uint32_t slices, const dh_equalize_params *params,
+                                    uint16_t *d_out, void *cuda_stream);
+
 /* ---------------------------------------------------------------------------------------------
  * 7. Batches
  *

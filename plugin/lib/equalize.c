@@ -20,6 +20,7 @@
 
 #include "clahe_cpu.h"
 #include "context.h"
+#include "equalize_check.h"
 #include "equalize_cpu.h"
 #include "modality.h"
 #include "volume.h"
@@ -84,47 +85,6 @@ static int is_clahe(const dh_equalize_params *p)
     return p->method == DH_EQ_METHOD_CLAHE;
 }
 
-/* CLAHE's tiles along an axis of n pixels: as given, else from the tile size, else 8 (fewer
- * when the axis has fewer pixels). */
-static uint32_t clahe_tiles_along(uint32_t n, uint32_t tiles, uint32_t size)
-{
-    if (tiles)
-        return tiles;
-    if (size)
-        return dh_clahe_tiles_for_size(n, size);
-    return n < 8 ? n : 8;
-}
-
-/* CLAHE's own parameters against the volume. */
-static dh_status check_clahe_params(dh_ctx *ctx, const dh_volume *v, const dh_equalize_params *p)
-{
-    if (p->method != DH_EQ_METHOD_GLOBAL && p->method != DH_EQ_METHOD_CLAHE)
-        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "unknown equalization method %d",
-                           (int)p->method);
-    if (!is_clahe(p))
-        return DH_OK;
-    if (p->operation != DH_EQ_EQUALIZE)
-        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "CLAHE is a method of equalization, "
-                                                         "not of window/level");
-    if (p->bins > 65536)
-        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
-                           "CLAHE bins must be 1..65536 (0: one per value), not %u", p->bins);
-    if (p->per_slice && (p->tiles[2] > 1 || p->tile_size[2]))
-        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
-                           "CLAHE tiles across slices need per-volume mode");
-    const uint32_t n[3] = {v->format.columns, v->format.rows, v->slices};
-    static const char *const axis[3] = {"columns", "rows", "slices"};
-    for (int a = 0; a < 3; a++)
-        if (p->tiles[a] > n[a])
-            return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
-                               "%s: %u CLAHE tiles along the %s, which number only %u", v->path,
-                               p->tiles[a], axis[a], n[a]);
-    if (n[0] > 65535 || n[1] > 65535 || n[2] > 65535)
-        return dh_ctx_fail(ctx, DH_ERR_UNSUPPORTED,
-                           "%s: CLAHE takes at most 65535 columns, rows and slices", v->path);
-    return DH_OK;
-}
-
 /* MINMAX and PERCENTILE windows come from the ranks of each table's histogram. */
 static int window_from_ranks(const dh_equalize_params *p)
 {
@@ -133,48 +93,13 @@ static int window_from_ranks(const dh_equalize_params *p)
 
 static dh_status check_params(dh_ctx *ctx, const dh_volume *v, const dh_equalize_params *p)
 {
-    if (p->struct_size != sizeof *p)
-        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
-                           "dh_equalize_params.struct_size is %u, expected %zu",
-                           p->struct_size, sizeof *p);
-    if (p->operation != DH_EQ_EQUALIZE && p->operation != DH_EQ_WINDOW_LEVEL)
-        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "unknown operation %d",
-                           (int)p->operation);
-    if (p->voi != DH_VOI_LINEAR && p->voi != DH_VOI_LINEAR_EXACT && p->voi != DH_VOI_SIGMOID)
-        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "unknown VOI function %d", (int)p->voi);
-    if (p->output_bits != 0 && p->output_bits != 8 && p->output_bits != 12 &&
-        p->output_bits != 16)
-        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "output bits must be 8, 12 or 16, not %u",
-                           p->output_bits);
-    if (!(p->clip_limit >= 0) || isinf(p->clip_limit))
-        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
-                           "clip limit must be a finite number >= 0, not %g", p->clip_limit);
-    if (p->operation == DH_EQ_WINDOW_LEVEL && p->clip_limit > 0)
-        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "a clip limit needs equalization");
-    if (p->device != DH_DEVICE_AUTO && p->device != DH_DEVICE_CPU && p->device != DH_DEVICE_CUDA)
-        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "unknown device %d", (int)p->device);
-    dh_status clahe_st = check_clahe_params(ctx, v, p);
-    if (clahe_st != DH_OK)
-        return clahe_st;
-    switch (p->window) {
-    case DH_WINDOW_NONE:
-        if (p->operation == DH_EQ_WINDOW_LEVEL)
-            return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "window/level needs a window");
-        break;
-    case DH_WINDOW_CENTER_WIDTH:
-        if (!isfinite(p->center) || !isfinite(p->width) || p->width < 1)
-            return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
-                               "window center must be finite and width >= 1 (%g, %g)",
-                               p->center, p->width);
-        break;
-    case DH_WINDOW_RANGE:
-        if (!isfinite(p->lo) || !isfinite(p->hi) || p->lo > p->hi)
-            return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
-                               "window range needs finite lo <= hi (%g, %g)", p->lo, p->hi);
-        break;
-    case DH_WINDOW_FILE:
-        if (v->voi_lut_count)
-            break; /* the VOI LUT is the file's window */
+    const uint32_t n[3] = {v->format.columns, v->format.rows, v->slices};
+    dh_status st;
+    if ((st = dh_eq_check_fields(ctx, p)) != DH_OK ||
+        (st = dh_eq_check_clahe_extent(ctx, p, n, v->path)) != DH_OK ||
+        (st = dh_eq_check_window(ctx, p)) != DH_OK)
+        return st;
+    if (p->window == DH_WINDOW_FILE && !v->voi_lut_count) { /* a VOI LUT is the file's window */
         if (!v->has_window)
             return dh_ctx_fail(ctx, DH_ERR_UNSUPPORTED,
                                "%s: the file has no VOI LUT Sequence and no WindowCenter/Width",
@@ -182,17 +107,6 @@ static dh_status check_params(dh_ctx *ctx, const dh_volume *v, const dh_equalize
         if (!(v->window_width >= 1))
             return dh_ctx_fail(ctx, DH_ERR_UNSUPPORTED, "%s: the file's WindowWidth %g is below 1",
                                v->path, v->window_width);
-        break;
-    case DH_WINDOW_MINMAX:
-        break;
-    case DH_WINDOW_PERCENTILE:
-        if (!(p->percentile >= 0 && p->percentile < 50))
-            return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
-                               "percentile must be in [0, 50), not %g", p->percentile);
-        break;
-    default:
-        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "unknown window source %d",
-                           (int)p->window);
     }
     int needs_stored_window = p->operation == DH_EQ_EQUALIZE &&
                               (p->window == DH_WINDOW_CENTER_WIDTH ||
@@ -666,10 +580,10 @@ dh_status dh_equalize(dh_ctx *ctx, const dh_volume *v, const dh_equalize_params 
     if (is_clahe(params)) {
         j.clahe = (dh_clahe_shape){v->format.columns, v->format.rows, v->slices, 0, 0, 1,
                                    !params->per_slice};
-        j.clahe.tx = clahe_tiles_along(j.clahe.nx, params->tiles[0], params->tile_size[0]);
-        j.clahe.ty = clahe_tiles_along(j.clahe.ny, params->tiles[1], params->tile_size[1]);
+        j.clahe.tx = dh_eq_clahe_tiles_along(j.clahe.nx, params->tiles[0], params->tile_size[0]);
+        j.clahe.ty = dh_eq_clahe_tiles_along(j.clahe.ny, params->tiles[1], params->tile_size[1]);
         if (j.clahe.volume)
-            j.clahe.tz = clahe_tiles_along(j.clahe.nz, params->tiles[2], params->tile_size[2]);
+            j.clahe.tz = dh_eq_clahe_tiles_along(j.clahe.nz, params->tiles[2], params->tile_size[2]);
     }
     if (use_cuda && !is_clahe(params)) {
 #ifdef DH_HAVE_CUDA

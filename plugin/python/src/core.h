@@ -51,4 +51,9 @@ extern PyMethodDef core_parzen_methods[];
 extern PyMethodDef core_params_methods[];
 int core_memory_type_init(PyObject *module);
 
+/* The dh_volume inside a volume capsule (core_volume.c), or NULL with an exception set; and the
+ * derived output's table (core_enhance.c). */
+const dh_volume *core_volume(PyObject *capsule);
+extern PyMethodDef core_enhance_methods[];
+
 #endif /* DH_PYTHON_CORE_H */

@@ -74,6 +74,14 @@ static const constant CONSTANTS[] = {
     NAMED(DH_DL_BOOL),
     /* bytes of one dh_mi_scores, which dicomhist/mi.py's SCORE_DTYPE mirrors */
     {"SCORE_RECORD_SIZE", (long)sizeof(dh_mi_scores)},
+    /* dh_eq_method, dh_uids, dh_existing: CLAHE and the derived output (core_enhance.c) */
+    NAMED(DH_EQ_METHOD_GLOBAL),
+    NAMED(DH_EQ_METHOD_CLAHE),
+    NAMED(DH_UIDS_RANDOM),
+    NAMED(DH_UIDS_DERIVED),
+    NAMED(DH_EXISTING_FAIL),
+    NAMED(DH_EXISTING_REPLACE),
+    NAMED(DH_EXISTING_KEEP),
 };
 
 int core_constants_add(PyObject *module)

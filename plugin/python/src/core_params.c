@@ -21,6 +21,7 @@ typedef enum {
     FIELD_FLAG,   /* "p": any object, by its truth value, as 0 or 1 */
     FIELD_DOUBLE, /* "d" */
     FIELD_FLOAT,  /* "f" */
+    FIELD_U32_3,  /* a sequence of three integers into uint32_t[3] (CLAHE's tiles, tile_size) */
 } field_kind;
 
 typedef struct {
@@ -35,6 +36,7 @@ _Static_assert(sizeof(dh_device) == 4 && sizeof(dh_units) == 4 &&
                    sizeof(dh_eq_operation) == 4 && sizeof(dh_window_source) == 4 &&
                    sizeof(dh_voi_function) == 4,
                "FIELD_ENUM stores an int32_t");
+_Static_assert(sizeof(dh_eq_method) == 4, "FIELD_ENUM stores an int32_t");
 
 /* A field added to a parameter struct is one line here (struct_size is the library's). */
 static const param_field HIST_FIELDS[] = {
@@ -61,6 +63,10 @@ static const param_field EQUALIZE_FIELDS[] = {
     FIELD(dh_equalize_params, clip_limit, FIELD_DOUBLE),
     FIELD(dh_equalize_params, output_bits, FIELD_U32),
     FIELD(dh_equalize_params, device, FIELD_ENUM),
+    FIELD(dh_equalize_params, method, FIELD_ENUM),
+    FIELD(dh_equalize_params, tiles, FIELD_U32_3),
+    FIELD(dh_equalize_params, tile_size, FIELD_U32_3),
+    FIELD(dh_equalize_params, bins, FIELD_U32),
     {NULL, 0, 0},
 };
 
@@ -129,6 +135,32 @@ static int int_in_range(PyObject *value, long *out)
     return 0;
 }
 
+/* Three integers (a tuple or list, each 0..2^32 - 1; the library checks the bounds) into
+ * out[0..2]; returns 0, or -1 with an exception set. */
+static int store_u32_3(PyObject *value, uint32_t out[3])
+{
+    if (!PySequence_Check(value) || PySequence_Size(value) != 3) {
+        PyErr_Clear();
+        PyErr_SetString(PyExc_TypeError, "expected a sequence of three integers");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < 3; i++) {
+        PyObject *item = PySequence_GetItem(value, i);
+        if (!item)
+            return -1;
+        unsigned long u = PyLong_AsUnsignedLong(item);
+        Py_DECREF(item);
+        if (u == (unsigned long)-1 && PyErr_Occurred())
+            return -1;
+        if (u > UINT32_MAX) {
+            PyErr_SetString(PyExc_OverflowError, "an axis count above 2^32 - 1");
+            return -1;
+        }
+        out[i] = (uint32_t)u;
+    }
+    return 0;
+}
+
 /* Stores value into the field at `at`; returns 0, or -1 with an exception set. */
 static int store_field(const param_field *f, PyObject *value, char *at)
 {
@@ -165,6 +197,8 @@ static int store_field(const param_field *f, PyObject *value, char *at)
         else
             *(double *)at = d;
         return 0;
+    case FIELD_U32_3:
+        return store_u32_3(value, (uint32_t *)at);
     }
     PyErr_SetString(PyExc_SystemError, "parameter table: unknown field kind");
     return -1;

@@ -31,6 +31,11 @@ static const dh_volume *volume_of(PyObject *capsule)
     return PyCapsule_GetPointer(capsule, VOLUME_NAME);
 }
 
+const dh_volume *core_volume(PyObject *capsule)
+{
+    return volume_of(capsule);
+}
+
 static PyObject *status_tuple(const char *path, dh_status st, const char *msg)
 {
     return Py_BuildValue("(ssis)", path, dh_status_name(st), (int)st, msg);

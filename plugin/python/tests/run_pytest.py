@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """run_pytest.py: runs the package's pytest suite for ctest, reporting "skipped" (exit 77) where
-pytest or NumPy is missing. With --gpu it runs the GPU tests alone (test_device.py and
-test_parzen_device.py) and reports skipped where no GPU, or neither CuPy nor PyTorch, is
-usable, so tools/gpu-check notices."""
+pytest or NumPy is missing. With --gpu it runs the GPU tests alone (test_device*.py and
+test_parzen_device.py) and reports skipped where no GPU, or neither CuPy nor PyTorch, is usable,
+so tools/gpu-check notices."""
 import os
 import sys
 
@@ -28,7 +28,9 @@ def main():
         if not libs:
             print("SKIP: neither CuPy nor PyTorch is installed")
             return SKIP
-        args = [os.path.join(here, name) for name in ("test_device.py", "test_parzen_device.py")]
+        args = sorted(os.path.join(here, f) for f in os.listdir(here)
+                      if (f.startswith("test_device") or f == "test_parzen_device.py")
+                      and f.endswith(".py"))
     else:
         args = [here]
     return pytest.main(["-q", "-p", "no:cacheprovider", "-rs", *args])
