@@ -11,6 +11,7 @@
 #define DH_DICOM_GPU_API_H
 
 #include <string>
+#include <vector>
 
 #include <cuda.h>
 #include <nvjpeg.h>
@@ -28,8 +29,8 @@ struct gpu_api {
     CUresult (*cuStreamCreate)(CUstream *, unsigned);
     CUresult (*cuStreamDestroy)(CUstream);
     CUresult (*cuStreamSynchronize)(CUstream);
-    CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
-    CUresult (*cuMemFree)(CUdeviceptr);
+    CUresult (*cuMemAllocAsync)(CUdeviceptr *, size_t, CUstream);
+    CUresult (*cuMemFreeAsync)(CUdeviceptr, CUstream);
     CUresult (*cuMemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
     CUresult (*cuGetErrorString)(CUresult, const char **);
 
@@ -78,6 +79,26 @@ struct gpu_api {
 
 /* The loaded functions, or null with the reason (dicom_gpu_load.cpp). */
 const gpu_api *gpu_api_get(std::string &reason);
+
+/* What one JPEG 2000 frame in flight needs: a stream, nvJPEG2000's decode state and a parsed
+ * stream. Creating them costs milliseconds (the state holds pinned and device buffers), more than
+ * decoding a small frame, so they are kept for the next call: a process-wide, thread-safe pool
+ * of idle lanes, at most kept_lanes of them, each made on first need (dicom_gpu_load.cpp). */
+struct gpu_lane {
+    CUstream stream = nullptr;
+    nvjpeg2kDecodeState_t state = nullptr;
+    nvjpeg2kStream_t parsed = nullptr;
+};
+constexpr size_t kept_lanes = 64;
+
+/* Fills lanes with n lanes, idle ones first, new ones made (the primary context current) where
+ * the pool has too few; false with the reason when one cannot be made (those taken go back). */
+bool gpu_lanes_take(const gpu_api &api, size_t n, std::vector<gpu_lane> &lanes,
+                    std::string &reason);
+
+/* Gives lanes back once their streams are idle: to the pool when `healthy` and it has room, else
+ * destroyed (a lane whose decode failed is not trusted again). Empties lanes. */
+void gpu_lanes_give(const gpu_api &api, std::vector<gpu_lane> &lanes, bool healthy);
 
 /* Whether version have (major, minor, patch) comes before want. */
 inline bool version_older(const int have[3], const int want[3])

@@ -57,9 +57,11 @@ struct lossless_call {
         if (state != nullptr)
             api.nvjpegJpegStateDestroy(state);
         if (device != 0)
-            api.cuMemFree(device);
-        if (stream != nullptr)
+            api.cuMemFreeAsync(device, stream);
+        if (stream != nullptr) {
+            api.cuStreamSynchronize(stream);
             api.cuStreamDestroy(stream);
+        }
     }
 };
 
@@ -161,9 +163,9 @@ bool gpu_decode_jpeg_lossless(const std::vector<gpu_frame> &frames, const dh_dic
     lossless_call call(*api);
     CUresult r = api->cuStreamCreate(&call.stream, CU_STREAM_NON_BLOCKING);
     if (r == CUDA_SUCCESS)
-        r = api->cuMemAlloc(&call.device, bytes);
+        r = api->cuMemAllocAsync(&call.device, bytes, call.stream);
     if (r != CUDA_SUCCESS) {
-        reason = cuda_error(*api, "cuStreamCreate/cuMemAlloc", r);
+        reason = cuda_error(*api, "cuStreamCreate/cuMemAllocAsync", r);
         return false;
     }
     if (api->nvjpegJpegStateCreate(api->lossless, &call.state) != NVJPEG_STATUS_SUCCESS ||

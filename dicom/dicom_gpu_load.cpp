@@ -40,6 +40,8 @@ struct loaded {
     gpu_api api{};
     bool usable = false;
     std::string reason;
+    std::mutex pool_lock; /* guards idle */
+    std::vector<gpu_lane> idle;
 };
 
 /* dlopen of soname in the folders tried in turn, then bare (the loader's own search). */
@@ -112,7 +114,7 @@ bool load_driver(gpu_api &a, std::string &reason)
           sym("cuCtxPushCurrent_v2", a.cuCtxPushCurrent),
           sym("cuCtxPopCurrent_v2", a.cuCtxPopCurrent), SAME(cuStreamCreate),
           sym("cuStreamDestroy_v2", a.cuStreamDestroy), SAME(cuStreamSynchronize),
-          sym("cuMemAlloc_v2", a.cuMemAlloc), sym("cuMemFree_v2", a.cuMemFree),
+          SAME(cuMemAllocAsync), SAME(cuMemFreeAsync),
           sym("cuMemcpyDtoHAsync_v2", a.cuMemcpyDtoHAsync), SAME(cuGetErrorString)},
          missing);
     if (!missing.empty()) {
@@ -202,7 +204,7 @@ void load_lossless(gpu_api &a)
     }
 }
 
-const loaded &load_once()
+loaded &load_once()
 {
     static loaded state;
     static std::once_flag once;
@@ -235,6 +237,66 @@ bool copy_to_host(const gpu_api &api, void *host, CUdeviceptr device, size_t byt
     if (r != CUDA_SUCCESS)
         reason = cuda_error(api, "decoding on the GPU and copying the frames to the host", r);
     return r == CUDA_SUCCESS;
+}
+
+namespace {
+
+void destroy_lane(const gpu_api &api, gpu_lane &l)
+{
+    if (l.parsed != nullptr)
+        api.nvjpeg2kStreamDestroy(l.parsed);
+    if (l.state != nullptr)
+        api.nvjpeg2kDecodeStateDestroy(l.state);
+    if (l.stream != nullptr)
+        api.cuStreamDestroy(l.stream);
+    l = gpu_lane{};
+}
+
+} // namespace
+
+bool gpu_lanes_take(const gpu_api &api, size_t n, std::vector<gpu_lane> &lanes,
+                    std::string &reason)
+{
+    loaded &l = load_once();
+    {
+        std::lock_guard<std::mutex> hold(l.pool_lock);
+        while (lanes.size() < n && !l.idle.empty()) {
+            lanes.push_back(l.idle.back());
+            l.idle.pop_back();
+        }
+    }
+    while (lanes.size() < n) {
+        gpu_lane lane;
+        const CUresult r = api.cuStreamCreate(&lane.stream, CU_STREAM_NON_BLOCKING);
+        if (r != CUDA_SUCCESS ||
+            api.nvjpeg2kDecodeStateCreate(api.j2k, &lane.state) != NVJPEG2K_STATUS_SUCCESS ||
+            api.nvjpeg2kStreamCreate(&lane.parsed) != NVJPEG2K_STATUS_SUCCESS) {
+            reason = r != CUDA_SUCCESS ? cuda_error(api, "cuStreamCreate", r)
+                                       : "nvJPEG2000's decode state cannot be created";
+            destroy_lane(api, lane);
+            gpu_lanes_give(api, lanes, true);
+            return false;
+        }
+        lanes.push_back(lane);
+    }
+    return true;
+}
+
+void gpu_lanes_give(const gpu_api &api, std::vector<gpu_lane> &lanes, bool healthy)
+{
+    loaded &l = load_once();
+    for (gpu_lane &lane : lanes) {
+        if (healthy && api.cuStreamSynchronize(lane.stream) == CUDA_SUCCESS) {
+            std::lock_guard<std::mutex> hold(l.pool_lock);
+            if (l.idle.size() < kept_lanes) {
+                l.idle.push_back(lane);
+                continue;
+            }
+        }
+        api.cuStreamSynchronize(lane.stream);
+        destroy_lane(api, lane);
+    }
+    lanes.clear();
 }
 
 const gpu_api *gpu_api_get(std::string &reason)
