@@ -14,27 +14,7 @@
 #include "orthanc_rest.h"
 #include "report_records.h"
 #include "routes.h"
-
-/* Reads one instance from its bytes; answers the error and returns NULL when it cannot. */
-static dh_volume *read_instance(OrthancPluginRestOutput *out, dh_ctx *ctx, const char *id)
-{
-    OrthancPluginMemoryBuffer buf = {0};
-    if (!dho_valid_id(id) ||
-        OrthancPluginGetDicomForInstance(dho_context, &buf, id) != OrthancPluginErrorCode_Success) {
-        dho_answer_error(out, 404, "UnknownResource", "Instance", id,
-                         "%s: no instance with this ID", id);
-        return NULL;
-    }
-    dh_volume *v = NULL;
-    dh_status st = dh_volume_read_memory(ctx, buf.data, buf.size, id, &v);
-    OrthancPluginFreeMemoryBuffer(dho_context, &buf);
-    if (st != DH_OK) {
-        dho_answer_error(out, dho_http_status(st), dh_status_name(st), "Instance", id, "%s",
-                         dh_ctx_error(ctx));
-        return NULL;
-    }
-    return v;
-}
+#include "series_fetch.h"
 
 static int same_shape(const dh_volume *a, const dh_volume *b)
 {
@@ -51,7 +31,7 @@ static int score_all(OrthancPluginRestOutput *out, dh_ctx *ctx, const char *fixe
     dh_mi_fixed_get_info(prepared, &info);
     for (size_t i = 0; i < json_array_size(moving); i++) {
         const char *id = json_string_value(json_array_get(moving, i));
-        dh_volume *v = read_instance(out, ctx, id);
+        dh_volume *v = dho_read_instance(out, ctx, id);
         if (!v)
             return -1;
         dh_mi_scores s;
@@ -101,7 +81,7 @@ OrthancPluginErrorCode dho_route_mutual_information(OrthancPluginRestOutput *out
                                 bad.reason);
     }
     dh_ctx *ctx = dh_ctx_create();
-    dh_volume *fixed = ctx ? read_instance(out, ctx, fixed_id) : NULL;
+    dh_volume *fixed = ctx ? dho_read_instance(out, ctx, fixed_id) : NULL;
     dh_mi_fixed *prepared = NULL;
     dho_text t = {0};
     OrthancPluginErrorCode rc = OrthancPluginErrorCode_Success;

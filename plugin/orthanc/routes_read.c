@@ -75,20 +75,12 @@ static OrthancPluginErrorCode read_instance(OrthancPluginRestOutput *out,
     if (kind == READ_HISTOGRAM && dho_parse_hist_query(request, &hp, &bad) != 0)
         return dho_answer_error(out, 400, "BadArgument", "Argument", bad.name, "%s: %s", bad.name,
                                 bad.reason);
-    OrthancPluginMemoryBuffer buf = {0};
-    if (!dho_valid_id(id) ||
-        OrthancPluginGetDicomForInstance(dho_context, &buf, id) != OrthancPluginErrorCode_Success)
-        return dho_answer_error(out, 404, "UnknownResource", "Instance", id,
-                                "%s: no instance with this ID", id);
     dh_ctx *ctx = dh_ctx_create();
-    dh_volume *v = NULL;
-    OrthancPluginErrorCode rc;
-    dh_status st = ctx ? dh_volume_read_memory(ctx, buf.data, buf.size, id, &v) : DH_ERR_NO_MEMORY;
-    OrthancPluginFreeMemoryBuffer(dho_context, &buf);
-    if (st != DH_OK) {
-        rc = dho_answer_error(out, dho_http_status(st), dh_status_name(st), "Instance", id, "%s",
-                              ctx ? dh_ctx_error(ctx) : "out of memory");
-    } else {
+    if (!ctx)
+        return dho_answer_error(out, 500, "DH_ERR_NO_MEMORY", "Instance", id, "out of memory");
+    OrthancPluginErrorCode rc = OrthancPluginErrorCode_Success;
+    dh_volume *v = dho_read_instance(out, ctx, id);
+    if (v) {
         report_names names = {.path = id};
         rc = answer_volume(out, kind, ctx, v, &hp, &names, "Instance", id);
     }

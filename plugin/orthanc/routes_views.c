@@ -23,6 +23,7 @@
 #include "report_plot.h"
 #include "routes.h"
 #include "routes_views.h"
+#include "series_fetch.h"
 #include "text_values.h"
 
 /* ------------------------------------------------------------------ histogram.svg */
@@ -444,38 +445,33 @@ OrthancPluginErrorCode dho_route_instance_preview(OrthancPluginRestOutput *out, 
                                 "mode %s: this build of dicomhist has no such method yet",
                                 preview_modes[mode].name);
     preview_modes[mode].setup(&p);
-    OrthancPluginMemoryBuffer buf = {0};
-    if (!dho_valid_id(id) ||
-        OrthancPluginGetDicomForInstance(dho_context, &buf, id) != OrthancPluginErrorCode_Success)
-        return dho_answer_error(out, 404, "UnknownResource", "Instance", id,
-                                "%s: no instance with this ID", id);
     dh_ctx *ctx = dh_ctx_create();
-    dh_volume *v = NULL;
+    if (!ctx)
+        return dho_answer_error(out, 500, "DH_ERR_NO_MEMORY", "Instance", id, "out of memory");
     dh_equalized *r = NULL;
-    dh_status st = ctx ? dh_volume_read_memory(ctx, buf.data, buf.size, id, &v) : DH_ERR_NO_MEMORY;
-    OrthancPluginFreeMemoryBuffer(dho_context, &buf);
+    dh_volume *v = dho_read_instance(out, ctx, id);
+    if (!v)
+        goto done;
     /* The volume orders a multi-frame instance's frames along the slice normal: the frame
      * asked for is the file's, found by its number. */
     uint32_t slice = UINT32_MAX;
-    for (uint32_t k = 0; st == DH_OK && k < dh_volume_slices(v); k++)
+    for (uint32_t k = 0; k < dh_volume_slices(v); k++)
         if (dh_volume_slice_frame(v, k) == frame)
             slice = k;
-    if (st == DH_OK && slice == UINT32_MAX) {
+    if (slice == UINT32_MAX) {
         dho_answer_error(out, 400, "BadArgument", "Argument", "frame",
                          "frame: %u is past the instance's %u frames", (unsigned)frame,
                          (unsigned)dh_volume_slices(v));
         goto done;
     }
-    if (st == DH_OK) {
+    dh_status st = dh_equalize(ctx, v, &p, &r);
+    if (st == DH_ERR_UNSUPPORTED && mode == 0) { /* no window of its own: min-max */
+        p.window = DH_WINDOW_MINMAX;
         st = dh_equalize(ctx, v, &p, &r);
-        if (st == DH_ERR_UNSUPPORTED && mode == 0) { /* no window of its own: min-max */
-            p.window = DH_WINDOW_MINMAX;
-            st = dh_equalize(ctx, v, &p, &r);
-        }
     }
     if (st != DH_OK) {
         dho_answer_error(out, dho_http_status(st), dh_status_name(st), "Instance", id, "%s",
-                         ctx ? dh_ctx_error(ctx) : "out of memory");
+                         dh_ctx_error(ctx));
         goto done;
     }
     uint8_t *px = preview_pixels(v, r, slice);

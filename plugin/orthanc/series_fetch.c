@@ -153,3 +153,23 @@ const char *dho_series_source_name(void *series, const char *name)
     (void)series;
     return dho_series_instance_of(name);
 }
+
+dh_volume *dho_read_instance(OrthancPluginRestOutput *out, dh_ctx *ctx, const char *id)
+{
+    OrthancPluginMemoryBuffer buf = {0};
+    if (!dho_valid_id(id) ||
+        OrthancPluginGetDicomForInstance(dho_context, &buf, id) != OrthancPluginErrorCode_Success) {
+        dho_answer_error(out, 404, "UnknownResource", "Instance", id,
+                         "%s: no instance with this ID", id);
+        return NULL;
+    }
+    dh_volume *v = NULL;
+    dh_status st = dh_volume_read_memory(ctx, buf.data, buf.size, id, &v);
+    OrthancPluginFreeMemoryBuffer(dho_context, &buf);
+    if (st != DH_OK) {
+        dho_answer_error(out, dho_http_status(st), dh_status_name(st), "Instance", id, "%s",
+                         dh_ctx_error(ctx));
+        return NULL;
+    }
+    return v;
+}

@@ -43,6 +43,10 @@ int dho_series_load(dho_series *s, dh_ctx *ctx);
 void dho_series_release(dho_series *s);
 void dho_series_free(dho_series *s);
 
+/* Reads one instance from its bytes in Orthanc. Returns the volume, or NULL once it has answered
+ * the error (404 for an unknown ID, the library's status and message otherwise) on out. */
+dh_volume *dho_read_instance(OrthancPluginRestOutput *out, dh_ctx *ctx, const char *id);
+
 /* The instance ID in an item's name (its last component). */
 const char *dho_series_instance_of(const char *name);
 /* The same with the signature of report_names.source. */
