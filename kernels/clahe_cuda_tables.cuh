@@ -11,7 +11,8 @@
  * span, limit, excess and the redistribution) from the at most 32 segment records itself, so no
  * launch is spent on one thread per table. A segment's clipped sum needs no second look at its
  * bins: min(count, limit) summed, plus the share per bin of the span, plus the remainder's bins
- * that fall inside it (an arithmetic count). The counts are 32-bit (tiles below 2^32 samples), so
+ * that fall inside it (an arithmetic count). That arithmetic is clahe_segments.h's, checked on
+ * the CPU by tests/test_clahe_segments.c. The counts are 32-bit (tiles below 2^32 samples), so
  * a 65536-bin table moves 256 KiB per pass, not 512.
  *
  * A tile with no sample inside the window takes the flat histogram (every bin 1), as the CPU
@@ -34,14 +35,14 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "clahe_fast.h"
-#include "equalize_table.h"
+#include "clahe_segments.h"
 
 namespace dh_clahe_tables {
 
 /* Units (slices) per batch, as clahe_cuda.cu launches them. */
 constexpr uint32_t kMaxUnits = 64;
 constexpr int kThreads = 256, kItems = 8, kSeg = kThreads * kItems;
+static_assert(kSeg == DH_CLAHE_SEG, "a block per segment of clahe_segments.h");
 /* At most 65536 bins: at most 32 segments, one lane of a warp each. */
 static_assert(65536 / kSeg <= 32, "a table's segments fit one warp");
 
@@ -55,19 +56,8 @@ struct Args {
     double clip;
 };
 
-/* A segment's record: bins present [first, end), their count, and (clipping) the sum of
- * min(count, limit) over the span. */
-struct Seg {
-    uint32_t count, first, end, capped;
-};
-
-/* The table's statistics as dh_eq_stats_gather gives them, with the redistribution's quotients
- * (dh_eq_clipped's divisions, done once). count < 2^32 (32-bit histograms). */
-struct Plan {
-    uint32_t count, first, last; /* first > last: no bin present */
-    uint32_t limit;              /* 0: no clipping; else min(limit, 2^32 - 1), same effect */
-    uint32_t share, rest, step;
-};
+using Seg = dh_clahe_seg;
+using Plan = dh_clahe_plan;
 
 /* Bins i0 .. i0 + 7 of histogram h (zero at and past `bins`; ones when flat). i0 is a multiple
  * of 8 below the pitch, so two aligned 16-byte loads stay inside the row. */
@@ -140,28 +130,12 @@ __device__ __forceinline__ Plan plan_of(const Args &a, const Seg *segs, bool wit
     Seg r = {0, UINT32_MAX, 0, 0};
     if (lane < a.segs)
         r = segs[lane];
-    Plan p = {};
-    p.count = __reduce_add_sync(0xffffffffu, r.count);
-    p.first = __reduce_min_sync(0xffffffffu, r.first);
+    const uint32_t count = __reduce_add_sync(0xffffffffu, r.count);
+    const uint32_t first = __reduce_min_sync(0xffffffffu, r.first);
     const uint32_t end = __reduce_max_sync(0xffffffffu, r.end);
-    if (p.count == 0) {
-        p.first = 1;
-        p.last = 0;
-        return p;
-    }
-    p.last = end - 1;
-    const uint64_t span = (uint64_t)p.last - p.first + 1;
-    const uint64_t limit = dh_eq_clip_limit(a.clip, p.count, span);
-    p.limit = limit > UINT32_MAX ? UINT32_MAX : (uint32_t)limit;
-    if (p.limit && with_excess) {
-        /* Inside the window every bin present lies in the span: the excess is the count less
-         * the capped counts. */
-        const uint32_t excess = p.count - __reduce_add_sync(0xffffffffu, r.capped);
-        p.share = excess / (uint32_t)span;
-        p.rest = excess % (uint32_t)span;
-        const uint32_t step = p.rest ? (uint32_t)span / p.rest : 1;
-        p.step = step < 1 ? 1 : step;
-    }
+    Plan p = dh_clahe_plan_of(count, first, end, a.clip);
+    if (with_excess && p.limit) /* p.limit is the same in every lane */
+        dh_clahe_plan_excess(&p, __reduce_add_sync(0xffffffffu, r.capped));
     return p;
 }
 
@@ -197,50 +171,6 @@ __global__ void __launch_bounds__(kThreads) seg_capped_kernel(const uint32_t *__
         mine_segs[s].capped = all;
 }
 
-/* dh_eq_clipped of bin i with count c (32 bits: every clipped count is at most the table's). */
-__device__ __forceinline__ uint32_t clipped(uint32_t c, uint32_t i, const Plan &p)
-{
-    if (!p.limit || i < p.first || i > p.last)
-        return c;
-    uint32_t v = min(c, p.limit) + p.share;
-    if (p.rest) {
-        const uint32_t k = i - p.first;
-        if (k % p.step == 0 && k / p.step < p.rest)
-            v++;
-    }
-    return v;
-}
-
-/* The clipped counts of segment s summed without reading its bins: `count` (its plain sum) when
- * not clipping, else its capped sum, the share for each of its bins inside the span, and the
- * remainder's bins among them (k = i - first a multiple of step, k / step < rest). */
-__device__ __forceinline__ uint32_t seg_clipped_sum(const Seg &r, uint32_t s, const Plan &p)
-{
-    if (!p.limit)
-        return r.count;
-    const uint32_t lo = max(s * kSeg, p.first), hi = min(s * kSeg + kSeg - 1, p.last);
-    if (lo > hi)
-        return r.capped;
-    uint32_t sum = r.capped + p.share * (hi - lo + 1);
-    if (p.rest) {
-        const uint32_t a = lo - p.first, b = min(hi - p.first, (p.rest - 1) * p.step);
-        if (b >= a)
-            sum += b / p.step - (a + p.step - 1) / p.step + 1;
-    }
-    return sum;
-}
-
-/* dh_eq_value through clahe_fast.h's exact quotient: (cdf - cdf_min) (levels - 1) < 2^48,
- * count - cdf_min < 2^32, the quotient below 2^16. */
-__device__ __forceinline__ uint16_t eq_value(uint32_t cdf, uint32_t cdf_min, uint32_t count,
-                                             uint32_t levels)
-{
-    if (cdf <= cdf_min || count <= cdf_min)
-        return 0;
-    return (uint16_t)dh_clahe_div_small((uint64_t)(cdf - cdf_min) * (levels - 1),
-                                        count - cdf_min);
-}
-
 /* Launch 3, block (t, s): the entries of segment s of table t into `tables` (stride per table):
  * the clipped counts scanned from the segment's carry (the clipped sums of the segments before
  * it), then the equalization formula of equalize_table.h. */
@@ -260,12 +190,15 @@ __global__ void __launch_bounds__(kThreads) seg_table_kernel(const uint32_t *__r
         const Seg *mine_segs = segs + (size_t)t * a.segs;
         const Plan p = plan_of(a, mine_segs, true);
         const uint32_t lane = threadIdx.x;
-        const uint32_t part = lane < s ? seg_clipped_sum(mine_segs[lane], lane, p) : 0;
+        const uint32_t part =
+            lane < s ? dh_clahe_seg_clipped_sum(&mine_segs[lane], lane, &p) : 0;
         const uint32_t carry = __reduce_add_sync(0xffffffffu, part);
         if (lane == 0) {
             plan_s = p;
             carry_s = carry;
-            cdf_min_s = p.first <= p.last ? clipped(flat ? 1 : h[p.first], p.first, p) : 0;
+            cdf_min_s = p.first <= p.last
+                            ? dh_clahe_seg_clipped(flat ? 1 : h[p.first], p.first, &p)
+                            : 0;
         }
     }
     __syncthreads();
@@ -277,7 +210,7 @@ __global__ void __launch_bounds__(kThreads) seg_table_kernel(const uint32_t *__r
     uint32_t sum = 0;
 #pragma unroll
     for (int k = 0; k < kItems; k++) {
-        c[k] = clipped(c[k], i0 + k, p);
+        c[k] = dh_clahe_seg_clipped(c[k], i0 + k, &p);
         sum += c[k];
     }
     uint32_t run;
@@ -288,7 +221,8 @@ __global__ void __launch_bounds__(kThreads) seg_table_kernel(const uint32_t *__r
 #pragma unroll
     for (int k = 0; k < kItems; k++) {
         run += c[k];
-        out[k] = i0 + k >= bins ? (uint16_t)top : eq_value(run, cdf_min, p.count, a.levels);
+        out[k] = i0 + k >= bins ? (uint16_t)top
+                                : dh_clahe_seg_value(run, cdf_min, p.count, a.levels);
     }
     uint16_t *lut = tables + (size_t)t * a.stride;
     if (i0 >= a.stride)
