@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * clahe_cuda.cu: the CUDA twin of CLAHE (clahe_cuda.h), equal to dh_clahe_cpu bit for bit.
- * A batch of equalization units (up to kMaxUnits slices in 2D, the volume in 3D) takes four
+ * A batch of equalization units (up to kMaxUnits slices in 2D, the volume in 3D) takes these
  * launches, each covering every tile of the batch:
  *
  * Histograms. The large-bin scheme of the histogram engine (hist_cuda_big.cuh) applied to boxes
@@ -10,21 +10,27 @@
  * bins in 128 KiB, at most one block per multiprocessor; at few bins several copies of the
  * histogram, lane by lane, so equal values in a warp do not queue on one address). A piece is
  * counted row by row, a warp per row of the tile and four loads in flight per lane, then its
- * non-zero counters are added to the tile's 64-bit histogram in global memory. The bin is a
- * multiply-high (clahe_fast.h), not a division. Pieces too small to pay for zeroing and
- * flushing shared counters (tiles of a few pixels) add straight to global memory. Each
- * histogram's slot `stride` gets the number of samples inside the window.
+ * non-zero counters are added to the tile's histogram in global memory: 32-bit counters, or
+ * 64-bit ones where a tile holds 2^32 samples or more. The bin is a multiply-high
+ * (clahe_fast.h), not a division. Pieces too small to pay for zeroing and flushing shared
+ * counters (tiles of a few pixels) add straight to global memory. Each histogram's slot `stride`
+ * gets the number of samples inside the window.
  *
- * Tables. A tile with no sample inside the window gets the flat histogram (as the CPU twin), in
- * a small launch that also writes the per-table windows; then dh_eq_lut_build_cuda, the global
- * equalization's own table kernel, builds every table of the batch in one launch (the CPU twin
- * calls dh_eq_lut_build the same way: base 0, length = bins, window the whole table).
+ * Tables. With 32-bit counters, clahe_cuda_tables.cuh's kernels: every table cut into segments
+ * of 2048 bins, a block each, in three launches (span, clipped sums, scan), so a 65536-bin table
+ * keeps 32 multiprocessors busy rather than one; a tile with no sample inside the window reads
+ * as the flat histogram (as the CPU twin). With 64-bit counters, the empty tiles' flat
+ * histograms and windows in a small launch, then dh_eq_lut_build_cuda, the global
+ * equalization's own table kernel (one block per table). Either way the CPU twin's formula
+ * (dh_eq_lut_build: base 0, length = bins, window the whole table). Then the quads: each tile's
+ * entries beside those of its neighbours along x and y, 8 bytes per bin.
  *
  * Mapping. One pass over the batch's samples, eight consecutive samples per thread with 16-byte
- * loads and stores where aligned: bin by multiply-high, the 4 (2D) or 8 (3D) neighbouring
- * tables' entries through the read-only cache, and the blend of clahe.h with its one division
- * replaced by a float quotient corrected to the exact integer (clahe_fast.h). The per-axis
- * weights (dh_clahe_axis_at) are computed once per shape into the workspace.
+ * loads and stores where aligned: bin by multiply-high, one 8-byte quad per z neighbour (the
+ * four tables around the pixel in its slice) through the read-only cache, and the blend of
+ * clahe.h with its one division replaced by a float quotient corrected to the exact integer
+ * (clahe_fast.h). The per-axis weights (dh_clahe_axis_at) are computed once per shape into the
+ * workspace.
  */
 #include <cuda_runtime.h>
 
@@ -37,12 +43,13 @@
 #include "clahe_cuda.h"
 #include "clahe_fast.h"
 #include "cuda_check.h"
+#include "clahe_cuda_tables.cuh"
 #include "equalize_cuda.h"
 
 namespace {
 
 /* Units per batch: their parameters travel inside the launches (no upload, no wait). */
-constexpr uint32_t kMaxUnits = 64;
+constexpr uint32_t kMaxUnits = dh_clahe_tables::kMaxUnits;
 /* Samples per histogram piece: a packed 16-bit counter cannot overflow; with 32-bit counters
  * the bound only keeps indices in 32 bits. */
 constexpr uint32_t kPieceMaxPacked = 65535, kPieceMaxWide = 1u << 26;
@@ -70,7 +77,8 @@ struct Batch {
     uint32_t tz;        /* tiles across a unit's slices */
     uint32_t nx, ny, tx, ty;
     uint32_t tiles;  /* per unit */
-    uint32_t stride; /* entries per table, slots per histogram less 2 */
+    uint32_t stride; /* entries per table */
+    uint32_t pitch;  /* counters per histogram (slot stride: the window count) */
     uint32_t pieces; /* histogram pieces per tile */
     uint32_t top;    /* levels - 1 */
 };
@@ -143,10 +151,10 @@ __device__ __forceinline__ void count_vector(const T *__restrict__ data, const B
 /* Block = (table t of the batch, piece p of its tile): rows r0 .. r1 - 1 of the tile, read as
  * 16-byte vectors, two per thread in flight, counted into `copies` shared histograms of `words`
  * words each, then added to the tile's global counts. */
-template <typename T, int kPacked>
+template <typename T, int kPacked, typename C>
 __global__ void __launch_bounds__(1024)
     hist_kernel(const T *__restrict__ data, const Batch b, uint32_t copies, uint32_t words,
-                unsigned long long *__restrict__ hist)
+                C *__restrict__ hist)
 {
     extern __shared__ uint32_t smem[];
     const uint32_t p = blockIdx.x % b.pieces, t = blockIdx.x / b.pieces;
@@ -158,7 +166,7 @@ __global__ void __launch_bounds__(1024)
     const uint32_t r0 = (uint32_t)((uint64_t)p * box.rows / b.pieces);
     const uint32_t r1 = (uint32_t)((uint64_t)(p + 1) * box.rows / b.pieces);
     const size_t slice0 = ((size_t)b.z0 + ub) * b.nz + box.z0;
-    unsigned long long *out = hist + (size_t)t * (b.stride + 2);
+    C *out = hist + (size_t)t * b.pitch;
     const uint32_t tid = threadIdx.x, lane = tid & 31;
     const uint32_t pixels = (r1 - r0) * box.w;
 
@@ -169,13 +177,13 @@ __global__ void __launch_bounds__(1024)
             const size_t at = ((slice0 + r / box.h) * b.ny + box.y0 + r % box.h) * b.nx + x;
             const int32_t v = data[at];
             if (v >= u.lo && v <= u.hi) {
-                atomicAdd(out + dh_clahe_bin_fast(v, u.lo, u.bins, u.magic), 1ull);
+                atomicAdd(out + dh_clahe_bin_fast(v, u.lo, u.bins, u.magic), (C)1);
                 count++;
             }
         }
         count = __reduce_add_sync(0xffffffffu, count);
         if (lane == 0 && count)
-            atomicAdd(out + b.stride, (unsigned long long)count);
+            atomicAdd(out + b.stride, (C)count);
         return;
     }
 
@@ -204,13 +212,13 @@ __global__ void __launch_bounds__(1024)
         }
         const uint32_t bin = kPacked ? 2 * w : w;
         if (lo)
-            atomicAdd(out + bin, (unsigned long long)lo);
+            atomicAdd(out + bin, (C)lo);
         if (hi && bin + 1 < slots)
-            atomicAdd(out + bin + 1, (unsigned long long)hi);
+            atomicAdd(out + bin + 1, (C)hi);
     }
     count = __reduce_add_sync(0xffffffffu, count);
     if (lane == 0 && count)
-        atomicAdd(out + b.stride, (unsigned long long)count);
+        atomicAdd(out + b.stride, (C)count);
 }
 
 /* Per table: its window for the table kernel (the unit's bins), and the flat histogram where
@@ -224,7 +232,7 @@ __global__ void prepare_tables_kernel(const Batch b, unsigned long long *hist,
         dh_eq_window w = {0, (int32_t)u.bins - 1};
         windows[t] = w;
     }
-    unsigned long long *h = hist + (size_t)t * (b.stride + 2);
+    unsigned long long *h = hist + (size_t)t * b.pitch;
     if (u.lo > u.hi || h[b.stride] != 0)
         return;
     for (uint32_t i = threadIdx.x; i < u.bins; i += blockDim.x)
@@ -245,18 +253,18 @@ __global__ void axes_kernel(uint32_t nx, uint32_t tx, uint32_t ny, uint32_t ty, 
         w[i] = dh_clahe_axis_at(nz, tz, i - nx - ny);
 }
 
-/* What a row of a unit blends between: its y (and z) weights and the table rows they name. */
+/* What a row of a unit blends between: its y (and z) weights and the rows of quads (one per z
+ * neighbour) of tile row ay.i0 (clahe_cuda_tables.cuh: a quad holds the 2 x 2 tiles' entries). */
 struct RowState {
     Unit u;
     dh_clahe_axis_weight ay, az;
-    const uint16_t *rp[4]; /* tables of tile row (iy, iz): dy + 2 dz */
+    const uint2 *qp[2]; /* quads of tile row (ay.i0, az.i0) and (ay.i0, az.i1) */
 };
 
 template <int kVolume>
 __device__ __forceinline__ void row_state(const Batch &b, const dh_clahe_axis_weight *wy,
-                                          const dh_clahe_axis_weight *wz,
-                                          const uint16_t *tables, uint32_t unit, uint32_t zl,
-                                          uint32_t y, RowState &s)
+                                          const dh_clahe_axis_weight *wz, const uint2 *quads,
+                                          uint32_t unit, uint32_t zl, uint32_t y, RowState &s)
 {
     s.u = b.u[unit];
     s.ay = wy[y];
@@ -267,13 +275,36 @@ __device__ __forceinline__ void row_state(const Batch &b, const dh_clahe_axis_we
         s.az.w1 = 0;
         s.az.den = 1;
     }
-    const uint16_t *tu = tables + (size_t)unit * b.tiles * b.stride;
+    const uint2 *qu = quads + (size_t)unit * b.tiles * b.stride;
     const size_t plane = (size_t)b.tx * b.ty;
 #pragma unroll
-    for (int k = 0; k < 4; k++) {
-        const uint32_t iy = k & 1 ? s.ay.i1 : s.ay.i0, iz = k & 2 ? s.az.i1 : s.az.i0;
-        s.rp[k] = tu + ((size_t)iz * plane + (size_t)iy * b.tx) * b.stride;
+    for (int dz = 0; dz < 2; dz++) {
+        const uint32_t iz = dz ? s.az.i1 : s.az.i0;
+        s.qp[dz] = qu + ((size_t)iz * plane + (size_t)s.ay.i0 * b.tx) * b.stride;
     }
+}
+
+/* The 4 (2D) or 8 (3D) entries of clahe.h's blend, k = dx + 2 dy + 4 dz, from one quad per z
+ * neighbour: quad (ax.i0, ay.i0) holds tiles ax.i0 and ax.i0 + 1 by ay.i0 and ay.i0 + 1, which
+ * are ax.i1 and ay.i1, or (clamped, i1 == i0) a tile whose weight is 0. */
+__device__ __forceinline__ void unpack_quad(uint2 q, uint32_t *e)
+{
+    e[0] = q.x & 0xffffu;
+    e[1] = q.x >> 16;
+    e[2] = q.y & 0xffffu;
+    e[3] = q.y >> 16;
+}
+
+template <int kVolume, int kWide>
+__device__ __forceinline__ uint16_t blend(const RowState &s, const dh_clahe_axis_weight ax,
+                                          const uint32_t *e)
+{
+    if constexpr (!kVolume)
+        return dh_clahe_blend2_fast(ax, s.ay, e[0], e[1], e[2], e[3]);
+    else if constexpr (kWide)
+        return dh_clahe_blend3(ax, s.ay, s.az, e);
+    else
+        return dh_clahe_blend3_fast(ax, s.ay, s.az, e);
 }
 
 template <int kVolume, int kWide>
@@ -285,20 +316,12 @@ __device__ __forceinline__ uint16_t map_one(const RowState &s, const dh_clahe_ax
     if (v > s.u.hi)
         return (uint16_t)top;
     const uint32_t bin = dh_clahe_bin_fast(v, s.u.lo, s.u.bins, s.u.magic);
-    const size_t c0 = (size_t)ax.i0 * stride + bin, c1 = (size_t)ax.i1 * stride + bin;
-    if constexpr (!kVolume) {
-        return dh_clahe_blend2_fast(ax, s.ay, __ldg(s.rp[0] + c0), __ldg(s.rp[0] + c1),
-                                    __ldg(s.rp[1] + c0), __ldg(s.rp[1] + c1));
-    } else {
-        uint32_t e[8];
-#pragma unroll
-        for (int k = 0; k < 4; k++) {
-            e[2 * k] = __ldg(s.rp[k] + c0);
-            e[2 * k + 1] = __ldg(s.rp[k] + c1);
-        }
-        return kWide ? dh_clahe_blend3(ax, s.ay, s.az, e)
-                     : dh_clahe_blend3_fast(ax, s.ay, s.az, e);
-    }
+    const size_t c = (size_t)ax.i0 * stride + bin;
+    uint32_t e[8];
+    unpack_quad(__ldg(s.qp[0] + c), e);
+    if (kVolume)
+        unpack_quad(__ldg(s.qp[1] + c), e + 4);
+    return blend<kVolume, kWide>(s, ax, e);
 }
 
 static_assert(sizeof(dh_clahe_axis_weight) == 16, "weights load as one 16-byte vector");
@@ -315,17 +338,17 @@ __device__ __forceinline__ dh_clahe_axis_weight load_weight(const dh_clahe_axis_
     return a;
 }
 
-/* G samples of one row (x .. x + G - 1) at once: their weights, bins and table entries all
- * loaded before the first blend, so each thread keeps 4 G (2D) or 8 G (3D) independent loads in
- * flight instead of a chain of dependent ones per sample. */
+/* G samples of one row (x .. x + G - 1) at once: their weights, bins and quads all loaded before
+ * the first blend, so each thread keeps G (2D) or 2 G (3D) independent 8-byte loads in flight
+ * instead of a chain of dependent ones per sample. */
 template <typename T, int kVolume, int kWide, int G>
 __device__ __forceinline__ void map_group(const RowState &s, const dh_clahe_axis_weight *wx,
                                           const T *in, uint32_t stride, uint32_t top,
                                           uint16_t *o)
 {
-    constexpr int kTaps = kVolume ? 4 : 2; /* table rows (y, z) per sample */
+    constexpr int kQuads = kVolume ? 2 : 1; /* z neighbours per sample */
     dh_clahe_axis_weight ax[G];
-    uint32_t c0[G], c1[G];
+    uint32_t c[G];
     ax[0] = load_weight(wx);
     ax[G - 1] = load_weight(wx + G - 1);
     if (ax[0].i0 == ax[G - 1].i0 && ax[0].i1 == ax[G - 1].i1) {
@@ -347,27 +370,22 @@ __device__ __forceinline__ void map_group(const RowState &s, const dh_clahe_axis
         const int32_t v = (int32_t)in[j];
         const uint32_t bin =
             v >= s.u.lo && v <= s.u.hi ? dh_clahe_bin_fast(v, s.u.lo, s.u.bins, s.u.magic) : 0;
-        c0[j] = ax[j].i0 * stride + bin;
-        c1[j] = ax[j].i1 * stride + bin;
+        c[j] = ax[j].i0 * stride + bin;
     }
-    uint32_t e[G][2 * kTaps];
+    uint2 q[G][kQuads];
 #pragma unroll
     for (int j = 0; j < G; j++)
 #pragma unroll
-        for (int k = 0; k < kTaps; k++) {
-            e[j][2 * k] = __ldg(s.rp[k] + c0[j]);
-            e[j][2 * k + 1] = __ldg(s.rp[k] + c1[j]);
-        }
+        for (int k = 0; k < kQuads; k++)
+            q[j][k] = __ldg(s.qp[k] + c[j]);
 #pragma unroll
     for (int j = 0; j < G; j++) {
         const int32_t v = (int32_t)in[j];
-        uint16_t r;
-        if constexpr (!kVolume)
-            r = dh_clahe_blend2_fast(ax[j], s.ay, e[j][0], e[j][1], e[j][2], e[j][3]);
-        else if constexpr (kWide)
-            r = dh_clahe_blend3(ax[j], s.ay, s.az, e[j]);
-        else
-            r = dh_clahe_blend3_fast(ax[j], s.ay, s.az, e[j]);
+        uint32_t e[8];
+#pragma unroll
+        for (int k = 0; k < kQuads; k++)
+            unpack_quad(q[j][k], e + 4 * k);
+        const uint16_t r = blend<kVolume, kWide>(s, ax[j], e);
         o[j] = v < s.u.lo ? 0 : v > s.u.hi ? (uint16_t)top : r;
     }
 }
@@ -378,7 +396,7 @@ __device__ __forceinline__ void map_group(const RowState &s, const dh_clahe_axis
 template <typename T, int kVolume, int kWide>
 __global__ void __launch_bounds__(kMapThreads)
     map_kernel(const T *__restrict__ data, const Batch b,
-               const dh_clahe_axis_weight *__restrict__ axes, const uint16_t *__restrict__ tables,
+               const dh_clahe_axis_weight *__restrict__ axes, const uint2 *__restrict__ quads,
                uint16_t *__restrict__ out)
 {
     const dh_clahe_axis_weight *wx = axes, *wy = axes + b.nx, *wz = axes + b.nx + b.ny;
@@ -410,15 +428,10 @@ __global__ void __launch_bounds__(kMapThreads)
         y = (uint32_t)(r - (size_t)zb * b.ny);
     }
     RowState s;
-    row_state<kVolume>(b, wy, wz, tables, zb / b.nz, zb % b.nz, y, s);
+    row_state<kVolume>(b, wy, wz, quads, zb / b.nz, zb % b.nz, y, s);
     uint16_t o[8];
     if (cnt == 8 && x + 8 <= b.nx) {
-        if (kVolume) {
-            map_group<T, kVolume, kWide, 4>(s, wx + x, in, b.stride, b.top, o);
-            map_group<T, kVolume, kWide, 4>(s, wx + x + 4, in + 4, b.stride, b.top, o + 4);
-        } else {
-            map_group<T, kVolume, kWide, 8>(s, wx + x, in, b.stride, b.top, o);
-        }
+        map_group<T, kVolume, kWide, 8>(s, wx + x, in, b.stride, b.top, o);
     } else {
         for (uint32_t j = 0; j < cnt; j++) {
             o[j] = map_one<kVolume, kWide>(s, wx[x], (int32_t)in[j], b.stride, b.top);
@@ -428,7 +441,7 @@ __global__ void __launch_bounds__(kMapThreads)
                     y = 0;
                     zb++;
                 }
-                row_state<kVolume>(b, wy, wz, tables, zb / b.nz, zb % b.nz, y, s);
+                row_state<kVolume>(b, wy, wz, quads, zb / b.nz, zb % b.nz, y, s);
             }
         }
     }
@@ -466,11 +479,13 @@ uint64_t max_den(uint32_t n, uint32_t tiles)
 } // namespace
 
 struct dh_clahe_cuda_workspace {
-    unsigned long long *d_hist;
+    void *d_hist; /* 32-bit counters, or 64-bit for tiles of 2^32 samples or more */
     uint16_t *d_tables;
+    uint2 *d_quads; /* the tables as the mapping reads them (clahe_cuda_tables.cuh) */
+    dh_clahe_tables::Seg *d_segs;
     dh_eq_window *d_windows;
     dh_clahe_axis_weight *d_axes;
-    size_t hist_bytes, table_bytes, window_bytes, axes_bytes;
+    size_t hist_bytes, table_bytes, quad_bytes, seg_bytes, window_bytes, axes_bytes;
     uint32_t axes_key[6]; /* nx, tx, ny, ty, nz, tz of the weights in d_axes */
     int sms, smem_optin, smem_per_sm;
 };
@@ -541,52 +556,112 @@ uint64_t fill_pieces(uint64_t pieces, uint64_t rows_min, uint64_t tables, uint64
     return best;
 }
 
+/* The histogram kernel for this sample type, counter width and packing, with its shared memory
+ * allowed. */
+template <typename T, typename C>
+int hist_kernel_for(bool packed, size_t smem, void (**k)(const T *, Batch, uint32_t, uint32_t, C *),
+                    char *msg, size_t msg_len)
+{
+    *k = packed ? hist_kernel<T, 1, C> : hist_kernel<T, 0, C>;
+    if (smem > 48 * 1024)
+        DH_CUDA_CK(cudaFuncSetAttribute(*k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)smem),
+                   "histogram kernel, shared memory size");
+    return 0;
+}
+
+/* The batch's tile histograms and tables: 32-bit counters and the segmented table kernels of
+ * clahe_cuda_tables.cuh (narrow), or, for tiles of 2^32 samples or more, 64-bit counters and
+ * the global equalization's table kernel (dh_eq_lut_build_cuda). Tables into ws->d_tables. */
+template <typename T>
+int tables_of_batch(dh_clahe_cuda_workspace *ws, const T *data, const Batch &b, bool narrow,
+                    bool packed, uint32_t levels, double clip, cudaStream_t stream, char *msg,
+                    size_t msg_len)
+{
+    const HistShape h = hist_shape(b.stride, packed);
+    const uint32_t tables = b.units * b.tiles, blocks = tables * b.pieces;
+    const size_t counter = narrow ? 4 : 8;
+    DH_CUDA_CK(cudaMemsetAsync(ws->d_hist, 0, (size_t)tables * b.pitch * counter, stream),
+               "zeroing histograms");
+    if (narrow) {
+        void (*k)(const T *, Batch, uint32_t, uint32_t, uint32_t *);
+        if (hist_kernel_for(packed, h.smem, &k, msg, msg_len) != 0)
+            return -1;
+        k<<<blocks, h.threads, h.smem, stream>>>(data, b, h.copies, h.words,
+                                                 (uint32_t *)ws->d_hist);
+        DH_CUDA_CK(cudaGetLastError(), "tile histogram kernel");
+        namespace tk = dh_clahe_tables;
+        tk::Args a = {};
+        for (uint32_t k2 = 0; k2 < b.units; k2++)
+            a.bins[k2] = b.u[k2].bins;
+        a.tiles = b.tiles;
+        a.stride = b.stride;
+        a.pitch = b.pitch;
+        a.segs = (b.stride + tk::kSeg - 1) / tk::kSeg;
+        a.levels = levels;
+        a.clip = clip;
+        const uint32_t *hist = (const uint32_t *)ws->d_hist;
+        const unsigned grid = tables * a.segs;
+        tk::seg_span_kernel<<<grid, tk::kThreads, 0, stream>>>(hist, a, ws->d_segs);
+        DH_CUDA_CK(cudaGetLastError(), "table span kernel");
+        if (clip > 0) {
+            tk::seg_capped_kernel<<<grid, tk::kThreads, 0, stream>>>(hist, a, ws->d_segs);
+            DH_CUDA_CK(cudaGetLastError(), "table clipping kernel");
+        }
+        tk::seg_table_kernel<<<grid, tk::kThreads, 0, stream>>>(hist, a, ws->d_segs,
+                                                                ws->d_tables);
+        DH_CUDA_CK(cudaGetLastError(), "table kernel");
+        return 0;
+    }
+    void (*k)(const T *, Batch, uint32_t, uint32_t, unsigned long long *);
+    if (hist_kernel_for(packed, h.smem, &k, msg, msg_len) != 0)
+        return -1;
+    k<<<blocks, h.threads, h.smem, stream>>>(data, b, h.copies, h.words,
+                                             (unsigned long long *)ws->d_hist);
+    DH_CUDA_CK(cudaGetLastError(), "tile histogram kernel");
+    prepare_tables_kernel<<<tables, 256, 0, stream>>>(b, (unsigned long long *)ws->d_hist,
+                                                      ws->d_windows);
+    DH_CUDA_CK(cudaGetLastError(), "empty tile kernel");
+    return dh_eq_lut_build_cuda((const uint64_t *)ws->d_hist, tables, 0, b.stride, ws->d_windows,
+                                levels, clip, ws->d_tables, stream, msg, msg_len);
+}
+
 template <typename T>
 int run_batches(dh_clahe_cuda_workspace *ws, const T *data, Batch &b, const Unit *units,
                 uint32_t unit_count, uint32_t per_batch, uint32_t levels, double clip,
-                bool packed, bool wide, uint16_t *d_out, cudaStream_t stream, char *msg,
-                size_t msg_len)
+                bool narrow, bool packed, bool wide, uint16_t *d_out, cudaStream_t stream,
+                char *msg, size_t msg_len)
 {
     const HistShape h = hist_shape(b.stride, packed);
-    const uint32_t words = h.words, copies = h.copies;
-    const size_t smem = h.smem;
-    const int threads = (int)h.threads;
-    auto hist = packed ? hist_kernel<T, 1> : hist_kernel<T, 0>;
-    if (smem > (size_t)ws->smem_optin) {
+    if (h.smem > (size_t)ws->smem_optin) {
         snprintf(msg, msg_len, "CLAHE: %u bins need %zu bytes of shared memory, the GPU has %d",
-                 b.stride, smem, ws->smem_optin);
+                 b.stride, h.smem, ws->smem_optin);
         return -1;
     }
-    if (smem > 48 * 1024)
-        DH_CUDA_CK(cudaFuncSetAttribute(hist, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        (int)smem),
-                   "histogram kernel, shared memory size");
     for (uint32_t first = 0; first < unit_count; first += per_batch) {
         b.units = unit_count - first < per_batch ? unit_count - first : per_batch;
         b.z0 = first;
         memcpy(b.u, units + first, b.units * sizeof *units);
-        const uint32_t tables = b.units * b.tiles;
-        const size_t hist_slots = (size_t)tables * (b.stride + 2);
-        DH_CUDA_CK(cudaMemsetAsync(ws->d_hist, 0, hist_slots * 8, stream), "zeroing histograms");
-        hist<<<tables * b.pieces, threads, smem, stream>>>(data, b, copies, words, ws->d_hist);
-        DH_CUDA_CK(cudaGetLastError(), "tile histogram kernel");
-        prepare_tables_kernel<<<tables, 256, 0, stream>>>(b, ws->d_hist, ws->d_windows);
-        DH_CUDA_CK(cudaGetLastError(), "empty tile kernel");
-        if (dh_eq_lut_build_cuda((const uint64_t *)ws->d_hist, tables, 0, b.stride, ws->d_windows,
-                                 levels, clip, ws->d_tables, stream, msg, msg_len) != 0)
+        if (tables_of_batch(ws, data, b, narrow, packed, levels, clip, stream, msg, msg_len) != 0)
             return -1;
+        const uint32_t tables = b.units * b.tiles;
+        const dim3 qgrid((b.stride + 255) / 256, tables < 65535 ? tables : 65535);
+        dh_clahe_tables::quad_kernel<<<qgrid, 256, 0, stream>>>(ws->d_tables, b.tx, b.ty,
+                                                                 b.tiles, b.stride, tables,
+                                                                 ws->d_quads);
+        DH_CUDA_CK(cudaGetLastError(), "table quad kernel");
         const size_t n = (size_t)b.nx * b.ny * b.nz * b.units;
         const size_t blocks = (n + 8 * kMapThreads - 1) / (8 * kMapThreads);
         if (b.tz > 1) { /* one tile across the slices blends as 2D: the same exact value */
             if (wide)
                 map_kernel<T, 1, 1><<<(unsigned)blocks, kMapThreads, 0, stream>>>(
-                    data, b, ws->d_axes, ws->d_tables, d_out);
+                    data, b, ws->d_axes, ws->d_quads, d_out);
             else
                 map_kernel<T, 1, 0><<<(unsigned)blocks, kMapThreads, 0, stream>>>(
-                    data, b, ws->d_axes, ws->d_tables, d_out);
+                    data, b, ws->d_axes, ws->d_quads, d_out);
         } else {
             map_kernel<T, 0, 0><<<(unsigned)blocks, kMapThreads, 0, stream>>>(
-                data, b, ws->d_axes, ws->d_tables, d_out);
+                data, b, ws->d_axes, ws->d_quads, d_out);
         }
         DH_CUDA_CK(cudaGetLastError(), "mapping kernel");
     }
@@ -608,6 +683,8 @@ void dh_clahe_cuda_workspace_free(dh_clahe_cuda_workspace *ws)
         return;
     cudaFree(ws->d_hist);
     cudaFree(ws->d_tables);
+    cudaFree(ws->d_quads);
+    cudaFree(ws->d_segs);
     cudaFree(ws->d_windows);
     cudaFree(ws->d_axes);
     free(ws);
@@ -662,9 +739,16 @@ int dh_clahe_cuda(dh_clahe_cuda_workspace *ws, const void *d_data, int is_signed
         units[k] = u;
     }
 
+    /* Counters: 32 bits unless a tile holds 2^32 samples or more. */
+    const uint64_t tile_max = (uint64_t)((s->nx + s->tx - 1) / s->tx) *
+                              ((s->ny + s->ty - 1) / s->ty) * ((nzu + tz - 1) / tz);
+    const bool narrow = tile_max <= UINT32_MAX;
+    const uint32_t pitch = narrow ? (stride + 1 + 7) / 8 * 8 : stride + 2;
+    const uint32_t segs = (stride + dh_clahe_tables::kSeg - 1) / dh_clahe_tables::kSeg;
     /* Scratch for a batch of units, bounded by kBatchBytes (one unit at least). */
-    const uint64_t per_unit = tiles * ((uint64_t)(stride + 2) * 8 + (uint64_t)stride * 2 +
-                                       sizeof(dh_eq_window));
+    const uint64_t per_unit =
+        tiles * ((uint64_t)pitch * (narrow ? 4 : 8) + (uint64_t)stride * (2 + 8) +
+                 sizeof(dh_eq_window) + segs * sizeof(dh_clahe_tables::Seg));
     uint64_t per_batch = kBatchBytes / per_unit;
     per_batch = per_batch < 1 ? 1 : per_batch > kMaxUnits ? kMaxUnits : per_batch;
     per_batch = per_batch > unit_count ? unit_count : per_batch;
@@ -679,6 +763,7 @@ int dh_clahe_cuda(dh_clahe_cuda_workspace *ws, const void *d_data, int is_signed
     b.ty = s->ty;
     b.tiles = (uint32_t)tiles;
     b.stride = stride;
+    b.pitch = pitch;
     b.top = levels - 1;
     b.total = (size_t)s->nx * s->ny * s->nz;
     /* Pieces per tile: few enough samples each for the counters, and as many more as fill the
@@ -691,7 +776,8 @@ int dh_clahe_cuda(dh_clahe_cuda_workspace *ws, const void *d_data, int is_signed
     uint64_t pieces = (rows_max + rows_per_piece - 1) / rows_per_piece;
     pieces = fill_pieces(pieces, rows_min, batch_tables, hist_slots(ws, stride, packed));
     b.pieces = (uint32_t)pieces;
-    if (tiles > UINT32_MAX || batch_tables * pieces > INT32_MAX || batch_tables > INT32_MAX) {
+    if (tiles > UINT32_MAX || batch_tables * pieces > INT32_MAX ||
+        batch_tables * segs > INT32_MAX) {
         free(units);
         snprintf(msg, msg_len, "CLAHE: %llu tiles are more than the GPU twin launches",
                  (unsigned long long)tiles);
@@ -700,10 +786,15 @@ int dh_clahe_cuda(dh_clahe_cuda_workspace *ws, const void *d_data, int is_signed
 
     const size_t axes = (size_t)s->nx + s->ny + nzu;
     int rc = 0;
-    if (grow((void **)&ws->d_hist, &ws->hist_bytes, batch_tables * (stride + 2) * 8,
+    if (grow((void **)&ws->d_hist, &ws->hist_bytes, batch_tables * pitch * (narrow ? 4 : 8),
              "allocating tile histograms", msg, msg_len) != 0 ||
         grow((void **)&ws->d_tables, &ws->table_bytes, batch_tables * stride * 2,
              "allocating tile tables", msg, msg_len) != 0 ||
+        grow((void **)&ws->d_quads, &ws->quad_bytes, batch_tables * stride * sizeof(uint2),
+             "allocating tile table quads", msg, msg_len) != 0 ||
+        grow((void **)&ws->d_segs, &ws->seg_bytes,
+             batch_tables * segs * sizeof(dh_clahe_tables::Seg), "allocating table segments",
+             msg, msg_len) != 0 ||
         grow((void **)&ws->d_windows, &ws->window_bytes, batch_tables * sizeof(dh_eq_window),
              "allocating table windows", msg, msg_len) != 0 ||
         grow((void **)&ws->d_axes, &ws->axes_bytes, axes * sizeof(dh_clahe_axis_weight),
@@ -725,10 +816,10 @@ int dh_clahe_cuda(dh_clahe_cuda_workspace *ws, const void *d_data, int is_signed
                                                             max_den(nzu, tz));
     if (rc == 0)
         rc = is_signed ? run_batches(ws, (const int16_t *)d_data, b, units, unit_count,
-                                     (uint32_t)per_batch, levels, clip_limit, packed, wide,
+                                     (uint32_t)per_batch, levels, clip_limit, narrow, packed, wide,
                                      d_out, st, msg, msg_len)
                        : run_batches(ws, (const uint16_t *)d_data, b, units, unit_count,
-                                     (uint32_t)per_batch, levels, clip_limit, packed, wide,
+                                     (uint32_t)per_batch, levels, clip_limit, narrow, packed, wide,
                                      d_out, st, msg, msg_len);
     if (rc != 0)
         memset(ws->axes_key, 0, sizeof ws->axes_key); /* a failed launch may have left them */

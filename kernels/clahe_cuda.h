@@ -3,8 +3,8 @@
  * clahe_cuda.h: the CUDA twin of kernels/clahe_cpu.h, only with DH_HAVE_CUDA. Same arguments and
  * the same output bits as dh_clahe_cpu, on device pointers and a stream (void*, a cudaStream_t):
  * all tile histograms in one launch through the large-bin machinery of hist_cuda.h (never a block
- * per tile with global counters), all tile tables in one launch (dh_eq_lut_build_cuda's
- * formula), the interpolated mapping of every pixel in one pass. The raw launcher does not
+ * per tile with global counters), all tile tables in a few launches (dh_eq_lut_build's formula,
+ * each table spread over several blocks), the interpolated mapping of every pixel in one pass. The raw launcher does not
  * synchronize; its scratch (histograms, tables) comes from a workspace the caller keeps across
  * calls, so a loop over slices or volumes allocates once.
  * Every function returns 0, or -1 with a message (CUDA's own text included) in msg.

@@ -6,7 +6,8 @@
  * 2-3 pixels; bins 1, 256, 4096, 65536 and 0 (one per value); clip limits and output levels;
  * per slice (with windows that differ per slice, some empty) and per volume; batches of slices
  * beyond one launch's units and beyond the scratch bound; tiles larger than one histogram piece;
- * unaligned device pointers; one workspace reused across every shape. The real files of
+ * unaligned device pointers; tables built in segments (bands across segment boundaries, spikes
+ * far above the clip limit); one workspace reused across every shape. The real files of
  * ../shared/dicom likewise. Every GPU output is poisoned first, so an unwritten sample fails.
  * Exits 77 (skipped) without a usable GPU. Runs in CK_NOFORK mode: CUDA and fork do not mix.
  */
@@ -288,6 +289,46 @@ START_TEST(large_images_and_batches)
 }
 END_TEST
 
+/* The GPU builds each table in segments of 2048 bins (kernels/clahe_cuda_tables.cuh): bands of
+ * values that straddle segment boundaries, spikes far above the clip limit (their excess and its
+ * remainder spread over a span that starts and ends inside segments), clip limits from one sample
+ * per bin to none in effect, bin counts that are and are not multiples of 8, 2 to 65536 levels. */
+START_TEST(table_segments_and_redistribution)
+{
+    const uint32_t nx = 203, ny = 150, nz = 4;
+    const size_t n = (size_t)nx * ny * nz;
+    uint16_t *data = malloc(n * 2);
+    dh_test_rng rng;
+    dh_test_rng_seed(&rng, 4096);
+    static const uint32_t bins[] = {65536, 0, 30001, 6000};
+    static const uint32_t levels[] = {65536, 256, 2};
+    static const double clips[] = {0.01, 0.3, 1, 2.5, 1e12};
+    int round = 0;
+    for (int layout = 0; layout < 2; layout++) {
+        for (size_t i = 0; i < n; i++) {
+            const uint32_t band = 2048u * (1 + dh_test_rng_below(&rng, layout ? 30 : 3));
+            const uint32_t spike = dh_test_rng_below(&rng, 8) == 0;
+            int32_t v = spike ? (int32_t)band + 7 : (int32_t)band - 60 +
+                                                        (int32_t)dh_test_rng_below(&rng, 121);
+            data[i] = (uint16_t)v;
+        }
+        for (size_t b = 0; b < sizeof bins / sizeof *bins; b++)
+            for (size_t c = 0; c < sizeof clips / sizeof *clips; c++, round++) {
+                const int volume = round % 2;
+                dh_eq_window w[4];
+                for (uint32_t k = 0; k < 4; k++) { /* whole range, or a window from a band */
+                    w[k].lo = (round + k) % 3 ? 0 : 2048 * (int32_t)(1 + k) + 13;
+                    w[k].hi = 65535 - (int32_t)(round + k) % 2 * 1000;
+                }
+                clahe_case cs = {data, 0, 0, 65536, {nx, ny, nz, 3, 2, volume ? 2 : 1, volume},
+                                 w, bins[b], levels[round % 3], clips[c], (size_t)(round % 2)};
+                check_case(&cs);
+            }
+    }
+    free(data);
+}
+END_TEST
+
 /* Bad arguments are refused with a message, as dh_clahe_cpu refuses them. */
 START_TEST(bad_arguments)
 {
@@ -374,6 +415,7 @@ int main(int argc, char **argv)
         return 1;
     const dh_test synthetic[] = {DH_TEST(every_kind_grid_and_bin_count),
                                  DH_TEST(tiles_of_one_pixel), DH_TEST(large_images_and_batches),
+                                 DH_TEST(table_segments_and_redistribution),
                                  DH_TEST(bad_arguments)};
     const dh_test real_files[] = {DH_TEST(real_files_equal_the_cpu)};
     dh_test_in_one_process();
