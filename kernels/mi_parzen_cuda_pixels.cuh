@@ -131,30 +131,11 @@ __device__ __forceinline__ void pz_quantize(const double w[4], uint64_t one, uin
     q[2] = one - q[0] - q[1] - q[3];
 }
 
-/* Element k of an image as a double (exact), or false when it does not count: masked, or a
- * float32 NaN or infinity (mi_parzen_cpu.c's read_pixel). 16-bit samples go through
- * pz_u32_to_double (int16 shifted by 2^15 and back, both exact) instead of a quarter-rate
- * conversion. */
-template <dh_parzen_sample S>
-__device__ __forceinline__ bool pz_read(const void *data, const uint8_t *mask, size_t k, double *v)
-{
-    if (mask && !mask[k])
-        return false;
-    if (S == DH_PARZEN_FLOAT32) {
-        const float x = ((const float *)data)[k];
-        *v = (double)x;
-        return isfinite(x);
-    }
-    if (S == DH_PARZEN_UINT16) {
-        *v = pz_u32_to_double(((const uint16_t *)data)[k]);
-        return true;
-    }
-    *v = __dsub_rn(pz_u32_to_double((uint32_t)(((const int16_t *)data)[k] + 32768)), 32768.0);
-    return true;
-}
-
-/* pz_read without its early exit: the sample (and mask byte) loaded whatever the validity, so
- * that a loop can put several pixels' loads in flight before the first use. k must be in range. */
+/* Element k of an image as a double (exact), and whether it counts: not masked, and not a
+ * float32 NaN or infinity (mi_parzen_cpu.c's read_pixel). The sample (and mask byte) are loaded
+ * whatever the validity, so that a loop can put several pixels' loads in flight before the first
+ * use; k must be in range. 16-bit samples go through pz_u32_to_double (int16 shifted by 2^15 and
+ * back, both exact) instead of a quarter-rate conversion. */
 template <dh_parzen_sample S>
 __device__ __forceinline__ bool pz_read_eager(const void *data, const uint8_t *mask, size_t k,
                                               double *v)
@@ -197,7 +178,7 @@ __device__ __forceinline__ double pz_unkey(uint32_t key)
     return (double)__uint_as_float(u);
 }
 
-/* Element k's key, or false when it does not count (pz_read's validity), straight from the
+/* Element k's key, or false when it does not count (pz_read_eager's validity), straight from the
  * sample: no double on the way (a float32 is its own float; a 16-bit integer converts exactly). */
 template <dh_parzen_sample S>
 __device__ __forceinline__ bool pz_raw_key(const void *data, const uint8_t *mask, size_t k,
