@@ -171,17 +171,25 @@ DH_MI_HD void dh_parzen_nmi_constants(uint32_t gradient_of, int log2, const dh_m
 
 /* The gradient's factor of one cell holding w (0 for w = 0): d score / d p_ij up to terms that
  * vanish because a pixel's window slopes sum to zero. MI: ln(W_ij / C_j); NMI: (S ln p_ij - H_j
- * ln pm_j) / H_j^2. ln_col = ln C_j (0 for an empty column), ln_t = ln T. */
+ * ln pm_j) / H_j^2. ln_col = ln C_j (0 for an empty column), ln_t = ln T. The _of_log form takes
+ * ln_w = dh_mi_log(w) already computed (the GPU twin keeps it from the entropy term). */
+DH_MI_HD double dh_parzen_cell_factor_of_log(uint32_t gradient_of, double ln_w, double ln_col,
+                                             double ln_t, double sum_h, double hj, double hj2)
+{
+    if (gradient_of == 0u /* DH_PARZEN_GRAD_MI */)
+        return DH_MI_SUB(ln_w, ln_col);
+    double ln_p = DH_MI_SUB(ln_w, ln_t);
+    double ln_pm = DH_MI_SUB(ln_col, ln_t);
+    return DH_MI_DIV(DH_MI_SUB(DH_MI_MUL(sum_h, ln_p), DH_MI_MUL(hj, ln_pm)), hj2);
+}
+
 DH_MI_HD double dh_parzen_cell_factor(uint32_t gradient_of, uint64_t w, double ln_col,
                                       double ln_t, double sum_h, double hj, double hj2)
 {
     if (w == 0)
         return 0.0;
-    if (gradient_of == 0u /* DH_PARZEN_GRAD_MI */)
-        return DH_MI_SUB(dh_mi_log((double)w), ln_col);
-    double ln_p = DH_MI_SUB(dh_mi_log((double)w), ln_t);
-    double ln_pm = DH_MI_SUB(ln_col, ln_t);
-    return DH_MI_DIV(DH_MI_SUB(DH_MI_MUL(sum_h, ln_p), DH_MI_MUL(hj, ln_pm)), hj2);
+    return dh_parzen_cell_factor_of_log(gradient_of, dh_mi_log((double)w), ln_col, ln_t, sum_h,
+                                        hj, hj2);
 }
 
 /* The factor every pixel's sum is multiplied by: 1 / (N width_m), in bits for MI with log2. */

@@ -6,7 +6,7 @@
  * (so an optimizer loop can capture it in a CUDA graph):
  *   1. one memset: the range keys and the per-item counts and joint histograms;
  *   2. pz_range_kernel (only for a range not given): min/max keys of every image's valid pixels;
- *   3. pz_axes_kernel: every axis, with mi_parzen.h's arithmetic;
+ *   3. pz_axes_kernel: every axis, with mi_parzen.h's arithmetic, and its width's reciprocal;
  *   4. pz_fixed_kernel: the fixed pixels' indices (and positions for the cubic window), once for
  *      the whole batch;
  *   5. pz_hist_kernel: the joint histograms, uint64 sums of quantized weights, privatized in
@@ -58,7 +58,8 @@ size_t pz_round(size_t x) { return (x + PZ_ALIGN - 1) / PZ_ALIGN * PZ_ALIGN; }
 /* Where each region of the workspace starts; the counts and the joint histograms are adjacent
  * after the keys, so one memset zeroes them (keys to all ones: a separate memset). */
 struct pz_layout {
-    size_t keys, n, joint, joint_end, axes, cell, scale, grad_zero, fixed_row, fixed_t, total;
+    size_t keys, n, joint, joint_end, axes, rcp, cell, scale, grad_zero, fixed_row, fixed_t,
+        total;
 };
 
 pz_layout pz_plan(size_t pixels, uint32_t count, uint32_t bins, bool cubic, bool gradient)
@@ -75,6 +76,8 @@ pz_layout pz_plan(size_t pixels, uint32_t count, uint32_t bins, bool cubic, bool
     l.joint_end = at;
     l.axes = at;
     at += pz_round(((size_t)count + 1) * sizeof(dh_parzen_axis));
+    l.rcp = at;
+    at += pz_round(((size_t)count + 1) * sizeof(double));
     l.cell = at;
     at += gradient ? pz_round((size_t)count * cells * sizeof(double)) : 0;
     l.scale = at;
@@ -257,6 +260,7 @@ extern "C" int dh_parzen_mi_cuda(dh_parzen_cuda_workspace *ws, const dh_parzen_p
     a.n = (unsigned long long *)(base + l.n);
     a.joint = (unsigned long long *)(base + l.joint);
     a.axes = (dh_parzen_axis *)(base + l.axes);
+    a.rcp = (double *)(base + l.rcp);
     a.cell = (double *)(base + l.cell);
     a.scale = (double *)(base + l.scale);
     a.grad_zero = (uint32_t *)(base + l.grad_zero);
@@ -270,7 +274,12 @@ extern "C" int dh_parzen_mi_cuda(dh_parzen_cuda_workspace *ws, const dh_parzen_p
           "cudaMemsetAsync (histograms)");
     if (!a.fixed_given || !a.moving_given) {
         const dim3 grid(count + 1, pz_blocks_per_item(ws, pixels, count + 1, 4096));
-        pz_range_kernel<<<grid, PZ_PIXEL_THREADS, 0, stream>>>(a, moving->sample);
+        if (moving->sample == DH_PARZEN_FLOAT32)
+            pz_range_kernel<DH_PARZEN_FLOAT32><<<grid, PZ_PIXEL_THREADS, 0, stream>>>(a);
+        else if (moving->sample == DH_PARZEN_UINT16)
+            pz_range_kernel<DH_PARZEN_UINT16><<<grid, PZ_PIXEL_THREADS, 0, stream>>>(a);
+        else
+            pz_range_kernel<DH_PARZEN_INT16><<<grid, PZ_PIXEL_THREADS, 0, stream>>>(a);
         PZ_CK(cudaGetLastError(), "the range kernel's launch");
     }
     pz_axes_kernel<<<(count + 1 + 255) / 256, 256, 0, stream>>>(a);
@@ -278,7 +287,15 @@ extern "C" int dh_parzen_mi_cuda(dh_parzen_cuda_workspace *ws, const dh_parzen_p
     size_t fixed_blocks = (pixels + PZ_PIXEL_THREADS * 4 - 1) / (PZ_PIXEL_THREADS * 4);
     if (fixed_blocks > (size_t)ws->sms * PZ_BLOCKS_PER_SM)
         fixed_blocks = (size_t)ws->sms * PZ_BLOCKS_PER_SM;
-    pz_fixed_kernel<<<(unsigned)fixed_blocks, PZ_PIXEL_THREADS, 0, stream>>>(a);
+    if (fixed->sample == DH_PARZEN_FLOAT32)
+        pz_fixed_kernel<DH_PARZEN_FLOAT32>
+            <<<(unsigned)fixed_blocks, PZ_PIXEL_THREADS, 0, stream>>>(a);
+    else if (fixed->sample == DH_PARZEN_UINT16)
+        pz_fixed_kernel<DH_PARZEN_UINT16>
+            <<<(unsigned)fixed_blocks, PZ_PIXEL_THREADS, 0, stream>>>(a);
+    else
+        pz_fixed_kernel<DH_PARZEN_INT16>
+            <<<(unsigned)fixed_blocks, PZ_PIXEL_THREADS, 0, stream>>>(a);
     PZ_CK(cudaGetLastError(), "the fixed kernel's launch");
     switch (moving->sample) {
     case DH_PARZEN_FLOAT32:

@@ -3,9 +3,11 @@
  * mi_parzen_cuda_pixels.cuh: the per-pixel kernels of the Parzen MI GPU twin (mi_parzen_cuda.cu):
  * the ranges (min..max over the valid pixels), the axes, the fixed image's bins, the joint
  * histograms and the gradient. Every double step is mi_parzen.h's (DH_MI_* are __dadd_rn and kin
- * on the device, never fused), so each pixel's window, quantized weights and gradient are the
- * CPU twin's bits; the histograms are uint64 sums of those integers, exact in any order, so
- * atomics keep the bits.
+ * on the device, never fused) or gives its value exactly in fewer instructions (the position's
+ * division through the reciprocal with two exact corrections, truncations and integer
+ * conversions by adding 2^52: pz_divide and its neighbours below), so each pixel's window,
+ * quantized weights and gradient are the CPU twin's bits; the histograms are uint64 sums of
+ * those integers, exact in any order, so atomics keep the bits.
  *
  * Grids put the batch item on x (no limit on the batch) and a block's share of the pixels on y.
  * Private to mi_parzen_cuda.cu, its one translation unit (the unnamed namespace keeps internal
@@ -47,6 +49,7 @@ struct pz_args {
     double *fixed_t;           /* pixels, cubic window only: the fixed position t */
     uint32_t *keys;            /* (count + 1) x 2: min key, inverted max key; fixed last */
     dh_parzen_axis *axes;      /* count + 1; the fixed image last */
+    double *rcp;               /* count + 1: RN(1 / width) for pz_divide, 0 where it may not */
     unsigned long long *n;     /* count: the pixels counted (zeroed with joint) */
     unsigned long long *joint; /* count x bins x bins */
     double *cell;              /* count x bins x bins: the gradient's factors */
@@ -56,24 +59,99 @@ struct pz_args {
     float *gradient;
 };
 
-/* Element k of an image as a double (exact), or false when it does not count: masked, or a
- * float32 NaN or infinity (mi_parzen_cpu.c's read_pixel). */
-template <dh_parzen_sample S>
-__device__ __forceinline__ bool pz_read(const void *data, const uint8_t *mask, size_t k, double *v)
+/* ---- mi_parzen.h's per-pixel steps, the same bits in fewer instructions ------------------
+ * The shared helpers (dh_parzen_position, _index, _quantize) convert between double and integer
+ * types and divide; on the GPU a conversion from or to a 64-bit type issues at a quarter of the
+ * FP64 rate and an IEEE division is a dozen FP64 instructions with a slow-path test. These give
+ * the same values by exact FP64 arithmetic instead (proofs in the comments; the bit-for-bit tests
+ * against the CPU twin check them, tests/test_mi_parzen_cuda.c). */
+
+constexpr double PZ_TWO52 = 4503599627370496.0; /* 2^52: doubles in [2^52, 2^53) are integers */
+
+/* (double)u for an integer 0 <= u < 2^32: the double whose bits are 2^52's with u in the low
+ * word is exactly 2^52 + u, and subtracting 2^52 is exact. */
+__device__ __forceinline__ double pz_u32_to_double(uint32_t u)
 {
-    if (mask && !mask[k])
-        return false;
+    return __dsub_rn(__hiloint2double(0x43300000, (int)u), PZ_TWO52);
+}
+
+/* trunc(x) for 0 <= x < 2^52 as its 64-bit integer: x + 2^52 rounded toward zero is 2^52 +
+ * trunc(x) exactly (the sum lies in [2^52, 2^53), where the doubles are the integers), and its
+ * bits minus 2^52's are that integer. */
+__device__ __forceinline__ uint64_t pz_trunc_u64(double x)
+{
+    return (uint64_t)__double_as_longlong(__dadd_rz(x, PZ_TWO52)) - 0x4330000000000000ull;
+}
+
+/* RN(a / b) for the position's quotient, b = the axis width, y = RN(1 / b) (0: not usable).
+ * q0 = RN(a y) is within 1.5 ulp of a / b; one correction q1 = RN(q0 + RN(a - b q0) y) brings it
+ * within 1/2 ulp plus a term of order 2^-52 ulp, so q1 is a faithful rounding; then Markstein's
+ * theorem (y within 1/2 ulp of 1 / b, q1 within 1 ulp of a / b, no underflow or overflow): r =
+ * a - b q1 is exact in one FMA and RN(q1 + r y) = RN(a / b). The axis kernel sets y only for
+ * 2^-500 <= b <= 2^500, and a quotient below 2^-400 (a tiny, not 0) goes to the IEEE division,
+ * so no step underflows; a = 0 gives 0 on both paths. */
+__device__ __forceinline__ double pz_divide(double a, double b, double y)
+{
+    const double q0 = __dmul_rn(a, y);
+    if (y == 0.0 || (q0 < 0x1p-400 && a != 0.0))
+        return __ddiv_rn(a, b);
+    const double q1 = __fma_rn(__fma_rn(-b, q0, a), y, q0);
+    return __fma_rn(__fma_rn(-b, q1, a), y, q1);
+}
+
+/* dh_parzen_position with pz_divide: t = RN(RN(clamp(v) - lo) / width) + 2 (the clamp as two
+ * selects: v is never NaN here). */
+__device__ __forceinline__ double pz_position(const dh_parzen_axis &ax, double rcp, double v)
+{
+    double c = v < ax.lo ? ax.lo : v;
+    c = c > ax.hi ? ax.hi : c;
+    return __dadd_rn(pz_divide(__dsub_rn(c, ax.lo), ax.width, rcp), (double)DH_PARZEN_PADDING);
+}
+
+/* dh_parzen_index: i = clamp((int32_t)t, 2, B - 3), f = t - i. t >= 2 and below 2^31, so the
+ * truncation is pz_trunc_u64's low word. */
+__device__ __forceinline__ uint32_t pz_index(uint32_t bins, double t, double *frac)
+{
+    uint32_t i = (uint32_t)pz_trunc_u64(t);
+    i = max(i, (uint32_t)DH_PARZEN_PADDING);
+    i = min(i, bins - 3u);
+    *frac = __dsub_rn(t, pz_u32_to_double(i));
+    return i;
+}
+
+/* dh_parzen_quantize: q = (int64_t)RN(RN(w one) + 1/2) for the outer three, the remainder for
+ * w[2]. RN(w one) + 1/2 is positive and below 2^33 (mi_parzen.h), so the truncation is
+ * pz_trunc_u64's. */
+__device__ __forceinline__ void pz_quantize(const double w[4], uint64_t one, uint64_t q[4])
+{
+    const double scale = (double)one;
+    q[0] = pz_trunc_u64(__dadd_rn(__dmul_rn(w[0], scale), 0.5));
+    q[1] = pz_trunc_u64(__dadd_rn(__dmul_rn(w[1], scale), 0.5));
+    q[3] = pz_trunc_u64(__dadd_rn(__dmul_rn(w[3], scale), 0.5));
+    q[2] = one - q[0] - q[1] - q[3];
+}
+
+/* Element k of an image as a double (exact), and whether it counts: not masked, and not a
+ * float32 NaN or infinity (mi_parzen_cpu.c's read_pixel). The sample (and mask byte) are loaded
+ * whatever the validity, so that a loop can put several pixels' loads in flight before the first
+ * use; k must be in range. 16-bit samples go through pz_u32_to_double (int16 shifted by 2^15 and
+ * back, both exact) instead of a quarter-rate conversion. */
+template <dh_parzen_sample S>
+__device__ __forceinline__ bool pz_read_eager(const void *data, const uint8_t *mask, size_t k,
+                                              double *v)
+{
+    const bool on = !mask || mask[k];
     if (S == DH_PARZEN_FLOAT32) {
         const float x = ((const float *)data)[k];
         *v = (double)x;
-        return isfinite(x);
+        return on && isfinite(x);
     }
-    if (S == DH_PARZEN_UINT16) {
-        *v = (double)((const uint16_t *)data)[k];
-        return true;
-    }
-    *v = (double)((const int16_t *)data)[k];
-    return true;
+    if (S == DH_PARZEN_UINT16)
+        *v = pz_u32_to_double(((const uint16_t *)data)[k]);
+    else
+        *v = __dsub_rn(pz_u32_to_double((uint32_t)(((const int16_t *)data)[k] + 32768)),
+                       32768.0);
+    return on;
 }
 
 /* Item b's first pixel of a batch of images of `pixels` samples each. */
@@ -84,24 +162,10 @@ __device__ __forceinline__ const void *pz_item(const void *data, uint32_t b, siz
     return (const char *)data + (size_t)b * pixels * bytes;
 }
 
-__device__ __forceinline__ bool pz_read_any(dh_parzen_sample s, const void *data,
-                                            const uint8_t *mask, size_t k, double *v)
-{
-    switch (s) {
-    case DH_PARZEN_FLOAT32:
-        return pz_read<DH_PARZEN_FLOAT32>(data, mask, k, v);
-    case DH_PARZEN_UINT16:
-        return pz_read<DH_PARZEN_UINT16>(data, mask, k, v);
-    default:
-        return pz_read<DH_PARZEN_INT16>(data, mask, k, v);
-    }
-}
-
 /* An order-preserving key of a value (every sample converts to float exactly); -0 counts as +0,
  * which changes no result (the range only enters through differences and comparisons). */
-__device__ __forceinline__ uint32_t pz_key(double v)
+__device__ __forceinline__ uint32_t pz_key_of_float(float x)
 {
-    float x = (float)v;
     if (x == 0.0f)
         x = 0.0f;
     const uint32_t u = __float_as_uint(x);
@@ -114,29 +178,75 @@ __device__ __forceinline__ double pz_unkey(uint32_t key)
     return (double)__uint_as_float(u);
 }
 
+/* Element k's key, or false when it does not count (pz_read_eager's validity), straight from the
+ * sample: no double on the way (a float32 is its own float; a 16-bit integer converts exactly). */
+template <dh_parzen_sample S>
+__device__ __forceinline__ bool pz_raw_key(const void *data, const uint8_t *mask, size_t k,
+                                           uint32_t *key)
+{
+    float x;
+    if (S == DH_PARZEN_FLOAT32)
+        x = ((const float *)data)[k];
+    else if (S == DH_PARZEN_UINT16)
+        x = (float)((const uint16_t *)data)[k];
+    else
+        x = (float)((const int16_t *)data)[k];
+    *key = pz_key_of_float(x);
+    return (!mask || mask[k]) && (S != DH_PARZEN_FLOAT32 || isfinite(x));
+}
+
+/* Min key and inverted max key of one image's y-th share of its pixels, four independent loads
+ * in flight per thread (the pass is bound by memory). */
+template <dh_parzen_sample S>
+__device__ __forceinline__ void pz_minmax(const void *data, const uint8_t *mask, size_t pixels,
+                                          uint32_t *lo, uint32_t *hi_inv)
+{
+    const size_t step = (size_t)gridDim.y * blockDim.x;
+    size_t k = (size_t)blockIdx.y * blockDim.x + threadIdx.x;
+    for (; k + 3 * step < pixels; k += 4 * step) {
+        uint32_t key[4];
+        bool in[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+            in[u] = pz_raw_key<S>(data, mask, k + u * step, &key[u]);
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+            if (in[u]) {
+                *lo = min(*lo, key[u]);
+                *hi_inv = min(*hi_inv, ~key[u]);
+            }
+    }
+    for (; k < pixels; k += step) {
+        uint32_t key;
+        if (pz_raw_key<S>(data, mask, k, &key)) {
+            *lo = min(*lo, key);
+            *hi_inv = min(*hi_inv, ~key);
+        }
+    }
+}
+
 /* Min and max keys of image x (x = count: the fixed image) over its valid pixels: a share per
  * block, merged by atomicMin on the min key and on the inverted max key (both start at all ones:
- * one memset; min and max are exact, so any order). */
-__global__ void __launch_bounds__(PZ_PIXEL_THREADS)
-    pz_range_kernel(pz_args a, dh_parzen_sample moving_sample)
+ * one memset; min and max are exact, so any order). The sample type is a template for the moving
+ * images; the fixed image's (one row of blocks) is chosen once per block, not per pixel. */
+template <dh_parzen_sample S>
+__global__ void __launch_bounds__(PZ_PIXEL_THREADS) pz_range_kernel(pz_args a)
 {
     const uint32_t y = blockIdx.x;
     const bool is_fixed = y == a.count;
     if (is_fixed ? a.fixed_given : a.moving_given)
         return;
-    const void *data = is_fixed ? a.fixed : a.moving;
-    const uint8_t *mask = is_fixed ? a.fixed_mask : a.moving_mask;
-    const dh_parzen_sample s = is_fixed ? a.fixed_sample : moving_sample;
-    const size_t base = is_fixed ? 0 : (size_t)y * a.pixels;
     uint32_t lo = 0xFFFFFFFFu, hi_inv = 0xFFFFFFFFu;
-    for (size_t k = (size_t)blockIdx.y * blockDim.x + threadIdx.x; k < a.pixels;
-         k += (size_t)gridDim.y * blockDim.x) {
-        double v;
-        if (pz_read_any(s, data, mask, base + k, &v)) {
-            const uint32_t key = pz_key(v);
-            lo = min(lo, key);
-            hi_inv = min(hi_inv, ~key);
-        }
+    if (!is_fixed) {
+        pz_minmax<S>(pz_item<S>(a.moving, y, a.pixels),
+                     a.moving_mask ? a.moving_mask + (size_t)y * a.pixels : nullptr, a.pixels,
+                     &lo, &hi_inv);
+    } else if (a.fixed_sample == DH_PARZEN_FLOAT32) {
+        pz_minmax<DH_PARZEN_FLOAT32>(a.fixed, a.fixed_mask, a.pixels, &lo, &hi_inv);
+    } else if (a.fixed_sample == DH_PARZEN_UINT16) {
+        pz_minmax<DH_PARZEN_UINT16>(a.fixed, a.fixed_mask, a.pixels, &lo, &hi_inv);
+    } else {
+        pz_minmax<DH_PARZEN_INT16>(a.fixed, a.fixed_mask, a.pixels, &lo, &hi_inv);
     }
     for (int o = 16; o > 0; o >>= 1) {
         lo = min(lo, __shfl_xor_sync(0xFFFFFFFFu, lo, o));
@@ -149,7 +259,8 @@ __global__ void __launch_bounds__(PZ_PIXEL_THREADS)
 }
 
 /* The axes: the given range, or the keys' min..max (0..0 when no pixel was valid), set as
- * dh_parzen_axis_init sets them. */
+ * dh_parzen_axis_init sets them; and RN(1 / width) for pz_divide where the width lies in
+ * [2^-500, 2^500] (0 elsewhere: the IEEE division then). */
 __global__ void pz_axes_kernel(pz_args a)
 {
     for (uint32_t y = blockIdx.x * blockDim.x + threadIdx.x; y <= a.count;
@@ -163,25 +274,50 @@ __global__ void pz_axes_kernel(pz_args a)
             hi = empty ? 0.0 : pz_unkey(kh);
         }
         dh_parzen_axis_set(&a.axes[y], a.bins, lo, hi);
+        const double w = a.axes[y].width;
+        a.rcp[y] = w >= 0x1p-500 && w <= 0x1p500 ? __drcp_rn(w) : 0.0;
     }
 }
 
 /* Each fixed pixel's index i on its axis (PZ_NO_ROW where it does not count) and, for the cubic
- * window, its position t: computed once per call, read by every batch item. */
+ * window, its position t: computed once per call, read by every batch item. Four pixels' loads
+ * in flight per thread. */
+template <dh_parzen_sample S>
+__device__ __forceinline__ void pz_fixed_pixel(const pz_args &a, const dh_parzen_axis &ax,
+                                               double rcp, size_t k, bool valid, double v)
+{
+    double f;
+    uint8_t row = PZ_NO_ROW;
+    if (valid) {
+        const double t = pz_position(ax, rcp, v);
+        row = (uint8_t)pz_index(a.bins, t, &f);
+        if (a.fixed_window == DH_PARZEN_FIXED_CUBIC)
+            a.fixed_t[k] = t;
+    }
+    a.fixed_row[k] = row;
+}
+
+template <dh_parzen_sample S>
 __global__ void __launch_bounds__(PZ_PIXEL_THREADS) pz_fixed_kernel(pz_args a)
 {
     const dh_parzen_axis ax = a.axes[a.count];
-    for (size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x; k < a.pixels;
-         k += (size_t)gridDim.x * blockDim.x) {
-        double v, f;
-        uint8_t row = PZ_NO_ROW;
-        if (pz_read_any(a.fixed_sample, a.fixed, a.fixed_mask, k, &v)) {
-            const double t = dh_parzen_position(&ax, v);
-            row = (uint8_t)dh_parzen_index(a.bins, t, &f);
-            if (a.fixed_window == DH_PARZEN_FIXED_CUBIC)
-                a.fixed_t[k] = t;
-        }
-        a.fixed_row[k] = row;
+    const double rcp = a.rcp[a.count];
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; k + 3 * stride < a.pixels; k += 4 * stride) {
+        double v[4];
+        bool valid[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+            valid[u] = pz_read_eager<S>(a.fixed, a.fixed_mask, k + u * stride, &v[u]);
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+            pz_fixed_pixel<S>(a, ax, rcp, k + u * stride, valid[u], v[u]);
+    }
+    for (; k < a.pixels; k += stride) {
+        double v;
+        const bool valid = pz_read_eager<S>(a.fixed, a.fixed_mask, k, &v);
+        pz_fixed_pixel<S>(a, ax, rcp, k, valid, v);
     }
 }
 
@@ -197,7 +333,11 @@ __device__ __forceinline__ void pz_add_global(unsigned long long *cell, uint64_t
  * the native 32-bit shared atomic, and its carry into the high word when the addition wrapped
  * (the old value tells, exactly). A 64-bit shared atomicAdd would be a compare-and-swap loop,
  * slow where many pixels share a cell. Every weight is below 2^32: the largest, 2/3 of a pixel,
- * is 2/3 2^32 (box) or (2/3 2^16)^2 (cubic). */
+ * is 2/3 2^32 (box) or (2/3 2^16)^2 (cubic). Session 15 measured the alternative without carries
+ * (sums of the weights' 16-bit halves in two words, two atomics per weight, no returned value):
+ * 1.15 ms against 0.71 ms for the histograms of 1024 pairs: 8 atomics per pixel against 5 on
+ * average (one carry per pixel, the weights summing to 2^32), the shared atomics being the bound
+ * (docs/performance.md). */
 __device__ __forceinline__ void pz_add_private(uint32_t *lo, uint32_t *hi, uint32_t c, uint32_t w)
 {
     if (w) {
@@ -237,6 +377,7 @@ __global__ void __launch_bounds__(PZ_HIST_THREADS) pz_hist_kernel(pz_args a)
         s_n = 0;
     __syncthreads();
     const dh_parzen_axis ax = a.axes[b];
+    const double rcp = a.rcp[b];
     const void *moving = pz_item<S>(a.moving, b, a.pixels);
     const uint8_t *mask = a.moving_mask ? a.moving_mask + (size_t)b * a.pixels : nullptr;
     const uint64_t one_m = CUBIC ? (uint64_t)1 << 16 : DH_PARZEN_UNIT;
@@ -248,21 +389,26 @@ __global__ void __launch_bounds__(PZ_HIST_THREADS) pz_hist_kernel(pz_args a)
     for (size_t k0 = (size_t)blockIdx.y * blockDim.x + (threadIdx.x & ~31u); k0 < a.pixels;
          k0 += (size_t)gridDim.y * blockDim.x) {
         const size_t k = k0 + lane;
-        uint8_t row = k < a.pixels ? a.fixed_row[k] : PZ_NO_ROW;
+        uint8_t row = PZ_NO_ROW;
         double v = 0.0, f, wm[4];
-        const bool in = row != PZ_NO_ROW && pz_read<S>(moving, mask, k, &v);
+        bool valid = false;
+        if (k < a.pixels) { /* both loads in flight at once */
+            row = a.fixed_row[k];
+            valid = pz_read_eager<S>(moving, mask, k, &v);
+        }
+        const bool in = row != PZ_NO_ROW && valid;
         uint32_t c = 0xFFFFFFFFu; /* the first cell: fixed row (first of four: cubic), moving im */
         uint64_t qm[4] = {0, 0, 0, 0}, qf[4] = {1, 0, 0, 0};
         if (in) {
-            const uint32_t im = dh_parzen_index(B, dh_parzen_position(&ax, v), &f) - 1;
+            const uint32_t im = pz_index(B, pz_position(ax, rcp, v), &f) - 1;
             dh_parzen_bspline(f, wm);
-            dh_parzen_quantize(wm, one_m, qm);
+            pz_quantize(wm, one_m, qm);
             uint32_t first = row;
             if (CUBIC) {
                 double ff, wf[4];
-                first = dh_parzen_index(B, a.fixed_t[k], &ff) - 1;
+                first = pz_index(B, a.fixed_t[k], &ff) - 1;
                 dh_parzen_bspline(ff, wf);
-                dh_parzen_quantize(wf, one_f, qf);
+                pz_quantize(wf, one_f, qf);
             }
             c = first * B + im;
             counted++;
@@ -285,8 +431,9 @@ __global__ void __launch_bounds__(PZ_HIST_THREADS) pz_hist_kernel(pz_args a)
                 for (int r = 0; r < ROWS; r++)
 #pragma unroll
                     for (int j = 0; j < 4; j++) {
-                        /* each weight (< 2^32) in two 16-bit halves: 32 x 2^16 fits in 32 bits */
-                        const uint32_t w = mine ? (uint32_t)(qf[r] * qm[j]) : 0u;
+                        /* each weight (< 2^32; a cubic one is a product of two below 2^16) in
+                         * two 16-bit halves: 32 x 2^16 fits in 32 bits */
+                        const uint32_t w = mine ? (uint32_t)qf[r] * (uint32_t)qm[j] : 0u;
                         const uint64_t sum =
                             (uint64_t)__reduce_add_sync(0xFFFFFFFFu, w & 0xFFFFu) +
                             ((uint64_t)__reduce_add_sync(0xFFFFFFFFu, w >> 16) << 16);
@@ -303,9 +450,9 @@ __global__ void __launch_bounds__(PZ_HIST_THREADS) pz_hist_kernel(pz_args a)
             for (int r = 0; r < ROWS; r++)
 #pragma unroll
                 for (int j = 0; j < 4; j++) {
-                    const uint64_t w = qf[r] * qm[j];
+                    const uint32_t w = (uint32_t)qf[r] * (uint32_t)qm[j];
                     if (PRIVATE)
-                        pz_add_private(lo, hi, c + r * B + j, (uint32_t)w);
+                        pz_add_private(lo, hi, c + r * B + j, w);
                     else
                         pz_add_global(joint + c + r * B + j, w);
                 }
@@ -323,14 +470,44 @@ __global__ void __launch_bounds__(PZ_HIST_THREADS) pz_hist_kernel(pz_args a)
         atomicAdd(&a.n[b], s_n);
 }
 
+/* One pixel's gradient (mi_parzen_cpu.c's pixel_gradients): 0 unless it counts and lies inside
+ * the moving range, else scale sum_a wf_a sum_j cell[row + a][im + j] slope_j. */
+template <bool CUBIC>
+__device__ __forceinline__ float pz_pixel_gradient(const pz_args &a, const dh_parzen_axis &ax,
+                                                   double rcp, double scale,
+                                                   const double *table, size_t k, uint8_t row,
+                                                   bool valid, double v)
+{
+    const uint32_t B = a.bins;
+    if (row == PZ_NO_ROW || !valid || v < ax.lo || v > ax.hi)
+        return 0.0f;
+    double f, slope[4], wf[4];
+    const uint32_t im = pz_index(B, pz_position(ax, rcp, v), &f) - 1;
+    dh_parzen_bspline_slope(f, slope);
+    uint32_t first = row, rows = 1;
+    wf[0] = 1.0;
+    if (CUBIC) {
+        double ff;
+        first = pz_index(B, a.fixed_t[k], &ff) - 1;
+        dh_parzen_bspline(ff, wf);
+        rows = 4;
+    }
+#define PZ_CELL(r, c) table[(r) * B + (c)] /* 32-bit: at most 256 x 256 cells */
+    double sum;
+    DH_PARZEN_PIXEL_SUM(sum, rows, wf, slope, PZ_CELL, first, im);
+#undef PZ_CELL
+    return (float)DH_MI_MUL(sum, scale);
+}
+
 /* Item x's gradient over its y-th share of the pixels: each pixel from its own cells of the
- * item's factor table (copied to shared memory when SHARED), mi_parzen_cpu.c's pixel_gradients.
- * Writes every pixel: 0 where it does not count and everywhere when the item's gradient is 0. */
+ * item's factor table (copied to shared memory when SHARED), four pixels' loads in flight per
+ * thread. Writes every pixel: 0 where it does not count and everywhere when the item's gradient
+ * is 0. */
 template <dh_parzen_sample S, bool CUBIC, bool SHARED>
 __global__ void __launch_bounds__(PZ_PIXEL_THREADS) pz_gradient_kernel(pz_args a)
 {
     extern __shared__ double s_cell[];
-    const uint32_t b = blockIdx.x, B = a.bins, cells = B * B;
+    const uint32_t b = blockIdx.x, cells = a.bins * a.bins;
     float *g = a.gradient + (size_t)b * a.pixels;
     const size_t first_k = (size_t)blockIdx.y * blockDim.x + threadIdx.x;
     const size_t stride = (size_t)gridDim.y * blockDim.x;
@@ -347,32 +524,29 @@ __global__ void __launch_bounds__(PZ_PIXEL_THREADS) pz_gradient_kernel(pz_args a
         table = s_cell;
     }
     const dh_parzen_axis ax = a.axes[b];
+    const double rcp = a.rcp[b];
     const double scale = a.scale[b];
     const void *moving = pz_item<S>(a.moving, b, a.pixels);
     const uint8_t *mask = a.moving_mask ? a.moving_mask + (size_t)b * a.pixels : nullptr;
-    for (size_t k = first_k; k < a.pixels; k += stride) {
-        const uint8_t row = a.fixed_row[k];
-        double v, f, slope[4], wf[4];
-        float out = 0.0f;
-        if (row != PZ_NO_ROW && pz_read<S>(moving, mask, k, &v) &&
-            !(v < ax.lo) && !(v > ax.hi)) {
-            const uint32_t im = dh_parzen_index(B, dh_parzen_position(&ax, v), &f) - 1;
-            dh_parzen_bspline_slope(f, slope);
-            uint32_t first = row, rows = 1;
-            wf[0] = 1.0;
-            if (CUBIC) {
-                double ff;
-                first = dh_parzen_index(B, a.fixed_t[k], &ff) - 1;
-                dh_parzen_bspline(ff, wf);
-                rows = 4;
-            }
-#define PZ_CELL(r, c) table[(r) * B + (c)] /* 32-bit: at most 256 x 256 cells */
-            double sum;
-            DH_PARZEN_PIXEL_SUM(sum, rows, wf, slope, PZ_CELL, first, im);
-#undef PZ_CELL
-            out = (float)DH_MI_MUL(sum, scale);
+    size_t k = first_k;
+    for (; k + 3 * stride < a.pixels; k += 4 * stride) {
+        uint8_t row[4];
+        double v[4];
+        bool valid[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            row[u] = a.fixed_row[k + u * stride];
+            valid[u] = pz_read_eager<S>(moving, mask, k + u * stride, &v[u]);
         }
-        g[k] = out;
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+            g[k + u * stride] = pz_pixel_gradient<CUBIC>(a, ax, rcp, scale, table, k + u * stride,
+                                                         row[u], valid[u], v[u]);
+    }
+    for (; k < a.pixels; k += stride) {
+        double v;
+        const bool valid = pz_read_eager<S>(moving, mask, k, &v);
+        g[k] = pz_pixel_gradient<CUBIC>(a, ax, rcp, scale, table, k, a.fixed_row[k], valid, v);
     }
 }
 

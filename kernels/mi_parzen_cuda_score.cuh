@@ -85,10 +85,23 @@ __global__ void __launch_bounds__(PZ_SCORE_THREADS) pz_score_kernel(pz_args a, i
     const double sf = pz_lanes_tree(t < B ? dh_mi_term(row, total, ln_t) : 0.0, s_lane);
     const double sm = pz_lanes_tree(t < B ? dh_mi_term(col, total, ln_t) : 0.0, s_lane);
     const uint32_t rows = (cells + DH_MI_LANES - 1) / DH_MI_LANES;
+    /* With a gradient, the cell's dh_mi_log(w) that dh_mi_term computes (w <= T - w) is kept in
+     * the factor table for the factor below (the same thread reads it: cell c is lane c mod 256
+     * in both loops), so each cell takes one logarithm instead of two. The term is dh_mi_term's
+     * arithmetic on that branch, step for step. */
+    double *cell = gradient ? a.cell + (size_t)b * cells : nullptr;
     const double lane = pz_lane_rows_tree(
         [&](uint32_t j) -> double {
             const uint32_t c = j * DH_MI_LANES + t;
-            return c < cells ? dh_mi_term(joint[c], total, ln_t) : 0.0;
+            if (c >= cells)
+                return 0.0;
+            const uint64_t w = joint[c];
+            if (gradient && w != 0 && w <= total - w) {
+                const double dw = (double)w, ln_w = dh_mi_log(dw);
+                cell[c] = ln_w;
+                return DH_MI_MUL(dw, DH_MI_SUB(ln_t, ln_w));
+            }
+            return dh_mi_term(w, total, ln_t);
         },
         rows);
     const double sj = pz_lanes_tree(lane, s_lane);
@@ -117,10 +130,13 @@ __global__ void __launch_bounds__(PZ_SCORE_THREADS) pz_score_kernel(pz_args a, i
     __syncthreads();
     double sum_h, hj, hj2;
     dh_parzen_nmi_constants(a.gradient_of, a.log2, &s_rec, &sum_h, &hj, &hj2);
-    double *cell = a.cell + (size_t)b * cells;
-    for (uint32_t c = t; c < cells; c += blockDim.x)
-        cell[c] = dh_parzen_cell_factor(a.gradient_of, joint[c], s_ln_col[c % B], ln_t, sum_h,
-                                        hj, hj2);
+    for (uint32_t c = t; c < cells; c += blockDim.x) {
+        const uint64_t w = joint[c];
+        cell[c] = w == 0 ? 0.0
+                         : dh_parzen_cell_factor_of_log(
+                               a.gradient_of, w <= total - w ? cell[c] : dh_mi_log((double)w),
+                               s_ln_col[c % B], ln_t, sum_h, hj, hj2);
+    }
 }
 
 } // namespace

@@ -5,7 +5,8 @@
  * float32 of the gradient, for random, smooth, CT-like, constant and two-value images, masks,
  * NaN and infinite float pixels, given ranges with pixels outside them, bins 5, 32, 64, 256,
  * batches 1, 3, 64, both fixed windows, the MI and NMI gradients, nats and bits, float32, uint16
- * and int16 pixels, private and global histograms, one and many blocks per item; a second run
+ * and int16 pixels, private and global histograms, one and many blocks per item, given ranges
+ * whose widths and offsets take every path of the GPU's division; a second run
  * (and a third on another stream with the workspace reused) gives the same bits; bad arguments
  * are refused as the CPU twin refuses them. Exits 77 without a usable GPU.
  * Runs without fork (CUDA and fork do not mix).
@@ -350,6 +351,77 @@ START_TEST(test_degenerate)
 }
 END_TEST
 
+/* The GPU twin divides by the width through its reciprocal with two exact corrections, and turns
+ * doubles into integers by adding 2^52 (mi_parzen_cuda_pixels.cuh): the same bits as the CPU
+ * twin's IEEE division and conversions, for widths and offsets of every size, including those
+ * that take its IEEE division (a width outside [2^-500, 2^500], a quotient below 2^-400). Float
+ * images of random values over many magnitudes, zeros and subnormals, against given ranges. */
+START_TEST(test_division_paths)
+{
+    static const double ranges[][2] = {
+        {-0x1p-1000, 1.0},     /* 0 - lo = 2^-1000: a quotient below 2^-400 */
+        {0.0, 1e-160},         /* width below 2^-500: the IEEE division for every pixel */
+        {-1e300, 1e300},       /* width above 2^500: likewise */
+        {-0x1p-149, 0x1p-140}, /* subnormal floats inside the range */
+        {1.0, 1.0 + 0x1p-40},  /* a narrow range far from 0 */
+        {-3.0e7, 7.5e8},       /* wide */
+        {0.1, 0.7},            /* ends that are not floats */
+    };
+    const size_t n = 41 * 41;
+    const uint32_t count = 2;
+    float *fixed = malloc(n * sizeof *fixed), *moving = malloc(count * n * sizeof *moving);
+    dh_test_rng rng;
+    dh_test_rng_seed(&rng, 4242);
+    for (size_t i = 0; i < (1 + count) * n; i++) {
+        /* a random float of a random magnitude in 2^-149 .. 2^30, either sign, 1 in 8 zero */
+        const uint32_t kind = dh_test_rng_below(&rng, 8);
+        const double mant = (double)dh_test_rng_below(&rng, 1u << 24) / (double)(1u << 24);
+        const int e = (int)dh_test_rng_below(&rng, 180) - 149;
+        float v = kind == 0 ? 0.0f : (float)ldexp(mant, e);
+        if (kind == 1)
+            v = (float)(mant * 1.5 - 0.2); /* plenty inside the ordinary ranges */
+        if (dh_test_rng_below(&rng, 4) == 0)
+            v = -v;
+        if (i < n)
+            fixed[i] = v;
+        else
+            moving[i - n] = v;
+    }
+    dh_parzen_image hf = {fixed, DH_PARZEN_FLOAT32, NULL}, hm = {moving, DH_PARZEN_FLOAT32, NULL};
+    dh_parzen_image df = {to_device(fixed, n * 4), DH_PARZEN_FLOAT32, NULL};
+    dh_parzen_image dm = {to_device(moving, count * n * 4), DH_PARZEN_FLOAT32, NULL};
+    dh_parzen_cuda_workspace *ws = dh_parzen_cuda_workspace_new();
+    dh_mi_values want[2], got[2];
+    float *want_grad = malloc(count * n * 4), *got_grad = malloc(count * n * 4);
+    const size_t nr = sizeof ranges / sizeof *ranges;
+    for (size_t fi = 0; fi < nr; fi++)
+        for (size_t mi = 0; mi < nr; mi++)
+            for (uint32_t w = 0; w < 2; w++) {
+                dh_parzen_params p;
+                memset(&p, 0, sizeof p);
+                p.bins = (fi + mi) % 2 ? 64 : 13;
+                p.fixed_window = w;
+                p.fixed_range_given = p.moving_range_given = 1;
+                p.fixed_lo = ranges[fi][0], p.fixed_hi = ranges[fi][1];
+                p.moving_lo = ranges[mi][0], p.moving_hi = ranges[mi][1];
+                ck_assert_int_eq(dh_parzen_mi_cpu(&p, n, &hf, &hm, count, want, want_grad),
+                                 DH_PARZEN_OK);
+                run_gpu(ws, &p, n, &df, &dm, count, 1, 0, got, got_grad);
+                pz_case c = base_case(RANDOM, p.bins, count);
+                c.window = w;
+                c.ranges = 1;
+                assert_same(&c, n, want, want_grad, got, got_grad, "division paths");
+            }
+    dh_parzen_cuda_workspace_free(ws);
+    cudaFree((void *)df.data);
+    cudaFree((void *)dm.data);
+    free(fixed);
+    free(moving);
+    free(want_grad);
+    free(got_grad);
+}
+END_TEST
+
 /* What the CPU twin refuses, the GPU twin refuses, with a message; count 0 does nothing. */
 START_TEST(test_arguments)
 {
@@ -414,6 +486,7 @@ int main(void)
         return DH_TEST_SKIP;
     const dh_test tests[] = {DH_TEST_LOOP(test_grid, TWO_VALUE + 1),
                              DH_TEST(test_samples_and_ranges), DH_TEST(test_large),
+                             DH_TEST(test_division_paths),
                              DH_TEST(test_degenerate), DH_TEST(test_arguments)};
     dh_test_in_one_process();
     return dh_test_run(dh_test_suite("mi_parzen_cuda", 600, DH_TESTS(tests)));
