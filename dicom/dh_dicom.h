@@ -231,6 +231,9 @@ typedef struct dh_dicom_batch_options {
      * stream, a decode state, a parsed stream). 0: the default, 16 (bench/NOTES.md, session 15,
      * measured 1 to 32); at most 32. */
     uint32_t workers;
+    /* 1: every frame read by the CPU decoders, then copied (a caller that switched the GPU
+     * decoders off, dh_ctx_set_gpu_decode); the GPU is still needed for the memory. */
+    int cpu_decoders_only;
 } dh_dicom_batch_options;
 
 /* Where the time of a batch went (wall clock, seconds), for the caller to name its next wall. */
@@ -256,6 +259,10 @@ dh_dicom_status dh_dicom_read_batch_device(const dh_dicom_batch_input *files, si
 
 /* Frees what one out[i] holds (device memory released on cuda_stream) and zeroes it. */
 void dh_dicom_device_image_release(dh_dicom_device_image *image, void *cuda_stream);
+
+/* Releases device memory the batch allocated (device_pixels), stream-ordered on cuda_stream, for
+ * a caller that kept the pointer and freed the image; NULL is ignored. */
+void dh_dicom_device_free(void *device, void *cuda_stream);
 
 /* Copies bytes of device memory to host memory once cuda_stream reaches this point, and waits:
  * for callers without a CUDA runtime of their own (tests, benchmarks). DH_DICOM_OK, or

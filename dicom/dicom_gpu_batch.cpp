@@ -68,11 +68,11 @@ size_t cells_of(const dh_dicom_image &img)
 }
 
 /* Step 1 for one file: a failure is the file's status, as a read would give it. */
-void parse(batch_file &f)
+void parse(batch_file &f, bool cpu_only)
 {
     dh_dicom_device_image &out = *f.out;
     out.status = run_guarded(
-        [&f, &out] {
+        [&f, &out, cpu_only] {
             codecs_init();
             out.image = new_image();
             f.ff.reset(new DcmFileFormat);
@@ -80,7 +80,7 @@ void parse(batch_file &f)
             dh_dicom_image &img = *out.image;
             const E_TransferSyntax xfer = read_image_header(*f.ff, img);
             DcmDataset &ds = *f.ff->getDataset();
-            if (is_jpeg2000(xfer)) {
+            if (is_jpeg2000(xfer) && !cpu_only) {
                 f.frames = jpeg2000_gpu_frames(pixel_fragments(ds), img, f.joined, f.not_on_gpu);
                 if (!f.frames.empty())
                     return;
@@ -158,7 +158,7 @@ void drop(dh_dicom_device_image &out, void *stream)
 }
 
 dh_dicom_status read_batch(const dh_dicom_batch_input *inputs, size_t count, uint32_t workers,
-                           void *stream, dh_dicom_device_image *outs, dh_dicom_batch_timing &time,
+                           bool cpu_only, void *stream, dh_dicom_device_image *outs, dh_dicom_batch_timing &time,
                            char *msg, size_t msg_len)
 {
     std::vector<batch_file> files(count);
@@ -167,7 +167,7 @@ dh_dicom_status read_batch(const dh_dicom_batch_input *inputs, size_t count, uin
         files[i].out = &outs[i];
     }
     auto t0 = std::chrono::steady_clock::now();
-    parallel_for(count, workers, [&files](size_t i) { parse(files[i]); });
+    parallel_for(count, workers, [&files, cpu_only](size_t i) { parse(files[i], cpu_only); });
     time.parse = seconds_since(t0);
 
     t0 = std::chrono::steady_clock::now();
@@ -253,7 +253,8 @@ extern "C" dh_dicom_status dh_dicom_read_batch_device(const dh_dicom_batch_input
         [&] {
             if (!gpu_decoders_usable(why))
                 fail(DH_DICOM_ERR_UNSUPPORTED, "no decoding into GPU memory: %s", why.c_str());
-            read_batch(files, count, workers, cuda_stream, out, time, msg, msg_len);
+            read_batch(files, count, workers, options != nullptr && options->cpu_decoders_only,
+                       cuda_stream, out, time, msg, msg_len);
         },
         msg, msg_len);
     return status;
@@ -265,6 +266,14 @@ extern "C" void dh_dicom_device_image_release(dh_dicom_device_image *image, void
         return;
     drop(*image, cuda_stream);
     memset(image, 0, sizeof *image);
+}
+
+extern "C" void dh_dicom_device_free(void *device, void *cuda_stream)
+{
+    try {
+        gpu_device_free(reinterpret_cast<device_ptr>(device), cuda_stream);
+    } catch (...) { /* nothing to report from a release */
+    }
 }
 
 extern "C" dh_dicom_status dh_dicom_device_to_host(void *host, const void *device, size_t bytes,

@@ -5,7 +5,8 @@
  *
  *   test_dicom_gpu_batch        (CPU) arguments checked before anything else; where this process
  *                               cannot decode on the GPU the call says why, with the reason
- *                               dh_dicom_gpu_decoders gives, and hands nothing back
+ *                               dh_dicom_gpu_decoders gives, and hands nothing back; the public
+ *                               dh_decode_to_device the same through its context
  *   --gpu DIR...   (label gpu)  on a GPU: every file under the DIRs (real files, the sample data,
  *                               tests/gpu_decode/make_streams.py's streams: every syntax the
  *                               layer reads, malformed files among them) read in ONE batch, twice
@@ -14,11 +15,13 @@
  *                               lossless syntax and within LOSSY_BOUND of OpenJPEG for lossy J2K;
  *                               the decoder named says who read the frames (nvjpeg2k only when
  *                               the GPU read all of them, else a note saying why); every
- *                               generated J2K / HTJ2K stream is read on the GPU whole.
+ *                               generated J2K / HTJ2K stream is read on the GPU whole; the
+ *                               public dh_decode_to_device gives the same for every file.
  *                               Skipped (77) where dh_dicom_gpu_decoders says no.
  */
 #define _XOPEN_SOURCE 700
 #include "dh_dicom.h"
+#include "dicomhist.h"
 #include "test_support.h"
 
 #include <ftw.h>
@@ -86,6 +89,26 @@ START_TEST(test_batch_says_why_not)
     ck_assert_int_eq(dh_dicom_device_to_host(bytes, bytes, 16, NULL, msg, sizeof msg),
                      DH_DICOM_ERR_UNSUPPORTED);
     dh_dicom_device_image_release(&out[0], NULL); /* zeroed: nothing to free */
+}
+END_TEST
+
+/* The public API: the same refusal through the context, items checked first. */
+START_TEST(test_public_api_says_why_not)
+{
+    dh_ctx *ctx = dh_ctx_create();
+    ck_assert_ptr_nonnull(ctx);
+    dh_device_image out[1];
+    const dh_memory_item nameless = {"x", 1, NULL};
+    ck_assert_int_eq(dh_decode_to_device(ctx, &nameless, 1, NULL, out), DH_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(dh_ctx_error(ctx), "item 0") != NULL, "%s", dh_ctx_error(ctx));
+    char why[DH_DICOM_MSG_LEN];
+    if (!dh_gpu_decoders_available(why, sizeof why)) {
+        const dh_memory_item item = {"x", 1, "x.dcm"};
+        ck_assert_int_eq(dh_decode_to_device(ctx, &item, 1, NULL, out), DH_ERR_NO_DEVICE);
+        ck_assert_msg(strstr(dh_ctx_error(ctx), why) != NULL, "%s", dh_ctx_error(ctx));
+    }
+    dh_device_image_release(NULL, NULL);
+    dh_ctx_free(ctx);
 }
 END_TEST
 
@@ -243,6 +266,58 @@ static int batch_once(files *fs, uint32_t workers)
     return failures;
 }
 
+/* dh_decode_to_device against the DICOM layer's batch (checked above against the CPU): the same
+ * status, geometry, decoder and values for every file. */
+static int public_api_once(files *fs)
+{
+    dh_memory_item *items = calloc(fs->count, sizeof *items);
+    dh_device_image *pub = calloc(fs->count, sizeof *pub);
+    dh_dicom_device_image *own = calloc(fs->count, sizeof *own);
+    dh_ctx *ctx = dh_ctx_create();
+    char msg[DH_DICOM_MSG_LEN];
+    for (size_t i = 0; items && i < fs->count; i++)
+        items[i] = (dh_memory_item){fs->in[i].data, fs->in[i].size, fs->path[i]};
+    int failures = 0;
+    if (!items || !pub || !own || !ctx ||
+        dh_decode_to_device(ctx, items, fs->count, NULL, pub) != DH_OK ||
+        dh_dicom_read_batch_device(fs->in, fs->count, NULL, NULL, own, NULL, msg, sizeof msg) !=
+            DH_DICOM_OK) {
+        printf("FAIL: dh_decode_to_device did not run: %s\n", ctx ? dh_ctx_error(ctx) : "");
+        failures = 1;
+        fs = NULL;
+    }
+    for (size_t i = 0; fs && i < fs->count; i++) {
+        const size_t n = pub[i].status == DH_OK
+                             ? (size_t)pub[i].columns * pub[i].rows * pub[i].frames * 2
+                             : 0;
+        unsigned char *a = malloc(n ? n : 1), *b = malloc(n ? n : 1);
+        const int same =
+            (int)pub[i].status == own[i].status &&
+            (n == 0 ||
+             (pub[i].frames == own[i].image->frames && pub[i].gpu_frames == own[i].gpu_frames &&
+              strcmp(pub[i].decoder, own[i].image->decoder) == 0 &&
+              dh_dicom_device_to_host(a, pub[i].d_samples, n, NULL, msg, sizeof msg) == 0 &&
+              dh_dicom_device_to_host(b, own[i].device_pixels, n, NULL, msg, sizeof msg) == 0 &&
+              memcmp(a, b, n) == 0));
+        if (!same) {
+            printf("FAIL %s: dh_decode_to_device gives status %d (%s), decoder %s; the DICOM "
+                   "layer %d\n", fs->path[i], pub[i].status, pub[i].message, pub[i].decoder,
+                   own[i].status);
+            failures++;
+        }
+        free(a);
+        free(b);
+        dh_device_image_release(&pub[i], NULL);
+        dh_dicom_device_image_release(&own[i], NULL);
+    }
+    printf("dh_decode_to_device: %d failure(s)\n", failures);
+    dh_ctx_free(ctx);
+    free(items);
+    free(pub);
+    free(own);
+    return failures;
+}
+
 static int gpu_main(int argc, char **argv)
 {
     char why[DH_DICOM_MSG_LEN];
@@ -256,7 +331,7 @@ static int gpu_main(int argc, char **argv)
         if (nftw(argv[i], gather, 16, FTW_PHYS) != 0)
             printf("note: %s cannot be walked\n", argv[i]);
     gathered = NULL;
-    const int failures = batch_once(fs, 16) + batch_once(fs, 1);
+    const int failures = batch_once(fs, 16) + batch_once(fs, 1) + public_api_once(fs);
     for (size_t i = 0; i < fs->count; i++) {
         free(fs->path[i]);
         free((void *)fs->in[i].data);
@@ -273,6 +348,7 @@ int main(int argc, char **argv)
     const dh_test synthetic[] = {
         DH_TEST(test_batch_arguments),
         DH_TEST(test_batch_says_why_not),
+        DH_TEST(test_public_api_says_why_not),
     };
     return dh_test_main(argc, argv, "gpu batch", 60, DH_TESTS(synthetic), NULL, 0);
 }
