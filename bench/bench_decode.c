@@ -13,12 +13,25 @@
  * (OpenJPEG, DCMTK) on one thread and on THREADS threads at once (each thread reading the file
  * on its own, throughput of all together), and the GPU decoders (nvJPEG2000, nvJPEG: every frame
  * of the file in one call) the same two ways. Values are checked equal to the CPU's first.
+ *
+ * The batch into device memory (issue 24, dh_dicom_read_batch_device):
+ *   bench_decode --batch [--only-batch] WORKERS COPIES RUNS FILE...
+ * for each file: COPIES copies of it make one batch (24 frames x 10 = 240 frames); first the
+ * batch's device values are copied back and checked equal to the CPU read of the file (exit 1
+ * otherwise), and the CPU's values written to FILE.values (raw 16-bit, for bench_nvimgcodec.py
+ * to check nvImageCodec against). Then, unless --only-batch: the CPU decoders on as many threads
+ * as the machine has cores and the one-file GPU path on as many, each thread reading the file
+ * COPIES times (the batch's frames). Then the batch for each worker count of the comma list
+ * WORKERS: one batch to warm up, RUNS timed; MB/s of the median, whole call and the decode step
+ * alone (dh_dicom_batch_timing). One Markdown row per measurement. DH_GPU_J2K_MEMORY=default
+ * measures nvJPEG2000's own allocation instead of our pool (dicom_gpu_memory.cpp).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "dh_dicom.h"
 
 #include <pthread.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -195,10 +208,191 @@ static int compare_main(int argc, char **argv)
     return failed;
 }
 
+/* ---- The batch into device memory ---------------------------------------------------------- */
+static int read_whole(const char *path, unsigned char **bytes, size_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    long n = -1;
+    *bytes = NULL;
+    if (f && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0)
+        *bytes = malloc((size_t)n);
+    const int ok = *bytes && fread(*bytes, 1, (size_t)n, f) == (size_t)n;
+    if (f)
+        fclose(f);
+    if (!ok) {
+        fprintf(stderr, "bench_decode: %s: cannot read\n", path);
+        free(*bytes);
+        return 0;
+    }
+    *size = (size_t)n;
+    return 1;
+}
+
+/* One batch of `copies` copies of the file; fills timing; frees what it decoded unless `keep`. */
+static int run_batch(const dh_dicom_batch_input *in, int copies, unsigned workers,
+                     dh_dicom_device_image *out, dh_dicom_batch_timing *timing, double *seconds,
+                     int keep)
+{
+    char msg[DH_DICOM_MSG_LEN];
+    const dh_dicom_batch_options o = {.workers = workers};
+    const double t0 = now();
+    if (dh_dicom_read_batch_device(in, (size_t)copies, &o, NULL, out, timing, msg, sizeof msg) !=
+        DH_DICOM_OK) {
+        fprintf(stderr, "bench_decode: batch: %s\n", msg);
+        return 0;
+    }
+    *seconds = now() - t0;
+    int ok = 1;
+    for (int c = 0; c < copies; c++) {
+        if (out[c].status != DH_DICOM_OK) {
+            fprintf(stderr, "bench_decode: batch file %d: %s\n", c, out[c].msg);
+            ok = 0;
+        }
+        if (!keep)
+            dh_dicom_device_image_release(&out[c], NULL);
+    }
+    return ok;
+}
+
+/* The batch's values against the CPU read; the CPU's written to path.values. */
+static int check_batch(const char *path, const dh_dicom_batch_input *in, int copies,
+                       unsigned workers, dh_dicom_device_image *out, uint32_t *gpu_frames)
+{
+    char msg[DH_DICOM_MSG_LEN];
+    dh_dicom_image *cpu = NULL;
+    if (dh_dicom_read_memory(in[0].data, in[0].size, 1, &cpu, msg, sizeof msg) != DH_DICOM_OK) {
+        fprintf(stderr, "bench_decode: %s: %s\n", path, msg);
+        return 0;
+    }
+    const size_t bytes = (size_t)cpu->format.rows * cpu->format.columns * cpu->frames * 2;
+    char values[4096];
+    snprintf(values, sizeof values, "%s.values", path);
+    FILE *f = fopen(values, "wb");
+    int same = f && fwrite(cpu->pixels, 1, bytes, f) == bytes;
+    if (f)
+        fclose(f);
+    dh_dicom_batch_timing t;
+    double s;
+    unsigned char *host = malloc(bytes);
+    same = same && host && run_batch(in, copies, workers, out, &t, &s, 1);
+    *gpu_frames = 0;
+    for (int c = 0; same && c < copies; c++) {
+        same = dh_dicom_device_to_host(host, out[c].device_pixels, bytes, NULL, msg,
+                                       sizeof msg) == DH_DICOM_OK &&
+               memcmp(host, cpu->pixels, bytes) == 0;
+        *gpu_frames += out[c].gpu_frames;
+    }
+    for (int c = 0; c < copies; c++)
+        dh_dicom_device_image_release(&out[c], NULL);
+    free(host);
+    dh_dicom_image_free(cpu);
+    return same;
+}
+
+static void batch_file(const char *path, const char *worker_list, int copies, int runs,
+                       int only_batch, int *failed)
+{
+    unsigned char *bytes;
+    size_t size;
+    if (!read_whole(path, &bytes, &size)) {
+        *failed = 1;
+        return;
+    }
+    dh_dicom_batch_input *in = malloc((size_t)copies * sizeof *in);
+    dh_dicom_device_image *out = calloc((size_t)copies, sizeof *out);
+    double *seconds = malloc((size_t)runs * sizeof *seconds);
+    double *decode = malloc((size_t)runs * sizeof *decode);
+    for (int c = 0; c < copies; c++)
+        in[c] = (dh_dicom_batch_input){bytes, size};
+    const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    const char *memory = getenv("DH_GPU_J2K_MEMORY");
+    uint32_t on_gpu = 0;
+    dh_dicom_image *meta = NULL;
+    char msg[DH_DICOM_MSG_LEN];
+    if (dh_dicom_read_memory(bytes, size, 0, &meta, msg, sizeof msg) != DH_DICOM_OK ||
+        !check_batch(path, in, copies, 16, out, &on_gpu)) {
+        printf("| %s | values | DIFFERENT or unreadable: stop |\n", name);
+        *failed = 1;
+        goto done;
+    }
+    const uint32_t frames = meta->frames * (uint32_t)copies;
+    const double megabytes = (double)meta->format.rows * meta->format.columns * frames * 2 / 1e6;
+    printf("| %s | batch of %u frames (%d copies), %.1f MB | values equal to the CPU read, %u of %u "
+           "frames on the GPU | memory %s |\n",
+           name, frames, copies, megabytes, on_gpu, frames, memory ? memory : "pool");
+    if (!only_batch) {
+        const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        const int threads = cores > 0 && cores < 128 ? (int)cores : 16;
+        char decoder[16];
+        const double file_mb = megabytes / copies;
+        const double cpu = throughput(bytes, size, 0, threads, 1, file_mb, decoder);
+        printf("| %s | CPU, %d threads, whole reads | %.0f MB/s (%s) | |\n", name, threads, cpu,
+               decoder);
+        const double gpu = throughput(bytes, size, 1, threads, 1, file_mb, decoder);
+        printf("| %s | one-file GPU path, %d threads | %.0f MB/s (%s) | |\n", name, threads, gpu,
+               decoder);
+        *failed |= cpu < 0 || gpu < 0;
+    }
+    for (const char *w = worker_list; *w;) {
+        const unsigned workers = (unsigned)strtoul(w, NULL, 10);
+        dh_dicom_batch_timing t;
+        double s;
+        int ok = run_batch(in, copies, workers, out, &t, &s, 0); /* warm-up */
+        double parse = 0;
+        for (int r = 0; ok && r < runs; r++) {
+            ok = run_batch(in, copies, workers, out, &t, &seconds[r], 0);
+            decode[r] = t.decode;
+            parse += t.parse / runs;
+        }
+        if (!ok) {
+            *failed = 1;
+            break;
+        }
+        qsort(seconds, (size_t)runs, sizeof *seconds, by_value);
+        qsort(decode, (size_t)runs, sizeof *decode, by_value);
+        printf("| %s | batch, %u workers | %.0f MB/s whole call (%.1f ms) | decode step %.0f MB/s "
+               "(%.1f ms), parse %.1f ms |\n",
+               name, workers, megabytes / seconds[runs / 2], seconds[runs / 2] * 1e3,
+               megabytes / decode[runs / 2], decode[runs / 2] * 1e3, parse * 1e3);
+        fflush(stdout);
+        w = strchr(w, ',') ? strchr(w, ',') + 1 : w + strlen(w);
+    }
+done:
+    dh_dicom_image_free(meta);
+    free(in);
+    free(out);
+    free(seconds);
+    free(decode);
+    free(bytes);
+}
+
+static int batch_main(int argc, char **argv)
+{
+    int a = 2;
+    const int only_batch = argc > a && strcmp(argv[a], "--only-batch") == 0;
+    a += only_batch;
+    if (argc < a + 4 || atoi(argv[a + 1]) < 1 || atoi(argv[a + 2]) < 1 || atoi(argv[a]) < 1) {
+        fprintf(stderr, "usage: bench_decode --batch [--only-batch] WORKERS COPIES RUNS FILE...\n");
+        return 2;
+    }
+    char why[DH_DICOM_MSG_LEN];
+    if (!dh_dicom_gpu_decoders(why, sizeof why)) {
+        printf("bench_decode: no GPU decoders: %s\n", why);
+        return 1;
+    }
+    printf("| file | what | throughput (MB/s of decoded pixels) | |\n| --- | --- | --- | --- |\n");
+    int failed = 0;
+    for (int i = a + 3; i < argc && !failed; i++)
+        batch_file(argv[i], argv[a], atoi(argv[a + 1]), atoi(argv[a + 2]), only_batch, &failed);
+    return failed;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "--gpu") == 0)
         return compare_main(argc, argv);
+    if (argc >= 2 && strcmp(argv[1], "--batch") == 0)
+        return batch_main(argc, argv);
     if (argc < 3 || atoi(argv[1]) < 1) {
         fprintf(stderr, "usage: bench_decode RUNS FILE...\n");
         return 2;

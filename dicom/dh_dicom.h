@@ -193,6 +193,83 @@ void dh_dicom_image_free(dh_dicom_image *image);
  * answering): 1, or 0 with the reason in msg. The libraries are looked for once per process. */
 int dh_dicom_gpu_decoders(char *msg, size_t msg_len);
 
+
+/* ---- Batched decode into device memory (issue 24; dicom_gpu_batch.cpp) ----------------------
+ * The frames of many files decoded at once into GPU memory, for a pipeline whose next step runs
+ * on the GPU. JPEG 2000 and HTJ2K frames of every file go to nvJPEG2000 together: `workers` host
+ * threads, each parsing its next frame while its previous one decodes on its own streams, all
+ * frames of the batch in one queue. Every other syntax, and every frame nvJPEG2000 refuses or
+ * fails on, or whose values would need the dataset's bit layout applied (a code stream of another
+ * depth or sign than BitsStored / PixelRepresentation say), is read by the CPU decoders of
+ * dh_dicom_read_memory and copied in: never a different value than the CPU read gives. */
+
+/* One file of a batch: a whole DICOM file in memory, kept by the caller until the call returns. */
+typedef struct dh_dicom_batch_input {
+    const void *data;
+    size_t size;
+} dh_dicom_batch_input;
+
+/* What the batch gives back for one file. */
+typedef struct dh_dicom_device_image {
+    dh_dicom_status status;      /* DH_DICOM_OK, or what dh_dicom_read_memory would return */
+    char msg[DH_DICOM_MSG_LEN];  /* the reason, when status is not DH_DICOM_OK */
+    /* The metadata, as dh_dicom_read_memory gives it, pixels NULL; decoder "nvjpeg2k" when the
+     * GPU read every frame, else the CPU decoder's name, decoder_note saying why (how many
+     * frames the GPU read, the first refusal). NULL when status is not DH_DICOM_OK. */
+    dh_dicom_image *image;
+    /* rows * columns * frames stored values in GPU memory, laid out as image->pixels would be
+     * (uint16_t, int16_t when image->format.is_signed), allocated on the caller's stream
+     * (stream-ordered, CUDA's default memory pool: cudaFreeAsync releases it too). Release
+     * with dh_dicom_device_image_release. NULL when status is not DH_DICOM_OK. */
+    void *device_pixels;
+    uint32_t gpu_frames, cpu_frames; /* frames read by nvJPEG2000 and by the CPU decoders */
+} dh_dicom_device_image;
+
+/* How a batch runs; a zeroed struct (or NULL) means the defaults. */
+typedef struct dh_dicom_batch_options {
+    /* Host threads that parse the files and drive nvJPEG2000 (each with two decode lanes: a
+     * stream, a decode state, a parsed stream). 0: the default, 16 (bench/NOTES.md, session 15,
+     * measured 1 to 32); at most 32. */
+    uint32_t workers;
+    /* 1: every frame read by the CPU decoders, then copied (a caller that switched the GPU
+     * decoders off, dh_ctx_set_gpu_decode); the GPU is still needed for the memory. */
+    int cpu_decoders_only;
+} dh_dicom_batch_options;
+
+/* Where the time of a batch went (wall clock, seconds), for the caller to name its next wall. */
+typedef struct dh_dicom_batch_timing {
+    double parse;    /* DICOM parse, checks and code streams gathered, all files (parallel) */
+    double decode;   /* nvJPEG2000 over every frame of the batch, until the GPU is done */
+    double fallback; /* files and frames read on the CPU, and copied to the device */
+} dh_dicom_batch_timing;
+
+/* Decodes files[0..count) into out[0..count) (see dh_dicom_device_image); the stored values are
+ * in device memory and ordered on cuda_stream (a cudaStream_t / CUstream of the current device's
+ * primary context, or NULL for the legacy default stream) when the call returns; the work on the
+ * GPU is finished by then too. Returns DH_DICOM_OK when the batch ran, each file's own status in
+ * out (a malformed file fails alone, as dh_dicom_read_memory would fail it); otherwise
+ * DH_DICOM_ERR_UNSUPPORTED with the reason when this process cannot decode on the GPU (built
+ * without the decoders, libraries absent, no GPU: then nothing is allocated), or
+ * DH_DICOM_ERR_INVALID_ARGUMENT. timing may be NULL. Thread-safe. */
+dh_dicom_status dh_dicom_read_batch_device(const dh_dicom_batch_input *files, size_t count,
+                                           const dh_dicom_batch_options *options,
+                                           void *cuda_stream, dh_dicom_device_image *out,
+                                           dh_dicom_batch_timing *timing, char *msg,
+                                           size_t msg_len);
+
+/* Frees what one out[i] holds (device memory released on cuda_stream) and zeroes it. */
+void dh_dicom_device_image_release(dh_dicom_device_image *image, void *cuda_stream);
+
+/* Releases device memory the batch allocated (device_pixels), stream-ordered on cuda_stream, for
+ * a caller that kept the pointer and freed the image; NULL is ignored. */
+void dh_dicom_device_free(void *device, void *cuda_stream);
+
+/* Copies bytes of device memory to host memory once cuda_stream reaches this point, and waits:
+ * for callers without a CUDA runtime of their own (tests, benchmarks). DH_DICOM_OK, or
+ * DH_DICOM_ERR_UNSUPPORTED / DH_DICOM_ERR_INTERNAL with the reason. */
+dh_dicom_status dh_dicom_device_to_host(void *host, const void *device, size_t bytes,
+                                        void *cuda_stream, char *msg, size_t msg_len);
+
 #ifdef __cplusplus
 }
 #endif

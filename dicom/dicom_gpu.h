@@ -41,6 +41,42 @@ bool gpu_decode_jpeg2000(const std::vector<gpu_frame> &frames, const dh_dicom_im
 bool gpu_decode_jpeg_lossless(const std::vector<gpu_frame> &frames, const dh_dicom_image &img,
                               uint16_t *cells, std::string &reason);
 
+/* ---- The batch across files (dicom_gpu_batch.cpp drives it, dicom_gpu_jpeg2000_batch.cpp) --- */
+
+/* A device address (CUdeviceptr) as a plain integer, so this header needs no CUDA header. */
+using device_ptr = unsigned long long;
+
+/* One JPEG 2000 / HTJ2K frame of a batch: its checked code stream, its image, and where its
+ * rows * columns stored values go in device memory. */
+struct gpu_batch_frame {
+    gpu_frame stream;
+    const dh_dicom_image *img;
+    uint32_t index; /* the frame's number in its file, for messages */
+    device_ptr cells;
+    bool decoded = false; /* nvJPEG2000 decoded it and the GPU finished without an error */
+    std::string refusal;  /* otherwise why: the CPU then reads it */
+};
+
+/* Decodes every frame with `workers` host threads, each parsing its next frame while its previous
+ * one decodes (two lanes each: stream, decode state, parsed stream), the frames taken from one
+ * queue in order; their streams wait for what `stream` (the caller's) had queued before, so the
+ * cells may be allocated on it. A frame whose code stream has another depth or sign than the
+ * dataset's stored values is refused (its values would need the bit layout applied). Returns
+ * once the GPU has finished; false with the reason only when no worker could start (then no
+ * frame is decoded); each frame's own outcome is in frames. */
+bool gpu_decode_jpeg2000_batch(std::vector<gpu_batch_frame> &frames, unsigned workers,
+                               void *stream, std::string &reason);
+
+/* Device memory on the caller's stream (stream-ordered, the device's default pool), its release,
+ * and copies either way ordered on that stream (to the host: waited for). False with the
+ * reason on failure. */
+bool gpu_device_alloc(size_t bytes, void *stream, device_ptr &out, std::string &reason);
+void gpu_device_free(device_ptr p, void *stream);
+bool gpu_copy_to_device(device_ptr dst, const void *src, size_t bytes, void *stream,
+                        std::string &reason);
+bool gpu_copy_from_device(void *dst, device_ptr src, size_t bytes, void *stream,
+                          std::string &reason);
+
 } // namespace dh_dicom_impl
 
 #endif /* DH_DICOM_GPU_H */

@@ -30,4 +30,27 @@ bool gpu_decode_jpeg_lossless(const std::vector<gpu_frame> &, const dh_dicom_ima
     return gpu_decoders_usable(reason);
 }
 
+bool gpu_decode_jpeg2000_batch(std::vector<gpu_batch_frame> &, unsigned, void *,
+                               std::string &reason)
+{
+    return gpu_decoders_usable(reason);
+}
+
+bool gpu_device_alloc(size_t, void *, device_ptr &, std::string &reason)
+{
+    return gpu_decoders_usable(reason);
+}
+
+void gpu_device_free(device_ptr, void *) {}
+
+bool gpu_copy_to_device(device_ptr, const void *, size_t, void *, std::string &reason)
+{
+    return gpu_decoders_usable(reason);
+}
+
+bool gpu_copy_from_device(void *, device_ptr, size_t, void *, std::string &reason)
+{
+    return gpu_decoders_usable(reason);
+}
+
 } // namespace dh_dicom_impl

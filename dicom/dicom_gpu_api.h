@@ -10,8 +10,11 @@
 #ifndef DH_DICOM_GPU_API_H
 #define DH_DICOM_GPU_API_H
 
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "dicom_gpu.h"
 
 #include <cuda.h>
 #include <nvjpeg.h>
@@ -33,6 +36,17 @@ struct gpu_api {
     CUresult (*cuMemFreeAsync)(CUdeviceptr, CUstream);
     CUresult (*cuMemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
     CUresult (*cuGetErrorString)(CUresult, const char **);
+    /* the batch (dicom_gpu_jpeg2000_batch.cpp) and nvJPEG2000's memory (dicom_gpu_memory.cpp) */
+    CUresult (*cuEventCreate)(CUevent *, unsigned);
+    CUresult (*cuEventDestroy)(CUevent);
+    CUresult (*cuEventRecord)(CUevent, CUstream);
+    CUresult (*cuStreamWaitEvent)(CUstream, CUevent, unsigned);
+    CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
+    CUresult (*cuMemPoolCreate)(CUmemoryPool *, const CUmemPoolProps *);
+    CUresult (*cuMemPoolSetAttribute)(CUmemoryPool, CUmemPool_attribute, void *);
+    CUresult (*cuMemAllocFromPoolAsync)(CUdeviceptr *, size_t, CUmemoryPool, CUstream);
+    CUresult (*cuMemHostAlloc)(void **, size_t, unsigned);
+    CUresult (*cuMemFreeHost)(void *);
 
     /* nvJPEG2000 */
     nvjpeg2kStatus_t (*nvjpeg2kGetProperty)(libraryPropertyType, int *);
@@ -49,6 +63,10 @@ struct gpu_api {
                                                             uint32_t);
     nvjpeg2kStatus_t (*nvjpeg2kDecode)(nvjpeg2kHandle_t, nvjpeg2kDecodeState_t, nvjpeg2kStream_t,
                                        nvjpeg2kImage_t *, cudaStream_t);
+    nvjpeg2kStatus_t (*nvjpeg2kCreateV2)(nvjpeg2kBackend_t, nvjpeg2kDeviceAllocatorV2_t *,
+                                         nvjpeg2kPinnedAllocatorV2_t *, nvjpeg2kHandle_t *);
+    nvjpeg2kStatus_t (*nvjpeg2kSetDeviceMemoryPadding)(size_t, nvjpeg2kHandle_t);
+    nvjpeg2kStatus_t (*nvjpeg2kSetPinnedMemoryPadding)(size_t, nvjpeg2kHandle_t);
 
     /* nvJPEG (lossless backend); null when libnvjpeg is absent, which only costs .70 */
     nvjpegStatus_t (*nvjpegGetProperty)(libraryPropertyType, int *);
@@ -70,12 +88,22 @@ struct gpu_api {
     /* Made once with the libraries, used by every decode (each call has its own state and
      * stream; nvJPEG2000's guide asks for one decode state and parsed stream per thread, the handle may be shared). */
     CUcontext context;
+    CUdevice device;
     nvjpeg2kHandle_t j2k;
+    /* How nvJPEG2000 gets its memory: "pool" (a stream-ordered device pool of our own and padded
+     * pinned buffers, dicom_gpu_memory.cpp) or "default" (its cudaMalloc / cudaHostAlloc). */
+    const char *j2k_memory;
+    CUmemoryPool j2k_pool;
     int j2k_version[3];
     nvjpegHandle_t lossless; /* null: nvJPEG or its lossless backend is unavailable */
     int jpeg_version[3];
     const char *jpeg_missing; /* why lossless is null */
 };
+
+/* Creates a.j2k, nvJPEG2000's handle, with the memory functions of dicom_gpu_memory.cpp (or
+ * its own where DH_GPU_J2K_MEMORY=default asks, to measure the difference); the context current.
+ * False when no handle can be made. */
+bool create_j2k_handle(gpu_api &a);
 
 /* The loaded functions, or null with the reason (dicom_gpu_load.cpp). */
 const gpu_api *gpu_api_get(std::string &reason);
@@ -99,6 +127,16 @@ bool gpu_lanes_take(const gpu_api &api, size_t n, std::vector<gpu_lane> &lanes,
 /* Gives lanes back once their streams are idle: to the pool when `healthy` and it has room, else
  * destroyed (a lane whose decode failed is not trusted again). Empties lanes. */
 void gpu_lanes_give(const gpu_api &api, std::vector<gpu_lane> &lanes, bool healthy);
+
+/* "nvJPEG2000 <what> frame <f + 1> (status <status>)". */
+std::string frame_reason(uint32_t f, const char *what, int status);
+
+/* Parses frame f into lane.parsed and checks what nvJPEG2000 read against the dataset (one
+ * component of its rows and columns, 1 to 16 bits), comp then holding that component
+ * (dicom_gpu_jpeg2000.cpp). False with the reason otherwise. */
+bool parse_j2k_frame(const gpu_api &api, const gpu_frame &frame, uint32_t f,
+                     const dh_dicom_image &img, gpu_lane &lane,
+                     nvjpeg2kImageComponentInfo_t &comp, std::string &reason);
 
 /* Whether version have (major, minor, patch) comes before want. */
 inline bool version_older(const int have[3], const int want[3])
@@ -132,6 +170,19 @@ struct gpu_context_scope {
             api.cuCtxPopCurrent(&c);
     }
 };
+
+/* The loaded functions with the primary context current while `scope` lives; null with the
+ * reason when the decoders are unusable or the context cannot be made current. */
+inline const gpu_api *gpu_api_current(std::optional<gpu_context_scope> &scope, std::string &reason)
+{
+    const gpu_api *api = gpu_api_get(reason);
+    if (api == nullptr)
+        return nullptr;
+    scope.emplace(*api);
+    if (!scope->pushed)
+        reason = "the GPU's context cannot be made current";
+    return scope->pushed ? api : nullptr;
+}
 
 } // namespace dh_dicom_impl
 

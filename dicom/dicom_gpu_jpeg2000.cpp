@@ -41,6 +41,8 @@ struct j2k_call {
     }
 };
 
+} // namespace
+
 std::string frame_reason(uint32_t f, const char *what, int status)
 {
     char text[160];
@@ -48,9 +50,9 @@ std::string frame_reason(uint32_t f, const char *what, int status)
     return text;
 }
 
-/* Parses frame f into lane and checks what nvJPEG2000 read against the dataset. */
-bool parse_frame(const gpu_api &api, const gpu_frame &frame, uint32_t f,
-                 const dh_dicom_image &img, gpu_lane &lane, bool &is_signed, std::string &reason)
+bool parse_j2k_frame(const gpu_api &api, const gpu_frame &frame, uint32_t f,
+                     const dh_dicom_image &img, gpu_lane &lane,
+                     nvjpeg2kImageComponentInfo_t &comp, std::string &reason)
 {
     nvjpeg2kStatus_t s =
         api.nvjpeg2kStreamParse(api.j2k, frame.bytes, frame.length, 0, 0, lane.parsed);
@@ -59,7 +61,6 @@ bool parse_frame(const gpu_api &api, const gpu_frame &frame, uint32_t f,
         return false;
     }
     nvjpeg2kImageInfo_t info;
-    nvjpeg2kImageComponentInfo_t comp;
     if (api.nvjpeg2kStreamGetImageInfo(lane.parsed, &info) != NVJPEG2K_STATUS_SUCCESS ||
         info.num_components != 1 ||
         api.nvjpeg2kStreamGetImageComponentInfo(lane.parsed, &comp, 0) !=
@@ -69,23 +70,16 @@ bool parse_frame(const gpu_api &api, const gpu_frame &frame, uint32_t f,
         reason = frame_reason(f, "reads another geometry or depth in", 0);
         return false;
     }
-    is_signed = comp.sgn != 0;
     return true;
 }
-
-} // namespace
 
 bool gpu_decode_jpeg2000(const std::vector<gpu_frame> &frames, const dh_dicom_image &img,
                          uint16_t *cells, std::string &reason)
 {
-    const gpu_api *api = gpu_api_get(reason);
+    std::optional<gpu_context_scope> scope;
+    const gpu_api *api = gpu_api_current(scope, reason);
     if (api == nullptr)
         return false;
-    gpu_context_scope scope(*api);
-    if (!scope.pushed) {
-        reason = "the GPU's context cannot be made current";
-        return false;
-    }
     const size_t frame_cells = (size_t)img.format.rows * img.format.columns;
     const size_t bytes = frame_cells * frames.size() * sizeof(uint16_t);
     j2k_call call(*api);
@@ -108,9 +102,10 @@ bool gpu_decode_jpeg2000(const std::vector<gpu_frame> &frames, const dh_dicom_im
             reason = cuda_error(*api, "decoding on the GPU", r);
             return false;
         }
-        bool is_signed = false;
-        if (!parse_frame(*api, frames[f], f, img, lane, is_signed, reason))
+        nvjpeg2kImageComponentInfo_t comp;
+        if (!parse_j2k_frame(*api, frames[f], f, img, lane, comp, reason))
             return false;
+        const bool is_signed = comp.sgn != 0;
         void *plane = reinterpret_cast<void *>(call.device + f * frame_cells * sizeof(uint16_t));
         size_t pitch = (size_t)img.format.columns * sizeof(uint16_t);
         nvjpeg2kImage_t out;

@@ -115,18 +115,21 @@ bool load_driver(gpu_api &a, std::string &reason)
           sym("cuCtxPopCurrent_v2", a.cuCtxPopCurrent), SAME(cuStreamCreate),
           sym("cuStreamDestroy_v2", a.cuStreamDestroy), SAME(cuStreamSynchronize),
           SAME(cuMemAllocAsync), SAME(cuMemFreeAsync),
-          sym("cuMemcpyDtoHAsync_v2", a.cuMemcpyDtoHAsync), SAME(cuGetErrorString)},
+          sym("cuMemcpyDtoHAsync_v2", a.cuMemcpyDtoHAsync), SAME(cuGetErrorString),
+          SAME(cuEventCreate), sym("cuEventDestroy_v2", a.cuEventDestroy), SAME(cuEventRecord),
+          SAME(cuStreamWaitEvent), sym("cuMemcpyHtoDAsync_v2", a.cuMemcpyHtoDAsync),
+          SAME(cuMemPoolCreate), SAME(cuMemPoolSetAttribute), SAME(cuMemAllocFromPoolAsync),
+          SAME(cuMemHostAlloc), SAME(cuMemFreeHost)},
          missing);
     if (!missing.empty()) {
         reason = "the NVIDIA driver lacks " + missing;
         return false;
     }
     CUresult r = a.cuInit(0);
-    CUdevice device = 0;
     if (r == CUDA_SUCCESS)
-        r = a.cuDeviceGet(&device, 0);
+        r = a.cuDeviceGet(&a.device, 0);
     if (r == CUDA_SUCCESS)
-        r = a.cuDevicePrimaryCtxRetain(&a.context, device);
+        r = a.cuDevicePrimaryCtxRetain(&a.context, a.device);
     if (r != CUDA_SUCCESS) {
         reason = "no usable GPU: " + cuda_error(a, "cuInit/cuDeviceGet", r);
         return false;
@@ -147,7 +150,9 @@ bool load_jpeg2000(gpu_api &a, std::string &reason)
          {SAME(nvjpeg2kGetProperty), SAME(nvjpeg2kCreateSimple), SAME(nvjpeg2kDecodeStateCreate),
           SAME(nvjpeg2kDecodeStateDestroy), SAME(nvjpeg2kStreamCreate), SAME(nvjpeg2kStreamDestroy),
           SAME(nvjpeg2kStreamParse), SAME(nvjpeg2kStreamGetImageInfo),
-          SAME(nvjpeg2kStreamGetImageComponentInfo), SAME(nvjpeg2kDecode)},
+          SAME(nvjpeg2kStreamGetImageComponentInfo), SAME(nvjpeg2kDecode),
+          SAME(nvjpeg2kCreateV2), SAME(nvjpeg2kSetDeviceMemoryPadding),
+          SAME(nvjpeg2kSetPinnedMemoryPadding)},
          missing);
     if (!missing.empty()) {
         reason = "nvJPEG2000 lacks " + missing;
@@ -162,7 +167,7 @@ bool load_jpeg2000(gpu_api &a, std::string &reason)
         return false;
     }
     gpu_context_scope scope(a);
-    if (!scope.pushed || a.nvjpeg2kCreateSimple(&a.j2k) != NVJPEG2K_STATUS_SUCCESS) {
+    if (!scope.pushed || !create_j2k_handle(a)) {
         reason = "nvJPEG2000's handle cannot be created on this GPU";
         return false;
     }

@@ -265,6 +265,43 @@ void load_source(DcmFileFormat &ff, const char *name, const void *data, size_t s
  * lacks (dicom_write.cpp). */
 void copy_patient_study(DcmDataset &src, DcmDataset &dst, const char *source_name);
 
+/* ---- For the batched GPU decode (dicom_gpu_batch.cpp, issue 24) ---------------------------- */
+
+struct gpu_frame; /* dicom_gpu.h */
+
+/* Runs `read` with every exception caught: DH_DICOM_OK, or the status of the failure thrown with
+ * its reason in msg (what every C entry of this layer returns) (dicom_read.cpp). */
+dh_dicom_status run_guarded(const std::function<void()> &read, char *msg, size_t msg_len);
+
+/* A new image with the defaults a read starts from (calloc'd, dh_dicom_image_free frees it). */
+dh_dicom_image *new_image();
+
+/* What a read with want_pixels does before decoding: the transfer syntax, pixel format,
+ * PixelData length and metadata checked into img; returns the syntax (dicom_read.cpp). */
+E_TransferSyntax read_image_header(DcmFileFormat &ff, dh_dicom_image &img);
+
+/* The checked code stream of every frame of a JPEG 2000 / HTJ2K pixel sequence, as
+ * decode_jpeg2000_gpu gives them to the GPU: a frame of one fragment points into the dataset's
+ * own bytes, one of several is joined into `joined` (which must outlive the result). Malformed
+ * streams fail as decode_jpeg2000 fails them; a stream without EOC is refused with the reason
+ * (empty result) (dicom_jpeg2000.cpp). */
+std::vector<gpu_frame> jpeg2000_gpu_frames(DcmPixelSequence &seq, const dh_dicom_image &img,
+                                                  std::vector<std::vector<Uint8>> &joined,
+                                                  std::string &reason);
+
+/* One frame of such a list decoded by OpenJPEG into cells[rows * columns] (the fallback of a
+ * frame the GPU did not read) (dicom_jpeg2000.cpp). */
+void decode_jpeg2000_frame(const gpu_frame &frame, const dh_dicom_image &img, uint32_t index,
+                           uint16_t *cells);
+
+/* Decoded cells (each sample's low 16 bits) made stored values in place: the dataset's bit
+ * layout applied as every decoder's output gets it (dicom_pixels.cpp). */
+void cells_to_stored_values(uint16_t *cells, size_t n, const dh_dicom_image &img);
+
+/* The encapsulated pixel sequence of a dataset whose PixelData check_pixel_data passed
+ * (dicom_pixels.cpp). */
+DcmPixelSequence &pixel_fragments(DcmDataset &ds);
+
 } // namespace dh_dicom_impl
 
 #endif /* DH_DICOM_INTERNAL_H */

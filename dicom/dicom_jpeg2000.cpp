@@ -339,26 +339,51 @@ void decode_jpeg2000(DcmPixelSequence &seq, const dh_dicom_image &img, uint32_t 
     }
 }
 
-bool decode_jpeg2000_gpu(DcmPixelSequence &seq, const dh_dicom_image &img, uint16_t *cells,
-                         std::string &reason)
+std::vector<gpu_frame> jpeg2000_gpu_frames(DcmPixelSequence &seq, const dh_dicom_image &img,
+                                           std::vector<std::vector<Uint8>> &joined,
+                                           std::string &reason)
 {
     const frame_marker &marker = is_htj2k(img) ? soc_siz_htj2k : soc_siz_j2k;
     const std::vector<fragment> items = fragment_list(seq);
     const std::vector<size_t> starts = frame_starts(items, img.frames, marker);
-    std::vector<std::vector<Uint8>> joined(img.frames);
+    joined.assign(img.frames, {});
     std::vector<gpu_frame> frames(img.frames);
     for (uint32_t f = 0; f < img.frames; f++) {
-        join_fragments(items, starts[f], starts[f + 1], joined[f]);
-        frames[f] = checked_code_stream(joined[f].data(), joined[f].size(), img, marker.codec, f);
+        const Uint8 *d;
+        uint64_t n;
+        if (starts[f + 1] - starts[f] == 1 && items[starts[f]].bytes != nullptr) {
+            d = items[starts[f]].bytes; /* one fragment: read in place, no copy */
+            n = items[starts[f]].length;
+        } else {
+            join_fragments(items, starts[f], starts[f + 1], joined[f]);
+            d = joined[f].data();
+            n = joined[f].size();
+        }
+        frames[f] = checked_code_stream(d, n, img, marker.codec, f);
         /* A stream cut short keeps no EOC: OpenJPEG's strict mode refuses it, which a GPU
          * decoder that filled in the missing part would not. */
         const gpu_frame &c = frames[f];
         if (c.length < 2 || c.bytes[c.length - 2] != 0xff || c.bytes[c.length - 1] != 0xd9) {
             reason = "frame " + std::to_string(f + 1) + " ends without an EOC marker";
-            return false;
+            return {};
         }
     }
-    return gpu_decode_jpeg2000(frames, img, cells, reason);
+    return frames;
+}
+
+void decode_jpeg2000_frame(const gpu_frame &frame, const dh_dicom_image &img, uint32_t index,
+                           uint16_t *cells)
+{
+    const frame_marker &marker = is_htj2k(img) ? soc_siz_htj2k : soc_siz_j2k;
+    decode_frame(frame.bytes, frame.length, img, marker.codec, index, 1, cells);
+}
+
+bool decode_jpeg2000_gpu(DcmPixelSequence &seq, const dh_dicom_image &img, uint16_t *cells,
+                         std::string &reason)
+{
+    std::vector<std::vector<Uint8>> joined;
+    const std::vector<gpu_frame> frames = jpeg2000_gpu_frames(seq, img, joined, reason);
+    return !frames.empty() && gpu_decode_jpeg2000(frames, img, cells, reason);
 }
 
 } // namespace dh_dicom_impl

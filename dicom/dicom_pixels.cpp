@@ -268,4 +268,17 @@ void decode_pixels(DcmDataset &ds, E_TransferSyntax xfer, const dh_dicom_read_op
              (unsigned long long)have, (unsigned long long)need);
 }
 
+void cells_to_stored_values(uint16_t *cells, size_t n, const dh_dicom_image &img)
+{
+    extract([cells](size_t i) { return (uint32_t)cells[i]; }, n, img, cells);
+}
+
+DcmPixelSequence &pixel_fragments(DcmDataset &ds)
+{
+    DcmPixelSequence *seq = fragments_of(*pixel_element(ds));
+    if (seq == nullptr)
+        fail(DH_DICOM_ERR_INTERNAL, "encapsulated PixelData lost its fragments");
+    return *seq;
+}
+
 } // namespace dh_dicom_impl

@@ -185,8 +185,7 @@ static E_TransferSyntax find_transfer_syntax(DcmFileFormat &ff, dh_dicom_image &
     return xfer;
 }
 
-static void read_image(DcmFileFormat &ff, int want_pixels, const dh_dicom_read_options &options,
-                       dh_dicom_image &img)
+E_TransferSyntax read_image_header(DcmFileFormat &ff, dh_dicom_image &img)
 {
     DcmDataset *ds = ff.getDataset();
     if (ds == nullptr)
@@ -195,11 +194,18 @@ static void read_image(DcmFileFormat &ff, int want_pixels, const dh_dicom_read_o
     read_pixel_format(*ds, xfer, img);
     check_pixel_data(*ds, xfer, img);
     read_metadata(*ds, img);
-    if (want_pixels)
-        decode_pixels(*ds, xfer, options, img);
+    return xfer;
 }
 
-static dh_dicom_image *new_image()
+static void read_image(DcmFileFormat &ff, int want_pixels, const dh_dicom_read_options &options,
+                       dh_dicom_image &img)
+{
+    const E_TransferSyntax xfer = read_image_header(ff, img);
+    if (want_pixels)
+        decode_pixels(*ff.getDataset(), xfer, options, img);
+}
+
+dh_dicom_image *new_image()
 {
     dh_dicom_image *img = static_cast<dh_dicom_image *>(calloc(1, sizeof *img));
     if (img == nullptr)
@@ -215,25 +221,13 @@ static void write_message(char *msg, size_t msg_len, const char *text)
         snprintf(msg, msg_len, "%s", text);
 }
 
-/* Runs one read with every exception caught. `load` fills the DcmFileFormat. */
-template <typename Load>
-static dh_dicom_status guarded_read(Load load, int want_pixels,
-                                    const dh_dicom_read_options *options, dh_dicom_image **out,
-                                    char *msg, size_t msg_len)
+dh_dicom_status run_guarded(const std::function<void()> &read, char *msg, size_t msg_len)
 {
-    dh_dicom_image *img = nullptr;
     dh_dicom_status status = DH_DICOM_ERR_INTERNAL;
     const char *text = "unexpected exception";
     std::string reason;
     try {
-        codecs_init();
-        img = new_image();
-        held_bytes held; /* declared before ff: outlives it */
-        DcmFileFormat ff;
-        load(ff, held);
-        const dh_dicom_read_options defaults{};
-        read_image(ff, want_pixels, options ? *options : defaults, *img);
-        *out = img;
+        read();
         return DH_DICOM_OK;
     } catch (const failure &f) {
         status = f.status;
@@ -248,6 +242,31 @@ static dh_dicom_status guarded_read(Load load, int want_pixels,
     } catch (...) {
     }
     write_message(msg, msg_len, text);
+    return status;
+}
+
+/* Runs one read with every exception caught. `load` fills the DcmFileFormat. */
+template <typename Load>
+static dh_dicom_status guarded_read(Load load, int want_pixels,
+                                    const dh_dicom_read_options *options, dh_dicom_image **out,
+                                    char *msg, size_t msg_len)
+{
+    dh_dicom_image *img = nullptr;
+    const dh_dicom_status status = run_guarded(
+        [&] {
+            codecs_init();
+            img = new_image();
+            held_bytes held; /* declared before ff: outlives it */
+            DcmFileFormat ff;
+            load(ff, held);
+            const dh_dicom_read_options defaults{};
+            read_image(ff, want_pixels, options ? *options : defaults, *img);
+        },
+        msg, msg_len);
+    if (status == DH_DICOM_OK) {
+        *out = img;
+        return DH_DICOM_OK;
+    }
     dh_dicom_image_free(img);
     return status;
 }

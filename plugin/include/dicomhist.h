@@ -922,6 +922,45 @@ DH_API dh_status dh_equalized_encode_png(dh_ctx *ctx, const dh_volume *volume,
                                          const dh_derive_params *params,
                                          dh_derived_series **out);
 
+
+/* ---- Decoding into GPU memory, many files at once (issue 24) ---------------------------------
+ * The frames of DICOM files held in memory decoded together straight into GPU memory, for work
+ * whose next step runs there (dh_hist_compute_device, dh_equalize_device, dh_mi_evaluate_device).
+ * The JPEG 2000 and HTJ2K frames of all the items go to nvJPEG2000 at once (dh_ctx_set_threads
+ * worker threads, each parsing its next frame while the last decodes; 0 means 16, at most 32);
+ * every other syntax, every frame the GPU refuses or fails on, and everything when the context's
+ * GPU decoders are off (dh_ctx_set_gpu_decode), is read by the CPU decoders and copied in: the
+ * stored values are always those dh_volume_read_memory would give (docs/batch.md). */
+
+/* One item's result. */
+typedef struct dh_device_image {
+    dh_status status;   /* the item's own: DH_OK, or what reading it alone would return */
+    char message[512];  /* the reason, naming the item, when status is not DH_OK */
+    uint32_t columns, rows, frames;
+    uint32_t bits_stored;
+    int is_signed;      /* samples int16_t when 1, uint16_t when 0 */
+    double rescale_slope, rescale_intercept;
+    /* columns * rows * frames stored values (frame after frame, row after row) in GPU memory of
+     * the current device, ready on the stream given; NULL when status is not DH_OK. Released by
+     * dh_device_image_release (stream-ordered; cudaFreeAsync does it too). */
+    void *d_samples;
+    uint32_t gpu_frames, cpu_frames; /* frames read by nvJPEG2000 and by the CPU decoders */
+    char decoder[16];       /* "nvjpeg2k" when the GPU read every frame, else the CPU decoder */
+    char decoder_note[256]; /* why frames the GPU could read were read on the CPU ("" if none) */
+} dh_device_image;
+
+/* Reads items[0..count) into out[0..count), on cuda_stream (a cudaStream_t of the current
+ * device, NULL for the legacy default stream); the decoding is finished when the call returns.
+ * DH_OK when the batch ran (each item's own status in out: a bad item fails alone); DH_ERR_NO_DEVICE
+ * with the reason when this process cannot decode into GPU memory (built without the GPU
+ * decoders, libraries absent or too old, no GPU: docs/batch.md); DH_ERR_INVALID_ARGUMENT. The
+ * items' bytes are only read during the call. Memory: the items' datasets and the decoded
+ * values on the GPU; on the host, frames the CPU reads. */
+DH_API dh_status dh_decode_to_device(dh_ctx *ctx, const dh_memory_item *items, size_t count,
+                                     void *cuda_stream, dh_device_image *out);
+/* Releases out[i]'s GPU memory on cuda_stream and zeroes it; NULL is ignored. */
+DH_API void dh_device_image_release(dh_device_image *image, void *cuda_stream);
+
 #ifdef __cplusplus
 }
 #endif
