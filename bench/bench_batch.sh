@@ -20,6 +20,17 @@
 # lossless copy; without it that half is skipped), so the dicomhist figures need nothing but
 # Python with numpy and pydicom for the generator. On the GPU machine:
 #   JOBS="1 16" DEVICES="cpu cuda" bench/bench_batch.sh build/dicomhist /tmp/bench-batch
+#
+# The device table (issue 24), instead of all the above, when KINDS is set:
+#   KINDS ["uncompressed j2k htj2k jpll"]  archives made by bench/batch_archives.py (SERIES x
+#                                  SLICES x SIZE^2 CT slices, then encoded copies of them by
+#                                  opj_compress, ojph_compress and dcmcjpeg on every core)
+#   DEVICES ["cpu cuda auto"], JOBS [16]: each archive equalized with each --device at that
+#   --jobs, REPEAT times, with --stats: the workers' time split into read, decode, compute and
+#   write per device, printed beside the table. Every device's outputs are compared with the
+#   first one's, pixel for pixel (bench/batch_compare.py), before any figure is printed.
+#   SERIES=52 SLICES=40 KINDS="uncompressed j2k htj2k jpll" REPEAT=1 \
+#       bench/bench_batch.sh build/dicomhist /tmp/bench-batch     (2080 slices, 1.09 GB)
 set -euo pipefail
 
 DICOMHIST=$(readlink -f "${1:?usage: bench_batch.sh DICOMHIST WORKDIR}")
@@ -70,9 +81,94 @@ measure() {
 }
 
 tree_bytes() { du -sb "$1" | cut -f1; }
+
+# The device table: every archive of KINDS with every device of DEVICES at --jobs JOBS.
+device_table() {
+    local jobs=${JOBS:-16} devices=${DEVICES_TABLE:-"cpu cuda auto"} kinds=() k d
+    [ "$DEVICES" != cpu ] && devices=$DEVICES
+    for k in $KINDS; do [ "$k" != uncompressed ] && kinds+=("$k"); done
+    local t0=$SECONDS
+    python3 "$HERE/batch_archives.py" "$WORK" "$SERIES" "$SLICES" "$SIZE" "${kinds[@]}"
+    echo "bench_batch: archives made in $((SECONDS - t0)) s" >&2
+    local pixels=$(( $(find "$WORK/uncompressed/EXPORT" -type f | wc -l) * SIZE * SIZE * 2 ))
+    local table="$WORK/device-table.md" stats="$WORK/device-stats.txt"
+    : > "$table"
+    : > "$stats"
+    for k in $KINDS; do
+        local first=""
+        for d in $devices; do
+            local out="$WORK/out-$k-$d" times=() cpus=() log
+            for _ in $(seq "$REPEAT"); do
+                rm -rf "$out"
+                sync
+                log=$(mktemp)
+                local s0 c0 s1 c1
+                s0=$(date +%s.%N)
+                times >"$WORK/times.txt"
+                c0=$(children_cpu "$WORK/times.txt")
+                "$DICOMHIST" equalize --jobs "$jobs" --device "$d" --stats -o "$out" \
+                    "$WORK/$k/EXPORT" >/dev/null 2>"$log" ||
+                    { echo "bench_batch: $k $d failed:" >&2; tail -5 "$log" >&2; return 1; }
+                s1=$(date +%s.%N)
+                times >"$WORK/times.txt"
+                c1=$(children_cpu "$WORK/times.txt")
+                times+=("$(calc "$s1 - $s0")")
+                cpus+=("$(calc "$c1 - $c0")")
+                { echo "## $k, --device $d, --jobs $jobs"; grep 'stats:\|decoder' "$log"; } >> "$stats"
+                rm -f "$log"
+            done
+            local t c
+            t=$(printf '%s\n' "${times[@]}" | sort -g | sed -n "$(( (REPEAT + 1) / 2 ))p")
+            c=$(printf '%s\n' "${cpus[@]}" | sort -g | sed -n "$(( (REPEAT + 1) / 2 ))p")
+            printf '%s\t%s\t%s\t%s\t%s\n' "$k" "$d" "$t" "$c" \
+                "$(grep -o '"decoder":"[^"]*"' "$out/dicomhist-manifest.jsonl" | sort | uniq -c |
+                   sort -rn | head -1 | sed 's/.*"decoder":"\([^"]*\)"/\1/')" >> "$table"
+            printf 'bench_batch: %-13s --device %-4s %7.2f s %8.1f MB/s %8.2f CPU s\n' "$k" "$d" \
+                "$t" "$(calc "$pixels / $t / 1000000")" "$c" >&2
+            if [ -z "$first" ]; then
+                first=$out
+            else # the same pixels whatever the device, or no figure
+                python3 "$HERE/batch_compare.py" "$first" "$out"
+                rm -rf "$out"
+            fi
+        done
+        rm -rf "$first"
+    done
+    echo
+    echo "| archive | device | seconds | MB/s of pixels | CPU seconds | decoder | vs cpu | vs the faster of cpu, cuda |"
+    echo "| --- | --- | ---: | ---: | ---: | --- | ---: | ---: |"
+    while IFS=$'\t' read -r k d t c dec; do
+        local cpu_t cuda_t best
+        cpu_t=$(awk -F'\t' -v k="$k" '$1 == k && $2 == "cpu" {print $3}' "$table")
+        cuda_t=$(awk -F'\t' -v k="$k" '$1 == k && $2 == "cuda" {print $3}' "$table")
+        best=$(awk -v a="${cpu_t:-0}" -v b="${cuda_t:-0}" \
+            'BEGIN { print (a > 0 && b > 0) ? (a < b ? a : b) : 0 }')
+        printf '| %s | %s | %.2f | %.0f | %.2f | %s | %s | %s |\n' "$k" "$d" "$t" \
+            "$(calc "$pixels / $t / 1000000")" "$c" "$dec" \
+            "$([ -n "$cpu_t" ] && calc "$cpu_t / $t" | xargs printf '%.2fx' || echo -)" \
+            "$([ "$best" != 0 ] && calc "$best / $t" | xargs printf '%.2fx' || echo -)"
+    done < "$table"
+    echo
+    echo "$(( pixels / 1000000 )) MB of pixels per archive ($SERIES series of $SLICES ${SIZE}x${SIZE}"\
+         "slices); files: $(for k in $KINDS; do printf '%s %s MB; ' "$k" \
+         "$(( $(tree_bytes "$WORK/$k/EXPORT") / 1000000 ))"; done)"
+    echo
+    echo "Stage split (--stats; stages summed over the worker threads):"
+    echo '```'
+    cat "$stats"
+    echo '```'
+}
+
+# User + system CPU seconds of the shell's finished children, from what `times` wrote into $1
+# (run in the shell itself: in a command substitution it would count the subshell's children).
+children_cpu() {
+    tail -1 "$1" | awk '{ n = 0; for (i = 1; i <= 2; i++) { split($i, p, "m"); sub("s", "", p[2]);
+                       n += p[1] * 60 + p[2] } print n }'
+}
 calc() { awk "BEGIN { print $1 }"; } # no bc on every machine
 
 echo "bench_batch: machine: $(nproc) cores, $(uptime | sed 's/.*load/load/')" >&2
+[ -n "${KINDS:-}" ] && { device_table; exit; }
 U="$WORK/uncompressed"
 make_archive "$U" "$SERIES" "$SLICES"
 UB=$(tree_bytes "$U/EXPORT")

@@ -28,6 +28,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #define DH_CUDA_PREFIX ""
 
@@ -395,6 +396,20 @@ struct dh_eq_cuda {
     uint16_t *d_luts, *d_out;
     dh_eq_window *d_windows;
     cudaStream_t stream;
+    dh_eq_cuda_pool *pool; /* the buffers and stream are the pool's; NULL: the session's own */
+};
+
+/* One buffer of a pool: grown (never shrunk) to the largest request. */
+struct pool_buffer {
+    void *p;
+    size_t bytes;
+};
+
+struct dh_eq_cuda_pool {
+    cudaStream_t stream;
+    cudaEvent_t done; /* blocking sync: the waiting thread sleeps */
+    pool_buffer d_data, d_hist, d_luts, d_out, d_windows; /* device */
+    pool_buffer h_data, h_hist, h_luts, h_out, h_windows; /* pinned host staging */
 };
 
 extern "C" {
@@ -424,10 +439,75 @@ int dh_lut_apply_cuda(const void *d_data, int is_signed, size_t slice_len, size_
                         len, d_out, (cudaStream_t)stream, msg, msg_len);
 }
 
+/* Makes b at least `bytes` long (its old contents are not kept). */
+static cudaError_t pool_grow(pool_buffer *b, size_t bytes, bool pinned)
+{
+    if (b->bytes >= bytes)
+        return cudaSuccess;
+    if (b->p)
+        (void)(pinned ? cudaFreeHost(b->p) : cudaFree(b->p));
+    b->p = nullptr;
+    b->bytes = 0;
+    cudaError_t e = pinned ? cudaMallocHost(&b->p, bytes) : cudaMalloc(&b->p, bytes);
+    if (e == cudaSuccess)
+        b->bytes = bytes;
+    else
+        b->p = nullptr;
+    return e;
+}
+
+/* Waits for everything enqueued on the session's stream so far; a pooled session sleeps on the
+ * pool's event instead of spinning. */
+static int pool_wait(dh_eq_cuda *s, const char *what, char *msg, size_t msg_len)
+{
+    if (!s->pool) {
+        DH_CUDA_CK(cudaStreamSynchronize(s->stream), what);
+        return 0;
+    }
+    DH_CUDA_CK(cudaEventRecord(s->pool->done, s->stream), what);
+    DH_CUDA_CK(cudaEventSynchronize(s->pool->done), what);
+    return 0;
+}
+
+dh_eq_cuda_pool *dh_eq_cuda_pool_create(void)
+{
+    return (dh_eq_cuda_pool *)calloc(1, sizeof(dh_eq_cuda_pool));
+}
+
+void dh_eq_cuda_pool_free(dh_eq_cuda_pool *pool)
+{
+    if (!pool)
+        return;
+    if (pool->stream)
+        (void)cudaStreamSynchronize(pool->stream);
+    pool_buffer *dev[] = {&pool->d_data, &pool->d_hist, &pool->d_luts, &pool->d_out,
+                          &pool->d_windows};
+    pool_buffer *host[] = {&pool->h_data, &pool->h_hist, &pool->h_luts, &pool->h_out,
+                           &pool->h_windows};
+    for (pool_buffer *b : dev)
+        if (b->p)
+            (void)cudaFree(b->p);
+    for (pool_buffer *b : host)
+        if (b->p)
+            (void)cudaFreeHost(b->p);
+    if (pool->done)
+        (void)cudaEventDestroy(pool->done);
+    if (pool->stream)
+        (void)cudaStreamDestroy(pool->stream);
+    (void)cudaGetLastError();
+    free(pool);
+}
+
 void dh_eq_cuda_free(dh_eq_cuda *s)
 {
     if (!s)
         return;
+    if (s->pool) { /* the buffers stay for the next volume, once nothing uses them */
+        (void)cudaStreamSynchronize(s->stream);
+        (void)cudaGetLastError();
+        free(s);
+        return;
+    }
     cudaFree(s->d_data);
     cudaFree(s->d_hist);
     cudaFree(s->d_luts);
@@ -438,15 +518,17 @@ void dh_eq_cuda_free(dh_eq_cuda *s)
     free(s);
 }
 
-int dh_eq_cuda_begin(const void *data, int is_signed, size_t slice_len, size_t slices,
-                     int per_slice, int32_t base, uint32_t len, dh_eq_cuda **out, char *msg,
-                     size_t msg_len)
+/* A session of the volume's shape, nothing allocated yet; NULL (with a message) when out of
+ * memory. *out is cleared. */
+static dh_eq_cuda *session_new(int is_signed, size_t slice_len, size_t slices, int per_slice,
+                               int32_t base, uint32_t len, dh_eq_cuda **out, char *msg,
+                               size_t msg_len)
 {
     *out = nullptr;
     dh_eq_cuda *s = (dh_eq_cuda *)calloc(1, sizeof *s);
     if (!s) {
         snprintf(msg, msg_len, "out of memory");
-        return -1;
+        return nullptr;
     }
     s->is_signed = is_signed;
     s->per_slice = per_slice;
@@ -456,6 +538,31 @@ int dh_eq_cuda_begin(const void *data, int is_signed, size_t slice_len, size_t s
     s->base = base;
     s->len = len;
     s->tables = per_slice ? (uint32_t)slices : 1;
+    return s;
+}
+
+/* Enqueues the histograms of the uploaded samples and hands the session out (or frees it). */
+static int start_histograms(dh_eq_cuda *s, dh_eq_cuda **out, char *msg, size_t msg_len)
+{
+    dh_bin_map map;
+    dh_eq_bin_map_init(&map, s->base, s->len);
+    if (dh_hist_cuda_device(s->d_data, s->is_signed, s->slice_len, s->slices, s->per_slice, &map,
+                            s->d_hist, s->stream, msg, msg_len) != 0) {
+        dh_eq_cuda_free(s);
+        return -1;
+    }
+    *out = s;
+    return 0;
+}
+
+int dh_eq_cuda_begin(const void *data, int is_signed, size_t slice_len, size_t slices,
+                     int per_slice, int32_t base, uint32_t len, dh_eq_cuda **out, char *msg,
+                     size_t msg_len)
+{
+    dh_eq_cuda *s = session_new(is_signed, slice_len, slices, per_slice, base, len, out, msg,
+                                msg_len);
+    if (!s)
+        return -1;
     cudaError_t e = cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking);
     if (e == cudaSuccess)
         e = cudaMalloc(&s->d_data, s->n * 2);
@@ -473,44 +580,100 @@ int dh_eq_cuda_begin(const void *data, int is_signed, size_t slice_len, size_t s
         dh_eq_cuda_free(s);
         return dh_cuda_fail(msg, msg_len, "", "allocating and uploading the volume", e);
     }
-    dh_bin_map map;
-    dh_eq_bin_map_init(&map, base, len);
-    if (dh_hist_cuda_device(s->d_data, is_signed, slice_len, slices, per_slice, &map, s->d_hist,
-                            s->stream, msg, msg_len) != 0) {
-        dh_eq_cuda_free(s);
+    return start_histograms(s, out, msg, msg_len);
+}
+
+int dh_eq_cuda_begin_pooled(dh_eq_cuda_pool *pool, const void *data, int is_signed,
+                            size_t slice_len, size_t slices, int per_slice, int32_t base,
+                            uint32_t len, dh_eq_cuda **out, char *msg, size_t msg_len)
+{
+    if (!pool)
+        return dh_eq_cuda_begin(data, is_signed, slice_len, slices, per_slice, base, len, out, msg,
+                                msg_len);
+    dh_eq_cuda *s = session_new(is_signed, slice_len, slices, per_slice, base, len, out, msg,
+                                msg_len);
+    if (!s)
         return -1;
+    s->pool = pool;
+    const size_t data_bytes = s->n * 2, hist_bytes = (size_t)s->tables * (len + 2) * sizeof(uint64_t),
+                 lut_bytes = (size_t)s->tables * len * sizeof(uint16_t),
+                 window_bytes = s->tables * sizeof(dh_eq_window);
+    cudaError_t e = cudaSuccess;
+    if (!pool->stream)
+        e = cudaStreamCreateWithFlags(&pool->stream, cudaStreamNonBlocking);
+    if (e == cudaSuccess && !pool->done)
+        e = cudaEventCreateWithFlags(&pool->done, cudaEventBlockingSync | cudaEventDisableTiming);
+    const struct {
+        pool_buffer *b;
+        size_t bytes;
+        bool pinned;
+    } need[] = {{&pool->d_data, data_bytes, false},      {&pool->d_hist, hist_bytes, false},
+                {&pool->d_luts, lut_bytes, false},       {&pool->d_out, data_bytes, false},
+                {&pool->d_windows, window_bytes, false}, {&pool->h_data, data_bytes, true},
+                {&pool->h_hist, hist_bytes, true},       {&pool->h_luts, lut_bytes, true},
+                {&pool->h_out, data_bytes, true},        {&pool->h_windows, window_bytes, true}};
+    for (const auto &n : need)
+        if (e == cudaSuccess)
+            e = pool_grow(n.b, n.bytes, n.pinned);
+    if (e != cudaSuccess) {
+        free(s);
+        return dh_cuda_fail(msg, msg_len, "", "allocating the context's GPU buffers", e);
     }
-    *out = s;
-    return 0;
+    s->stream = pool->stream;
+    s->d_data = pool->d_data.p;
+    s->d_hist = (uint64_t *)pool->d_hist.p;
+    s->d_luts = (uint16_t *)pool->d_luts.p;
+    s->d_out = (uint16_t *)pool->d_out.p;
+    s->d_windows = (dh_eq_window *)pool->d_windows.p;
+    /* The previous session waited for its stream, so the staging is free to fill. */
+    memcpy(pool->h_data.p, data, data_bytes);
+    e = cudaMemcpyAsync(s->d_data, pool->h_data.p, data_bytes, cudaMemcpyHostToDevice, s->stream);
+    if (e != cudaSuccess) {
+        dh_eq_cuda_free(s);
+        return dh_cuda_fail(msg, msg_len, "", "uploading the volume", e);
+    }
+    return start_histograms(s, out, msg, msg_len);
 }
 
 int dh_eq_cuda_histograms(dh_eq_cuda *s, uint64_t *hist, char *msg, size_t msg_len)
 {
-    DH_CUDA_CK(cudaMemcpyAsync(hist, s->d_hist, (size_t)s->tables * (s->len + 2) * sizeof(uint64_t),
-                               cudaMemcpyDeviceToHost, s->stream),
+    const size_t bytes = (size_t)s->tables * (s->len + 2) * sizeof(uint64_t);
+    void *to = s->pool ? s->pool->h_hist.p : (void *)hist;
+    DH_CUDA_CK(cudaMemcpyAsync(to, s->d_hist, bytes, cudaMemcpyDeviceToHost, s->stream),
                "copying the histograms");
-    DH_CUDA_CK(cudaStreamSynchronize(s->stream), "histograms");
+    if (pool_wait(s, "histograms", msg, msg_len) != 0)
+        return -1;
+    if (s->pool)
+        memcpy(hist, to, bytes);
     return 0;
 }
 
 int dh_eq_cuda_equalize(dh_eq_cuda *s, const dh_eq_window *windows, uint32_t levels,
                         double clip_limit, char *msg, size_t msg_len)
 {
-    DH_CUDA_CK(cudaMemcpyAsync(s->d_windows, windows, s->tables * sizeof(dh_eq_window),
+    const size_t bytes = s->tables * sizeof(dh_eq_window);
+    if (s->pool) /* staged in the pool's pinned memory, which no one touches before finish */
+        memcpy(s->pool->h_windows.p, windows, bytes);
+    DH_CUDA_CK(cudaMemcpyAsync(s->d_windows, s->pool ? s->pool->h_windows.p : windows, bytes,
                                cudaMemcpyHostToDevice, s->stream),
                "uploading the windows");
-    /* The windows live in pageable host memory the caller may free: wait for the copy. */
-    DH_CUDA_CK(cudaStreamSynchronize(s->stream), "uploading the windows");
+    /* Unpooled, the windows live in pageable host memory the caller may free: wait for the copy. */
+    if (!s->pool)
+        DH_CUDA_CK(cudaStreamSynchronize(s->stream), "uploading the windows");
     return dh_eq_lut_build_cuda(s->d_hist, s->tables, s->base, s->len, s->d_windows, levels,
                                 clip_limit, s->d_luts, s->stream, msg, msg_len);
 }
 
 int dh_eq_cuda_set_tables(dh_eq_cuda *s, const uint16_t *luts, char *msg, size_t msg_len)
 {
-    DH_CUDA_CK(cudaMemcpyAsync(s->d_luts, luts, (size_t)s->tables * s->len * sizeof(uint16_t),
+    const size_t bytes = (size_t)s->tables * s->len * sizeof(uint16_t);
+    if (s->pool)
+        memcpy(s->pool->h_luts.p, luts, bytes);
+    DH_CUDA_CK(cudaMemcpyAsync(s->d_luts, s->pool ? s->pool->h_luts.p : luts, bytes,
                                cudaMemcpyHostToDevice, s->stream),
                "uploading the tables");
-    DH_CUDA_CK(cudaStreamSynchronize(s->stream), "uploading the tables");
+    if (!s->pool)
+        DH_CUDA_CK(cudaStreamSynchronize(s->stream), "uploading the tables");
     return 0;
 }
 
@@ -519,13 +682,20 @@ int dh_eq_cuda_finish(dh_eq_cuda *s, uint16_t *out, uint16_t *luts, char *msg, s
     if (dh_lut_apply_cuda(s->d_data, s->is_signed, s->slice_len, s->slices, s->d_luts,
                           s->per_slice, s->base, s->len, s->d_out, s->stream, msg, msg_len) != 0)
         return -1;
-    DH_CUDA_CK(cudaMemcpyAsync(out, s->d_out, s->n * sizeof(uint16_t), cudaMemcpyDeviceToHost,
-                               s->stream),
+    const size_t out_bytes = s->n * sizeof(uint16_t),
+                 lut_bytes = (size_t)s->tables * s->len * sizeof(uint16_t);
+    void *out_to = s->pool ? s->pool->h_out.p : (void *)out;
+    void *luts_to = s->pool ? s->pool->h_luts.p : (void *)luts;
+    DH_CUDA_CK(cudaMemcpyAsync(out_to, s->d_out, out_bytes, cudaMemcpyDeviceToHost, s->stream),
                "copying the output");
-    DH_CUDA_CK(cudaMemcpyAsync(luts, s->d_luts, (size_t)s->tables * s->len * sizeof(uint16_t),
-                               cudaMemcpyDeviceToHost, s->stream),
+    DH_CUDA_CK(cudaMemcpyAsync(luts_to, s->d_luts, lut_bytes, cudaMemcpyDeviceToHost, s->stream),
                "copying the tables");
-    DH_CUDA_CK(cudaStreamSynchronize(s->stream), "equalization");
+    if (pool_wait(s, "equalization", msg, msg_len) != 0)
+        return -1;
+    if (s->pool) {
+        memcpy(out, out_to, out_bytes);
+        memcpy(luts, luts_to, lut_bytes);
+    }
     return 0;
 }
 

@@ -52,6 +52,22 @@ int dh_eq_cuda_set_tables(dh_eq_cuda *s, const uint16_t *luts, char *msg, size_t
 int dh_eq_cuda_finish(dh_eq_cuda *s, uint16_t *out, uint16_t *luts, char *msg, size_t msg_len);
 void dh_eq_cuda_free(dh_eq_cuda *s);
 
+/* What one context keeps between volumes so that equalizations on several threads (one context
+ * each) run side by side on one GPU: its own stream, device buffers and pinned host staging,
+ * grown to the largest volume seen and reused, and an event the thread sleeps on (blocking
+ * sync: the core it frees decodes for the other workers) rather than spinning. Nothing in it
+ * allocates or frees device memory per volume, so no call waits for the whole device (cudaFree
+ * does). Creating one touches no CUDA; used by one thread at a time. */
+typedef struct dh_eq_cuda_pool dh_eq_cuda_pool;
+dh_eq_cuda_pool *dh_eq_cuda_pool_create(void);
+void dh_eq_cuda_pool_free(dh_eq_cuda_pool *pool); /* NULL accepted */
+
+/* dh_eq_cuda_begin on the pool's stream and buffers (NULL pool: dh_eq_cuda_begin). The session
+ * borrows them until dh_eq_cuda_free; one session per pool at a time. */
+int dh_eq_cuda_begin_pooled(dh_eq_cuda_pool *pool, const void *data, int is_signed,
+                            size_t slice_len, size_t slices, int per_slice, int32_t base,
+                            uint32_t len, dh_eq_cuda **out, char *msg, size_t msg_len);
+
 #ifdef __cplusplus
 }
 #endif

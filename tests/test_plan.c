@@ -150,6 +150,57 @@ START_TEST(series_load_same_with_any_threads)
 }
 END_TEST
 
+/* Read timing (issue 24): off, nothing is counted; on, each file read with its pixels counts
+ * once with its bytes as they lie on disk, the times are sane, and the volumes are the same. */
+START_TEST(read_timing_counts_every_file)
+{
+    char in[4096];
+    snprintf(in, sizeof in, "%s/in", tree);
+    const char *paths[] = {in};
+    dh_ctx *ctx = dh_ctx_create();
+    dh_plan *plan = NULL;
+    dh_read_times t;
+    ck_assert_int_eq(dh_plan_scan(ctx, paths, 1, &plan), DH_OK);
+    ck_assert_int_eq(dh_ctx_read_times(NULL, &t), DH_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(dh_ctx_read_times(ctx, NULL), DH_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(dh_ctx_set_read_timing(NULL, 1), DH_ERR_INVALID_ARGUMENT);
+    uint64_t files = 0, bytes = 0;
+    for (size_t k = 0; k < dh_plan_series_count(plan); k++) {
+        dh_volume_set *plain = NULL, *timed = NULL;
+        ck_assert_int_eq(dh_ctx_set_read_timing(ctx, 0), DH_OK);
+        ck_assert_int_eq(dh_plan_load_series(ctx, plan, k, &plain), DH_OK);
+        ck_assert_int_eq(dh_ctx_read_times(ctx, &t), DH_OK);
+        ck_assert_uint_eq(t.files, 0);
+        ck_assert(t.read_seconds == 0 && t.decode_seconds == 0);
+        ck_assert_int_eq(dh_ctx_set_read_timing(ctx, 1), DH_OK);
+        ck_assert_int_eq(dh_ctx_set_threads(ctx, 1 + (int)(k % 3)), DH_OK);
+        ck_assert_int_eq(dh_plan_load_series(ctx, plan, k, &timed), DH_OK);
+        assert_same_volume(dh_volume_set_volume(plain, 0), dh_volume_set_volume(timed, 0));
+        ck_assert_int_eq(dh_ctx_read_times(ctx, &t), DH_OK);
+        size_t n = dh_plan_series_file_count(plan, k);
+        uint64_t series_bytes = 0;
+        for (size_t i = 0; i < n; i++) {
+            struct stat st;
+            ck_assert_int_eq(stat(dh_plan_file_path(plan, dh_plan_series_file(plan, k, i)), &st),
+                             0);
+            series_bytes += (uint64_t)st.st_size;
+        }
+        ck_assert_uint_eq(t.files, n);
+        ck_assert_uint_eq(t.bytes, series_bytes);
+        ck_assert(t.read_seconds >= 0 && t.read_cpu_seconds >= 0 && t.decode_seconds > 0 &&
+                  t.decode_cpu_seconds >= 0 && t.read_seconds < 60 && t.decode_seconds < 60);
+        files += t.files;
+        bytes += t.bytes;
+        dh_volume_set_free(plain);
+        dh_volume_set_free(timed);
+    }
+    ck_assert_uint_gt(files, 2);
+    ck_assert_uint_gt(bytes, 0);
+    dh_plan_free(plan);
+    dh_ctx_free(ctx);
+}
+END_TEST
+
 /* The output name the writer asks for: "mirror/<name of the source>". */
 static int mirror_name(void *user, const char *source, char *name, size_t size)
 {
@@ -265,6 +316,7 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, scan_finds_series_and_the_rest);
     tcase_add_test(tc, series_load_same_with_any_threads);
+    tcase_add_test(tc, read_timing_counts_every_file);
     tcase_add_test(tc, writers_name_replace_and_repeat);
     suite_add_tcase(s, tc);
     return dh_test_run(s);

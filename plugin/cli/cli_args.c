@@ -172,6 +172,9 @@ static int read_batch_option(const char *command, int id, const char *value,
     case CLI_OPT_DRY_RUN:
         b->dry_run = 1;
         return -1;
+    case CLI_OPT_STATS:
+        b->stats = 1;
+        return -1;
     default:
         return cli_usage_error(command, "internal: unhandled batch option");
     }
@@ -218,6 +221,7 @@ int cli_read_command_line(cli_command_line *cl, const char *command, int argc, c
         case CLI_OPT_FORCE:
         case CLI_OPT_DRY_RUN:
         case CLI_OPT_DECODE:
+        case CLI_OPT_STATS:
             rc = read_batch_option(command, id, value, &cl->batch);
             break;
         default:

@@ -49,7 +49,8 @@ enum {
     CLI_OPT_SHARD_COUNT,
     CLI_OPT_FORCE,
     CLI_OPT_DRY_RUN,
-    CLI_OPT_DECODE
+    CLI_OPT_DECODE,
+    CLI_OPT_STATS
 };
 #define CLI_OPTION_JSON {"json", 0, CLI_OPT_JSON, 0}
 #define CLI_OPTION_DEVICE {"device", 1, CLI_OPT_DEVICE, 0}
@@ -57,7 +58,8 @@ enum {
 #define CLI_OPTIONS_BATCH                                                                        \
     {"jobs", 1, CLI_OPT_JOBS, 'j'}, {"progress", 0, CLI_OPT_PROGRESS, 0},                        \
         {"modality", 1, CLI_OPT_MODALITY, 0}, {"shard", 1, CLI_OPT_SHARD, 0},                    \
-        {"shard-count", 1, CLI_OPT_SHARD_COUNT, 0}, {"decode", 1, CLI_OPT_DECODE, 0}
+        {"shard-count", 1, CLI_OPT_SHARD_COUNT, 0}, {"decode", 1, CLI_OPT_DECODE, 0},     \
+        {"stats", 0, CLI_OPT_STATS, 0}
 /* ... and of those that write outputs and a manifest. */
 #define CLI_OPTIONS_BATCH_WRITE                                                                  \
     {"force", 0, CLI_OPT_FORCE, 0}, {"dry-run", 0, CLI_OPT_DRY_RUN, 0}
@@ -77,7 +79,8 @@ void cli_parser_init(cli_parser *p, const char *command, int argc, char **argv);
 int cli_next(cli_parser *p, const cli_option *options, const char **value);
 
 /* What every command's command line holds besides the command's own options. */
-/* How a batch is run: --jobs, --progress, --modality, --shard, --force, --dry-run, --decode. */
+/* How a batch is run: --jobs, --progress, --modality, --shard, --force, --dry-run, --decode,
+ * --stats. */
 typedef struct cli_batch_options {
     uint32_t jobs;          /* 0: one per online processor */
     int progress;           /* --progress given (else only when stderr is a terminal) */
@@ -87,6 +90,7 @@ typedef struct cli_batch_options {
     uint32_t shard_count_option;       /* --shard-count, 0 when absent */
     int force, dry_run;
     int cpu_decode; /* --decode cpu: never NVIDIA's GPU decoders */
+    int stats;      /* --stats: the time split into stages after the summary */
 } cli_batch_options;
 
 typedef struct cli_command_line {

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -24,6 +25,9 @@
 
 /* How many finished series may wait for an earlier one, per worker: bounds the held output. */
 #define WINDOW_PER_JOB 2
+
+/* --device auto computes on the GPU from this many samples per volume (cli_series_device). */
+#define CLI_AUTO_GPU_MIN_SAMPLES (UINT64_C(1) << 26)
 
 /* One source file's place in its series, for output names and manifest lines. */
 typedef struct series_file {
@@ -45,6 +49,7 @@ struct cli_series_private {
     double seconds;
     int ready;
     char *decoder, *decoder_note; /* of the series' volume (dh_volume_decoder), NULL: none */
+    double stage[CLI_STAGE_COUNT][2]; /* --stats: wall and CPU seconds per stage */
 };
 
 typedef struct batch {
@@ -59,8 +64,7 @@ typedef struct batch {
     size_t next_take, next_emit;
     pthread_mutex_t lock;
     pthread_cond_t changed;
-    pthread_mutex_t gpu;
-    int gpu_shared; /* the work may run on the GPU: serialize it */
+    int cuda_usable; /* a GPU answers: --device auto may choose it */
     uint32_t jobs, decode_threads;
     uint32_t alive; /* workers still running */
     dh_existing existing;
@@ -69,6 +73,10 @@ typedef struct batch {
     cli_progress progress;
     size_t done_files, failed_files, skipped_files, already_files;
     int any_failure, text_emitted, want_summary;
+    /* --stats: the stages' sums over the series, what the workers did besides, the scan */
+    double stage[CLI_STAGE_COUNT][2];
+    double busy, idle;  /* workers' seconds processing series / waiting for the output order */
+    double start, scan; /* when the run started; seconds of the scan */
 } batch;
 
 /* ------------------------------------------------------------------ what a series reports */
@@ -126,16 +134,35 @@ void cli_series_written(void *user, const char *source, const char *output)
         f->output_count++;
 }
 
-void cli_series_gpu_begin(cli_series *s)
+static double thread_cpu(void)
 {
-    if (s->priv->b->gpu_shared)
-        pthread_mutex_lock(&s->priv->b->gpu);
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec + t.tv_nsec * 1e-9;
 }
 
-void cli_series_gpu_end(cli_series *s)
+cli_stage_clock cli_stage_start(void)
 {
-    if (s->priv->b->gpu_shared)
-        pthread_mutex_unlock(&s->priv->b->gpu);
+    return (cli_stage_clock){cli_now(), thread_cpu()};
+}
+
+void cli_series_stage(cli_series *s, cli_stage stage, cli_stage_clock since)
+{
+    s->priv->stage[stage][0] += cli_now() - since.wall;
+    s->priv->stage[stage][1] += thread_cpu() - since.cpu;
+}
+
+dh_device cli_series_device(const cli_series *s, const dh_volume *v)
+{
+    const batch *b = s->priv->b;
+    if (b->cl->device != DH_DEVICE_AUTO)
+        return b->cl->device;
+    /* The rule of --device auto (docs/batch.md): the GPU computes only a volume large enough
+     * that its copies there and back cost less than the CPU passes they replace (measured on
+     * an H100 host, bench/NOTES.md, session 15); else the worker's own core does it, beside
+     * the others, with no copy. */
+    uint64_t samples = (uint64_t)dh_volume_rows(v) * dh_volume_columns(v) * dh_volume_slices(v);
+    return b->cuda_usable && samples >= CLI_AUTO_GPU_MIN_SAMPLES ? DH_DEVICE_CUDA : DH_DEVICE_CPU;
 }
 
 /* ------------------------------------------------------------------ one series */
@@ -210,7 +237,15 @@ static void process(batch *b, size_t k, dh_ctx *ctx)
     s->out = sink;
     s->json = &json;
     dh_volume_set *set = NULL;
-    if (dh_plan_load_series(ctx, b->plan, series, &set) != DH_OK) {
+    dh_read_times before, after;
+    dh_ctx_read_times(ctx, &before);
+    dh_status loaded = dh_plan_load_series(ctx, b->plan, series, &set);
+    dh_ctx_read_times(ctx, &after);
+    p->stage[CLI_STAGE_READ][0] = after.read_seconds - before.read_seconds;
+    p->stage[CLI_STAGE_READ][1] = after.read_cpu_seconds - before.read_cpu_seconds;
+    p->stage[CLI_STAGE_DECODE][0] = after.decode_seconds - before.decode_seconds;
+    p->stage[CLI_STAGE_DECODE][1] = after.decode_cpu_seconds - before.decode_cpu_seconds;
+    if (loaded != DH_OK) {
         cli_series_fail(s, dh_plan_series_path(b->plan, series), dh_ctx_error(ctx));
     } else {
         for (size_t i = 0; i < dh_volume_set_failure_count(set); i++)
@@ -244,22 +279,31 @@ static void *worker(void *arg)
     dh_ctx *ctx = dh_ctx_create();
     if (ctx) {
         dh_ctx_set_threads(ctx, (int)b->decode_threads);
-        dh_ctx_set_gpu_decode(ctx, !b->cl->batch.cpu_decode);
+        /* --device cpu keeps everything on the CPU, the decoders too. */
+        dh_ctx_set_gpu_decode(ctx, !b->cl->batch.cpu_decode && b->cl->device != DH_DEVICE_CPU);
+        dh_ctx_set_read_timing(ctx, b->cl->batch.stats);
     }
+    double busy = 0, idle = 0;
     pthread_mutex_lock(&b->lock);
     for (;;) {
+        double wait_from = cli_now();
         while (b->next_take < b->todo_count &&
                b->next_take >= b->next_emit + (size_t)b->jobs * WINDOW_PER_JOB)
             pthread_cond_wait(&b->changed, &b->lock);
+        idle += cli_now() - wait_from;
         if (b->next_take >= b->todo_count || !ctx)
             break;
         size_t k = b->next_take++;
         pthread_mutex_unlock(&b->lock);
+        double from = cli_now();
         process(b, k, ctx);
+        busy += cli_now() - from;
         pthread_mutex_lock(&b->lock);
         b->slots[k].priv->ready = 1;
         pthread_cond_broadcast(&b->changed);
     }
+    b->busy += busy;
+    b->idle += idle;
     b->alive--;
     pthread_cond_broadcast(&b->changed);
     pthread_mutex_unlock(&b->lock);
@@ -402,6 +446,8 @@ static void emit(batch *b, size_t k)
             b->any_failure = 1;
             b->progress.failures++;
         }
+    for (int st = 0; st < CLI_STAGE_COUNT; st++)
+        b->stage[st][0] += p->stage[st][0], b->stage[st][1] += p->stage[st][1];
     b->progress.files_done += p->file_count;
     b->progress.series_done++;
     cli_progress_show(&b->progress, 0);
@@ -705,6 +751,43 @@ static void record_planned(batch *b, size_t **repeats, size_t *repeat_counts)
     lines_close(b, &l);
 }
 
+/* --stats: where the workers' time went, stage by stage, so that the wall can be named. The
+ * stages are summed over the threads that ran them (decode over a series' slice threads too),
+ * so with W workers busy throughout they add up to about W times the elapsed time. */
+static void stats(const batch *b)
+{
+    static const char *const names[CLI_STAGE_COUNT] = {"read", "decode", "compute", "write"};
+    double elapsed = cli_now() - b->start, staged = 0;
+    for (int st = 0; st < CLI_STAGE_COUNT; st++)
+        staged += b->stage[st][0];
+    fprintf(stderr, "dicomhist: stats: %.3f s elapsed, %u worker%s (%u decode thread%s each), "
+            "scan %.3f s, %.1f MB of files\n", elapsed, b->jobs, b->jobs == 1 ? "" : "s",
+            b->decode_threads, b->decode_threads == 1 ? "" : "s", b->scan,
+            b->progress.bytes_total / 1e6);
+    for (int st = 0; st < CLI_STAGE_COUNT; st++)
+        fprintf(stderr, "dicomhist: stats: %-8s %9.3f s wall %9.3f s CPU %5.1f%%\n", names[st],
+                b->stage[st][0], b->stage[st][1],
+                b->busy > 0 ? 100.0 * b->stage[st][0] / b->busy : 0.0);
+    /* What the stages do not cover: a series' assembly, the command's reports, allocation. */
+    double other = b->busy - staged;
+    fprintf(stderr, "dicomhist: stats: %-8s %9.3f s wall %9s   %5.1f%%\n", "other",
+            other > 0 ? other : 0.0, "", b->busy > 0 && other > 0 ? 100.0 * other / b->busy : 0.0);
+    fprintf(stderr, "dicomhist: stats: workers busy %.3f s, waiting for the output order %.3f s\n",
+            b->busy, b->idle);
+    /* The CPU columns count the worker threads alone; OpenJPEG decodes on a thread of its own
+     * while the worker waits, and the scan and the GPU driver have theirs. */
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0) {
+        double cpu = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + ru.ru_stime.tv_sec +
+                     ru.ru_stime.tv_usec * 1e-6, worker_cpu = 0;
+        for (int st = 0; st < CLI_STAGE_COUNT; st++)
+            worker_cpu += b->stage[st][1];
+        fprintf(stderr, "dicomhist: stats: process CPU %.3f s: stages on the worker threads "
+                "%.3f s, other threads (codec threads, scan, GPU driver) %.3f s\n", cpu,
+                worker_cpu, cpu - worker_cpu);
+    }
+}
+
 static void summary(batch *b)
 {
     if (!b->progress.terminal)
@@ -718,6 +801,8 @@ static void summary(batch *b)
     if (b->manifest)
         fprintf(stderr, "; manifest %s", cli_manifest_path(b->manifest));
     fputc('\n', stderr);
+    if (b->cl->batch.stats && !b->cl->batch.dry_run)
+        stats(b);
 }
 
 int cli_run_batch(const cli_command_line *cl, const cli_batch_config *cfg, cli_series_fn work,
@@ -743,12 +828,14 @@ int cli_run_batch(const cli_command_line *cl, const cli_batch_config *cfg, cli_s
                                                 ? sysconf(_SC_NPROCESSORS_ONLN) : 1);
     dh_ctx_set_threads(ctx, (int)b.jobs);
     cli_progress_init(&b.progress, o->progress);
+    b.start = cli_now();
     if (dh_plan_scan(ctx, cl->paths, cl->path_count, &b.plan) != DH_OK) {
         cli_report_failure(cl->path_count == 1 ? cl->paths[0] : "inputs", dh_ctx_error(ctx));
         dh_ctx_free(ctx);
         return CLI_EXIT_INPUT;
     }
     dh_ctx_free(ctx);
+    b.scan = cli_now() - b.start;
     status = cfg->outdir ? check_collisions(cl, b.plan) : -1;
     if (status >= 0)
         goto out;
@@ -792,7 +879,7 @@ int cli_run_batch(const cli_command_line *cl, const cli_batch_config *cfg, cli_s
     /* Workers: a series each; a large series alone gets the cores to decode its slices. */
     b.existing = o->force ? DH_EXISTING_REPLACE : DH_EXISTING_KEEP;
     b.created = creation_time();
-    b.gpu_shared = cl->device != DH_DEVICE_CPU && dh_cuda_available();
+    b.cuda_usable = cl->device == DH_DEVICE_AUTO && dh_cuda_available();
     uint32_t workers = b.jobs;
     if (workers > b.todo_count)
         workers = b.todo_count ? (uint32_t)b.todo_count : 1;
@@ -818,7 +905,6 @@ int cli_run_batch(const cli_command_line *cl, const cli_batch_config *cfg, cli_s
     }
     pthread_mutex_init(&b.lock, NULL);
     pthread_cond_init(&b.changed, NULL);
-    pthread_mutex_init(&b.gpu, NULL);
     pthread_t *ids = calloc(workers, sizeof *ids);
     uint32_t started = 0;
     pthread_mutex_lock(&b.lock);
@@ -857,8 +943,7 @@ int cli_run_batch(const cli_command_line *cl, const cli_batch_config *cfg, cli_s
     free(ids);
     pthread_mutex_destroy(&b.lock);
     pthread_cond_destroy(&b.changed);
-    pthread_mutex_destroy(&b.gpu);
-    b.want_summary = cfg->outdir || b.progress.enabled;
+    b.want_summary = cfg->outdir || b.progress.enabled || o->stats;
     status = b.any_failure ? CLI_EXIT_INPUT : CLI_EXIT_OK;
     goto out;
 oom:

@@ -58,9 +58,27 @@ void cli_series_fail(cli_series *s, const char *what, const char *message);
 int cli_series_output_name(void *user, const char *source, char *name, size_t size);
 void cli_series_written(void *user, const char *source, const char *output);
 
-/* Serializes GPU work between the workers (one GPU serves them all, one at a time); no-ops when
- * the computation runs on the CPU. */
-void cli_series_gpu_begin(cli_series *s);
-void cli_series_gpu_end(cli_series *s);
+/* The stages a series' time is split into (--stats); read and decode come from the library
+ * (dh_ctx_read_times), the command times the others with cli_stage_start / cli_series_stage. */
+typedef enum cli_stage {
+    CLI_STAGE_READ,
+    CLI_STAGE_DECODE,
+    CLI_STAGE_COMPUTE, /* the histograms, tables and their application, copies to the GPU included */
+    CLI_STAGE_WRITE,   /* encoding and writing the outputs (derived files, PNG, CSV) */
+    CLI_STAGE_COUNT
+} cli_stage;
+
+/* A point in time, wall and this thread's CPU. */
+typedef struct cli_stage_clock {
+    double wall, cpu;
+} cli_stage_clock;
+
+cli_stage_clock cli_stage_start(void);
+/* Adds the time since `since` to the series' stage. */
+void cli_series_stage(cli_series *s, cli_stage stage, cli_stage_clock since);
+
+/* Where the series' computation runs: --device as given, except that under auto the GPU only
+ * where it is the faster for this volume (the rule is in docs/batch.md, "--device auto"). */
+dh_device cli_series_device(const cli_series *s, const dh_volume *v);
 
 #endif /* DH_CLI_BATCH_H */

@@ -72,7 +72,11 @@ void cli_batch_help(FILE *out, int writes) {
             "  --decode cpu|auto      auto (the default): JPEG 2000 and HTJ2K decode on the GPU\n"
             "                         where NVIDIA's nvJPEG2000 loads and a GPU answers, else\n"
             "                         on the CPU (info --json's decoder says which); cpu: the\n"
-            "                         CPU decoders only (docs/batch.md)\n");
+            "                         CPU decoders only (docs/batch.md)\n"
+            "  --stats                after the summary, the workers' time split into read,\n"
+            "                         decode, compute and write (wall and CPU seconds,\n"
+            "                         docs/batch.md); each file is then read whole before\n"
+            "                         it is decoded\n");
     if (writes)
         fprintf(out,
                 "  --force                replace outputs that exist (never replaced otherwise)\n"

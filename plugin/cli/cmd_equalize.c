@@ -63,8 +63,10 @@ void cli_derived_help_tail(FILE *out) {
             "                         series instead (NAME.gsps.dcm beside where the derived\n"
             "                         series would go) holding the tables, the sources\n"
             "                         untouched\n"
-            "  --device auto|cpu|cuda where to compute (default auto: the GPU when usable);\n"
-            "                         cuda without a usable GPU is an error\n"
+            "  --device auto|cpu|cuda where to compute (default auto: the GPU for volumes of\n"
+            "                         64M samples or more when one is usable, else the\n"
+            "                         CPU, docs/batch.md); cpu: the decoders too; cuda\n"
+            "                         without a usable GPU is an error\n"
             "  --png DIR              also an 8-bit PNG preview per slice, placed like the\n"
             "                         DICOM files (IM0001 -> DIR/<PATH name>/.../IM0001.png)\n"
             "  --json                 one JSON object per volume, one per line (the fields\n"
@@ -355,13 +357,19 @@ static int eq_series(void *state, const cli_command_line *cl, cli_series *s,
     wp.output_name = cli_series_output_name;
     wp.written = cli_series_written;
     wp.user = s;
-    cli_series_gpu_begin(s);
-    dh_status st = dh_equalize(s->ctx, v, &o->params, &r);
-    cli_series_gpu_end(s);
-    if (st != DH_OK ||
-        (o->gsps ? dh_equalized_write_gsps(s->ctx, v, r, o->output, &wp, &d)
-                 : dh_equalized_write_dicom_with(s->ctx, v, r, o->output, &wp, &d)) != DH_OK ||
-        (o->png && dh_equalized_write_png_with(s->ctx, v, r, o->png, &wp) != DH_OK)) {
+    dh_equalize_params params = o->params; /* shared by the workers: the device is the series' */
+    params.device = cli_series_device(s, v);
+    cli_stage_clock t = cli_stage_start();
+    dh_status st = dh_equalize(s->ctx, v, &params, &r);
+    cli_series_stage(s, CLI_STAGE_COMPUTE, t);
+    t = cli_stage_start();
+    if (st == DH_OK)
+        st = o->gsps ? dh_equalized_write_gsps(s->ctx, v, r, o->output, &wp, &d)
+                     : dh_equalized_write_dicom_with(s->ctx, v, r, o->output, &wp, &d);
+    if (st == DH_OK && o->png)
+        st = dh_equalized_write_png_with(s->ctx, v, r, o->png, &wp);
+    cli_series_stage(s, CLI_STAGE_WRITE, t);
+    if (st != DH_OK) {
         cli_series_fail(s, dh_volume_path(v), dh_ctx_error(s->ctx));
         dh_equalized_free(r);
         dh_derived_series_free(d);

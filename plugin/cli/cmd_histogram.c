@@ -33,8 +33,10 @@ static void histogram_help(FILE *out) {
             "                      (slope * stored + intercept: Hounsfield units for CT)\n"
             "  --per-slice         also one histogram per slice, in volume order\n"
             "  --device auto|cpu|cuda\n"
-            "                      where to compute (default auto: the GPU when usable, else\n"
-            "                      the CPU); cuda without a usable GPU is an error\n"
+            "                      where to compute (default auto: the GPU for volumes of\n"
+            "                      64M samples or more when one is usable, else the CPU,\n"
+            "                      docs/batch.md); cpu: the decoders too; cuda without a\n"
+            "                      usable GPU is an error\n"
             "  --json              one JSON object per volume, one per line, with the fields\n"
             "                      path, units, bins, range [LO, HI], total, underflow,\n"
             "                      overflow, counts, and with --per-slice slices: a list of\n"
@@ -393,9 +395,11 @@ static int histogram_series(void *state, const cli_command_line *cl, cli_series 
                             const dh_volume *v) {
     const hist_options *o = state;
     dh_histogram *h = NULL;
-    cli_series_gpu_begin(s);
-    dh_status st = dh_hist_compute(s->ctx, v, &o->params, &h);
-    cli_series_gpu_end(s);
+    dh_hist_params params = o->params; /* shared by the workers: the device is the series' */
+    params.device = cli_series_device(s, v);
+    cli_stage_clock t = cli_stage_start();
+    dh_status st = dh_hist_compute(s->ctx, v, &params, &h);
+    cli_series_stage(s, CLI_STAGE_COMPUTE, t);
     if (st != DH_OK) {
         cli_series_fail(s, dh_volume_path(v), dh_ctx_error(s->ctx));
         return 1;

@@ -960,6 +960,23 @@ DH_API dh_status dh_decode_to_device(dh_ctx *ctx, const dh_memory_item *items, s
                                      void *cuda_stream, dh_device_image *out);
 /* Releases out[i]'s GPU memory on cuda_stream and zeroes it; NULL is ignored. */
 DH_API void dh_device_image_release(dh_device_image *image, void *cuda_stream);
+/* ---- Where reads spend their time (issue 24: the batch's stage split) --------------------
+ * With timing on, dh_plan_load_series reads each file of a series whole into memory (the read
+ * stage: open, read, close) before parsing and decoding it from there (the decode stage, GPU
+ * decoders included), and adds both stages' wall and CPU time of the thread that did them to
+ * the context. A multi-frame file read on its own counts wholly as decode. Off by default: the
+ * reads then stream from the file as before. */
+typedef struct dh_read_times {
+    double read_seconds, read_cpu_seconds;     /* summed over the threads that read */
+    double decode_seconds, decode_cpu_seconds; /* the same for parsing and decoding */
+    uint64_t files;                            /* files read with pixels */
+    uint64_t bytes;                            /* their bytes as read */
+} dh_read_times;
+
+/* Turns the timing on (1) or off (0) and zeroes the sums. */
+DH_API dh_status dh_ctx_set_read_timing(dh_ctx *ctx, int enabled);
+/* The sums since dh_ctx_set_read_timing; all zero when it is off. */
+DH_API dh_status dh_ctx_read_times(const dh_ctx *ctx, dh_read_times *out);
 
 #ifdef __cplusplus
 }

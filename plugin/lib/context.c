@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "dh_dicom.h" /* its statuses, checked against dh_status below */
 #ifdef DH_HAVE_CUDA
@@ -95,6 +96,24 @@ dh_status dh_ctx_set_gpu_decode(dh_ctx *ctx, int enabled)
         return DH_ERR_INVALID_ARGUMENT;
     ctx->cpu_decode_only = !enabled;
     dh_ctx_clear(ctx);
+    return DH_OK;
+}
+
+dh_status dh_ctx_set_read_timing(dh_ctx *ctx, int enabled)
+{
+    if (!ctx)
+        return DH_ERR_INVALID_ARGUMENT;
+    ctx->read_timing = enabled != 0;
+    memset(&ctx->read_times, 0, sizeof ctx->read_times);
+    dh_ctx_clear(ctx);
+    return DH_OK;
+}
+
+dh_status dh_ctx_read_times(const dh_ctx *ctx, dh_read_times *out)
+{
+    if (!ctx || !out)
+        return DH_ERR_INVALID_ARGUMENT;
+    *out = ctx->read_times;
     return DH_OK;
 }
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #ifdef DH_HAVE_CUDA
+#include "equalize_cuda.h"
 #include "hist_cuda.h"
 #endif
 
@@ -25,12 +26,26 @@ struct dh_cuda_state *dh_ctx_cuda(dh_ctx *ctx)
 #endif
 }
 
+struct dh_eq_cuda_pool *dh_ctx_eq_cuda(dh_ctx *ctx)
+{
+#ifdef DH_HAVE_CUDA
+    if (ctx && !ctx->eq_cuda)
+        ctx->eq_cuda = dh_eq_cuda_pool_create();
+    return ctx ? ctx->eq_cuda : NULL;
+#else
+    (void)ctx;
+    return NULL;
+#endif
+}
+
 void dh_ctx_cuda_free(dh_ctx *ctx)
 {
 #ifdef DH_HAVE_CUDA
     if (ctx) {
         dh_cuda_state_free(ctx->cuda);
         ctx->cuda = NULL;
+        dh_eq_cuda_pool_free(ctx->eq_cuda);
+        ctx->eq_cuda = NULL;
     }
 #else
     (void)ctx;

@@ -480,8 +480,9 @@ static dh_status run_cuda(dh_ctx *ctx, eq_job *j)
     dh_eq_cuda *s = NULL;
     dh_status st = DH_OK;
     int per_slice = j->tables > 1;
-    if (dh_eq_cuda_begin(v->data, v->format.is_signed, j->slice_len, v->slices, per_slice, j->base,
-                         j->len, &s, msg, sizeof msg) != 0)
+    /* The context's stream and staging: workers with a context each share the GPU unserialized. */
+    if (dh_eq_cuda_begin_pooled(dh_ctx_eq_cuda(ctx), v->data, v->format.is_signed, j->slice_len,
+                                v->slices, per_slice, j->base, j->len, &s, msg, sizeof msg) != 0)
         return dh_ctx_fail(ctx, DH_ERR_CUDA, "%s: %s", v->path, msg);
     int ranks = window_from_ranks(j->p);
     if (ranks && dh_eq_cuda_histograms(s, j->hist, msg, sizeof msg) != 0) {

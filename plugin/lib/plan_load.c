@@ -5,9 +5,13 @@
  * threads), slices that fail left out with their failure recorded, then the geometry finished.
  */
 #define _POSIX_C_SOURCE 200809L
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "context.h"
 #include "parallel.h"
@@ -25,7 +29,67 @@ typedef struct decode_job {
     dh_dicom_read_options options;
     char (*decoder)[16];                       /* per slice: which decoder read it */
     char (*decoder_note)[DH_DICOM_MSG_LEN / 2]; /* and why not the GPU */
+    dh_read_times *times; /* per slice, when the context times its reads; else NULL */
 } decode_job;
+
+static double clock_seconds(clockid_t which)
+{
+    struct timespec t;
+    clock_gettime(which, &t);
+    return (double)t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+/* The whole file into *bytes (malloc'ed), for a read timed apart from its decode; -1 when it
+ * cannot be read so (the caller then reads it the usual way, for the usual message). */
+static int read_whole(const char *path, unsigned char **bytes, size_t *size)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    *bytes = NULL;
+    if (fd < 0)
+        return -1;
+    if (fstat(fd, &st) != 0 || st.st_size <= 0 || !(*bytes = malloc((size_t)st.st_size))) {
+        close(fd);
+        return -1;
+    }
+    size_t got = 0;
+    while (got < (size_t)st.st_size) {
+        ssize_t n = read(fd, *bytes + got, (size_t)st.st_size - got);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    close(fd);
+    if (got != (size_t)st.st_size) {
+        free(*bytes);
+        *bytes = NULL;
+        return -1;
+    }
+    *size = got;
+    return 0;
+}
+
+/* dh_plan_file_read with pixels, timed as a read stage then a decode stage into *t. */
+static dh_status read_timed(const dh_plan_file *f, const dh_dicom_read_options *options,
+                            dh_dicom_image **img, char *msg, dh_read_times *t)
+{
+    double wall = clock_seconds(CLOCK_MONOTONIC), cpu = clock_seconds(CLOCK_THREAD_CPUTIME_ID);
+    unsigned char *bytes = NULL;
+    size_t size = 0;
+    int whole = !f->bytes && read_whole(f->path, &bytes, &size) == 0;
+    double wall2 = clock_seconds(CLOCK_MONOTONIC), cpu2 = clock_seconds(CLOCK_THREAD_CPUTIME_ID);
+    t->read_seconds = wall2 - wall;
+    t->read_cpu_seconds = cpu2 - cpu;
+    t->bytes = whole ? size : (uint64_t)f->size;
+    dh_status st = whole ? dh_dicom_read_memory_with(bytes, size, 1, options, img, msg,
+                                                     DH_DICOM_MSG_LEN)
+                         : dh_plan_file_read(f, 1, options, img, msg, DH_DICOM_MSG_LEN);
+    free(bytes); /* the image keeps copies of what it needs */
+    t->decode_seconds = clock_seconds(CLOCK_MONOTONIC) - wall2;
+    t->decode_cpu_seconds = clock_seconds(CLOCK_THREAD_CPUTIME_ID) - cpu2;
+    t->files = 1;
+    return st;
+}
 
 static void decode_one(void *arg, size_t slot)
 {
@@ -33,7 +97,8 @@ static void decode_one(void *arg, size_t slot)
     const dh_plan_file *f = &j->plan->files[j->series->files[slot]];
     char *msg = j->message[slot];
     dh_dicom_image *img = NULL;
-    dh_status st = dh_plan_file_read(f, 1, &j->options, &img, msg, DH_DICOM_MSG_LEN);
+    dh_status st = j->times ? read_timed(f, &j->options, &img, msg, &j->times[slot])
+                            : dh_plan_file_read(f, 1, &j->options, &img, msg, DH_DICOM_MSG_LEN);
     if (st == DH_OK) {
         memcpy(j->decoder[slot], img->decoder, sizeof j->decoder[slot]);
         memcpy(j->decoder_note[slot], img->decoder_note, sizeof j->decoder_note[slot]);
@@ -52,6 +117,16 @@ static void decode_one(void *arg, size_t slot)
     }
     dh_dicom_image_free(img);
     j->status[slot] = st;
+}
+
+static void add_times(dh_read_times *sum, const dh_read_times *t)
+{
+    sum->read_seconds += t->read_seconds;
+    sum->read_cpu_seconds += t->read_cpu_seconds;
+    sum->decode_seconds += t->decode_seconds;
+    sum->decode_cpu_seconds += t->decode_cpu_seconds;
+    sum->files += t->files;
+    sum->bytes += t->bytes;
 }
 
 /* The header the volume takes its fields from: the first slice's, read again (the plan keeps
@@ -91,9 +166,13 @@ static int load_files(dh_ctx *ctx, const dh_plan *p, const dh_plan_series *g, dh
     job.message = malloc(g->count * sizeof *job.message);
     job.decoder = malloc(g->count * sizeof *job.decoder);
     job.decoder_note = malloc(g->count * sizeof *job.decoder_note);
+    if (ctx && ctx->read_timing && !(job.times = calloc(g->count, sizeof *job.times)))
+        goto done;
     if (!v || !job.status || !job.message || !job.decoder || !job.decoder_note)
         goto done;
     dh_parallel_for(dh_ctx_worker_threads(ctx, g->count), g->count, decode_one, &job);
+    for (size_t i = 0; job.times && i < g->count; i++)
+        add_times(&ctx->read_times, &job.times[i]);
 
     /* Slices that failed are left out: the later ones move down, in order. */
     size_t bytes = dh_volume_slice_bytes(v);
@@ -153,19 +232,28 @@ done:
     free(job.message);
     free(job.decoder);
     free(job.decoder_note);
+    free(job.times);
     return rc;
 }
 
 /* A multi-frame or UID-less file: a volume of its own, read with its pixels. */
-static int load_single(const dh_ctx *ctx, const dh_plan *p, const dh_plan_series *g,
+static int load_single(dh_ctx *ctx, const dh_plan *p, const dh_plan_series *g,
                        dh_volume_set *set)
 {
     dh_ctx local = {0}; /* its message is this file's alone; GPU decoding as the caller says */
     local.cpu_decode_only = ctx ? ctx->cpu_decode_only : 0;
     dh_volume *v = NULL;
     const dh_plan_file *f = &p->files[g->files[0]];
+    double wall = clock_seconds(CLOCK_MONOTONIC), cpu = clock_seconds(CLOCK_THREAD_CPUTIME_ID);
     dh_status st = f->bytes ? dh_volume_read_memory(&local, f->bytes, (size_t)f->size, f->path, &v)
                             : dh_volume_read_file(&local, f->path, &v);
+    if (ctx && ctx->read_timing) { /* read and decode in one: counted as decode */
+        dh_read_times t = {.decode_seconds = clock_seconds(CLOCK_MONOTONIC) - wall,
+                           .decode_cpu_seconds = clock_seconds(CLOCK_THREAD_CPUTIME_ID) - cpu,
+                           .files = 1,
+                           .bytes = (uint64_t)f->size};
+        add_times(&ctx->read_times, &t);
+    }
     if (st != DH_OK)
         return dh_set_add_failure(set, f->path, st, "%s", local.message);
     for (uint32_t z = 0; z < v->slices; z++) {

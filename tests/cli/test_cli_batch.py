@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -149,6 +150,42 @@ def check_jobs_identical(c, binary, tmp, export):
         two = t.run(binary, *cmd, "--jobs", "2", export)
         c.check(one.rc == 0 and one.out == two.out and one.out,
                 f"{' '.join(cmd)}: --jobs 2 prints what --jobs 1 prints")
+
+
+def check_stats(c, binary, tmp, export):
+    """--stats (issue 24): the stage split after the summary, with sane numbers, and the same
+    outputs as without it (each file is then read whole before it is parsed)."""
+    outs = {}
+    for stats in ([], ["--stats"]):
+        out = os.path.join(tmp, "stats" + "".join(stats))
+        r = t.run(binary, "equalize", "--jobs", "3", *stats, "-o", out, export, env=EPOCH)
+        c.equal(r.rc, 0, f"equalize {' '.join(stats)}: exit 0")
+        outs[bool(stats)] = (tree_digest(out), r.out.replace(out, "OUT"), r.err)
+    c.check(outs[True][:2] == outs[False][:2], "--stats: the same outputs and stdout as without")
+    c.check("stats:" not in outs[False][2], "no stage split without --stats")
+    err = outs[True][2]
+    stage = {}
+    for name in ("read", "decode", "compute", "write"):
+        m = re.search(rf"stats: {name} +([0-9.]+) s wall +([0-9.]+) s CPU +([0-9.]+)%", err)
+        c.check(m is not None, f"--stats: a line for {name} ({err[-400:]!r})")
+        if m:
+            stage[name] = float(m.group(1))
+    busy = re.search(r"workers busy ([0-9.]+) s, waiting for the output order ([0-9.]+) s", err)
+    head = re.search(r"stats: ([0-9.]+) s elapsed, 3 workers .*, scan ([0-9.]+) s", err)
+    cpu = re.search(r"process CPU ([0-9.]+) s: stages on the worker threads ([0-9.]+) s", err)
+    c.check(busy and head and cpu, f"--stats: elapsed, busy and CPU lines ({err[-400:]!r})")
+    if busy and head and cpu and len(stage) == 4:
+        elapsed, worked = float(head.group(1)), float(busy.group(1))
+        c.check(stage["decode"] > 0 and stage["write"] > 0 and stage["compute"] > 0,
+                f"--stats: decode, compute and write took time ({stage})")
+        c.check(sum(stage.values()) <= worked + 0.01 <= 3 * elapsed + 0.05,
+                f"--stats: stages {sum(stage.values()):.3f} s within the workers' busy "
+                f"{worked:.3f} s, within 3 workers x {elapsed:.3f} s")
+        c.check(float(cpu.group(2)) <= float(cpu.group(1)) + 0.01,
+                "--stats: the worker threads' CPU within the process's")
+    r = t.run(binary, "histogram", "--json", "--stats", export)
+    c.check(r.rc == 0 and "stats: compute" in r.err and "stats: write" in r.err,
+            "histogram --stats: the split too (write: nothing written, so zero)")
 
 
 def check_resume(c, binary, tmp, export, rounds=2):
@@ -392,6 +429,7 @@ def main():
         check_collisions(c, binary, tmp, export)
         check_bad_files(c, binary, tmp, export)
         check_jobs_identical(c, binary, tmp, export)
+        check_stats(c, binary, tmp, export)
         check_resume(c, binary, tmp, export)
         check_shards(c, binary, tmp, export)
         check_dry_run_and_modality(c, binary, tmp)

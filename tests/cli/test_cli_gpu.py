@@ -8,6 +8,8 @@ For every file and series folder of ../shared/dicom and ../shared/dicom-jpeg2000
 - `equalize` and `window` (per volume and per slice, several windows and clip limits): the
   derived files' pixel data is identical (the UIDs differ by design, so only PixelData is
   compared, read straight from the explicit little endian files written);
+- `equalize` of the whole folder as one batch on 8 workers sharing the GPU: --device cuda and
+  auto write the pixels --device cpu writes;
 - `mi` between images of the same shape: identical JSON records but for the `device` field
   (the GPU promises the same bits).
 A run in which too few inputs could be read at all fails: comparing two identical errors proves
@@ -18,6 +20,7 @@ folder is absent. Needs no module beyond the standard library (cli_testlib impor
 pydicom only for its reference decode, unused here), so it runs on a bare GPU host.
 """
 import os
+import shutil
 import struct
 import tempfile
 
@@ -102,6 +105,27 @@ def compare_derived(c, exe, paths, tmp):
     return written
 
 
+def compare_batch(c, exe, shared, tmp):
+    """The whole folder as one batch on 8 workers, each with its own GPU stream and staging and
+    no lock between them (issue 24): --device cuda and auto write the pixels --device cpu
+    writes, with the same exit status (the folder holds files that fail on purpose)."""
+    outs = {}
+    for dev in ("cpu", "cuda", "auto"):
+        d = os.path.join(tmp, f"batch_{dev}")
+        for job in (["equalize"], ["equalize", "--mode", "slice", "--window", "percentile:1"]):
+            r = t.run(exe, *job, "--jobs", "8", "--device", dev, "-o", d, shared)
+            outs[(dev, job[-1])] = (r.rc, derived_pixels(d) if os.path.isdir(d) else {})
+            shutil.rmtree(d, ignore_errors=True)
+    for dev in ("cuda", "auto"):
+        for job in ("equalize", "percentile:1"):
+            c.check(outs[(dev, job)] == outs[("cpu", job)],
+                    f"batch {job} --jobs 8 --device {dev}: rc {outs[(dev, job)][0]} against "
+                    f"{outs[('cpu', job)][0]}, {len(outs[(dev, job)][1])} against "
+                    f"{len(outs[('cpu', job)][1])} files, pixels "
+                    f"{'equal' if outs[(dev, job)][1] == outs[('cpu', job)][1] else 'differ'}")
+    return len(outs[("cpu", "equalize")][1])
+
+
 def records_but_device(run):
     """The JSON records with the field that names the device taken out; every other value must
     match exactly (numbers are printed so that they read back to the same double)."""
@@ -151,9 +175,13 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         written = compare_derived(c, exe, real, tmp)
     c.check(written >= 40, f"only {written} derived outputs were written at all")
+    with tempfile.TemporaryDirectory() as tmp:
+        batch = compare_batch(c, exe, shared, tmp)
+    c.check(batch >= 20, f"only {batch} files were written by the batch at all")
     scored = compare_mi(c, exe, shared)
     c.check(scored >= 20, f"only {scored} MI records were produced at all")
-    print(f"compared {readable} histograms, {written} derived series, {scored} MI records")
+    print(f"compared {readable} histograms, {written} derived series, a batch of {batch} files "
+          f"and {scored} MI records")
     c.finish()
 
 
