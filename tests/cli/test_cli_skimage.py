@@ -67,7 +67,7 @@ def main():
     try:
         for target, files, root in inputs(shared):
             ref = t.RefVolume(files)
-            name = os.path.relpath(target, os.path.dirname(os.path.abspath(root)))
+            name = os.path.relpath(target, shared)
             for run, options, kwargs, per_slice in RUNS:
                 if not per_slice and ref.slices == 1:
                     continue
