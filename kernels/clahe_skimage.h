@@ -11,6 +11,7 @@
 #ifndef DH_KERNELS_CLAHE_SKIMAGE_H
 #define DH_KERNELS_CLAHE_SKIMAGE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -39,10 +40,20 @@ typedef struct dh_clahe_skimage_job {
     double clip_limit;
     uint32_t nbins;
     dh_skimage_dtype dtype;
+    /* Optional: runs body(arg, i) for i in [0, count) on up to `threads` threads, iterations
+     * independent (the library's dh_parallel_for); NULL or threads 1: one thread. The tiles
+     * and the rows of one image are spread over it; the result is the same bits. */
+    void (*parallel_for)(int threads, size_t count, void (*body)(void *arg, size_t i), void *arg);
+    int threads;
 } dh_clahe_skimage_job;
 
 /* scikit-image's kernel_size along an axis of n pixels for a requested size k (0: default). */
 uint32_t dh_clahe_skimage_kernel(uint32_t n, uint32_t k);
+
+/* The bytes one image of the job holds at its peak (its bins, its tables, the blend's axis
+ * tables): what a caller checks before asking for a tiny kernel over a large image, whose
+ * tables (one per tile, nbins entries each) can outgrow any memory. */
+uint64_t dh_clahe_skimage_bytes(const dh_clahe_skimage_job *job);
 
 /* Runs the job on samples (uint16_t or int16_t words as job->dtype says). out (optional) gets
  * round-half-even(f * (levels - 1)) per sample, levels 2..65536; out_float (optional) gets f

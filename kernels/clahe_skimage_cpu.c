@@ -20,6 +20,19 @@ uint32_t dh_clahe_skimage_kernel(uint32_t n, uint32_t k)
     return n / 8 > 1 ? n / 8 : 1;
 }
 
+uint64_t dh_clahe_skimage_bytes(const dh_clahe_skimage_job *job)
+{
+    const uint32_t n[3] = {job->nx, job->ny, job->volume ? job->nz : 1};
+    uint64_t tiles = 1, samples = 1, axes = 0;
+    for (int a = 0; a < 3; a++) {
+        uint64_t k = a < (job->volume ? 3 : 2) ? dh_clahe_skimage_kernel(n[a], job->kernel[a]) : 1;
+        tiles *= (n[a] + k - 1) / k;
+        samples *= n[a];
+        axes += (uint64_t)n[a] * 24 + ((n[a] + k - 1) / k) * k * 4;
+    }
+    return samples * 2 + tiles * job->nbins * 2 + (uint64_t)job->nbins * 8 + axes + 2 * 65536;
+}
+
 /* img_as_uint of one sample of the given dtype (skimage.util.dtype._convert and _scale). */
 static uint32_t as_uint16(const void *data, size_t i, dh_skimage_dtype dtype)
 {
@@ -151,19 +164,127 @@ static void axis_blend_free(axis_blend *a)
     free(a->w1);
 }
 
-/* One image of n[0] x n[1] x n[2] samples (ndim 2 when n[2] is its only slice and the job is per
- * slice): bins in `work` (reused in place for the 14-bit result), then out / out_float. */
-static int run_image(const void *data, const dh_clahe_skimage_job *job, const uint32_t n[3],
-                     int ndim, uint32_t levels, uint16_t *work, uint16_t *out,
-                     double *out_float)
+/* One image's state, shared by the loop bodies below (each iteration writes only its own
+ * tile's table or its own row). */
+typedef struct image_state {
+    const dh_clahe_skimage_job *job;
+    uint32_t n[3], k[3], tiles[3];
+    int ndim;
+    uint32_t levels;
+    int64_t clim, kernel_elements;
+    uint16_t *work, *maps, *row_min, *row_max;
+    uint32_t *rx, *ry;
+    axis_blend ax[3];
+    uint32_t vmin, vmax;
+    uint16_t *out;
+    double *out_float;
+    int failed;
+} image_state;
+
+/* Tile t's histogram over its reflected kernel box, clipped and mapped into its table. */
+static void tile_body(void *arg, size_t t)
 {
-    const size_t count = (size_t)n[0] * n[1] * n[2];
-    uint32_t k[3], tiles[3];
-    for (int a = 0; a < 3; a++) {
-        k[a] = a < ndim ? dh_clahe_skimage_kernel(n[a], job->kernel[a]) : 1;
-        tiles[a] = (uint32_t)(((uint64_t)n[a] + k[a] - 1) / k[a]); /* ns_hist */
+    image_state *s = arg;
+    const uint32_t nb = s->job->nbins;
+    const uint32_t tx = (uint32_t)(t % s->tiles[0]), ty = (uint32_t)(t / s->tiles[0] % s->tiles[1]),
+                   tz = (uint32_t)(t / s->tiles[0] / s->tiles[1]);
+    int64_t *hist = calloc(nb, sizeof *hist);
+    if (!hist) {
+        s->failed = 1; /* only ever set to 1: threads racing on it agree */
+        return;
     }
-    /* img_as_uint, then rescale_intensity to 0 .. 2^14 - 1, np.round, then the bin lookup. */
+    for (uint32_t dz = 0; dz < s->k[2]; dz++) {
+        size_t z = reflect((int64_t)tz * s->k[2] + dz, s->n[2]);
+        for (uint32_t dy = 0; dy < s->k[1]; dy++) {
+            const uint16_t *row =
+                s->work + (z * s->n[1] + s->ry[(size_t)ty * s->k[1] + dy]) * s->n[0];
+            const uint32_t *cx = s->rx + (size_t)tx * s->k[0];
+            for (uint32_t dx = 0; dx < s->k[0]; dx++)
+                hist[row[cx[dx]]]++;
+        }
+    }
+    clip_histogram(hist, nb, s->clim);
+    map_histogram(hist, nb, s->kernel_elements, s->maps + t * nb);
+    free(hist);
+}
+
+/* The blend of row r (slice r / ny, row r % ny), in place over its bins: edges in
+ * numpy.ndindex order (slices slowest, columns fastest), weights (w_column * w_row) * w_slice in
+ * float64, each product (table value * weight) rounded to float32 and accumulated in float32,
+ * then truncated as result.astype(dtype) does. An edge whose weight is 0 adds +0.0f, which
+ * changes nothing, and is skipped. */
+static void blend_body(void *arg, size_t r)
+{
+    image_state *s = arg;
+    const uint32_t nb = s->job->nbins, y = (uint32_t)(r % s->n[1]), z = (uint32_t)(r / s->n[1]);
+    const axis_blend *ax = s->ax;
+    uint16_t *row = s->work + r * s->n[0];
+    uint32_t vmin = UINT32_MAX, vmax = 0;
+    for (uint32_t x = 0; x < s->n[0]; x++) {
+        const uint32_t bin = row[x];
+        float acc = 0.0f;
+        for (int ez = 0; ez < 2; ez++) {
+            double wz = ez ? ax[2].w1[z] : ax[2].w0[z];
+            if (wz == 0)
+                continue;
+            size_t tzi = ez ? ax[2].t1[z] : ax[2].t0[z];
+            for (int ey = 0; ey < 2; ey++) {
+                double wy = ey ? ax[1].w1[y] : ax[1].w0[y];
+                if (wy == 0)
+                    continue;
+                size_t tyi = tzi * s->tiles[1] + (ey ? ax[1].t1[y] : ax[1].t0[y]);
+                for (int ex = 0; ex < 2; ex++) {
+                    double wx = ex ? ax[0].w1[x] : ax[0].w0[x];
+                    if (wx == 0)
+                        continue;
+                    size_t t = tyi * s->tiles[0] + (ex ? ax[0].t1[x] : ax[0].t0[x]);
+                    double w = wx * wy;
+                    if (s->ndim == 3)
+                        w *= wz;
+                    acc += (float)((double)s->maps[t * nb + bin] * w);
+                }
+            }
+        }
+        uint32_t v = (uint32_t)acc;
+        row[x] = (uint16_t)v;
+        vmin = v < vmin ? v : vmin;
+        vmax = v > vmax ? v : vmax;
+    }
+    s->row_min[r] = (uint16_t)vmin;
+    s->row_max[r] = (uint16_t)vmax;
+}
+
+/* Row r of the final rescale_intensity to [0, 1] (a constant result is clipped to it
+ * instead), then our levels. */
+static void output_body(void *arg, size_t r)
+{
+    image_state *s = arg;
+    for (size_t i = r * s->n[0]; i < (r + 1) * s->n[0]; i++) {
+        uint32_t v = s->work[i];
+        double f = s->vmin == s->vmax ? (v >= 1 ? 1.0 : 0.0)
+                                      : (double)(v - s->vmin) / (double)(s->vmax - s->vmin);
+        if (s->out_float)
+            s->out_float[i] = f;
+        if (s->out)
+            s->out[i] = (uint16_t)nearbyint(f * (double)(s->levels - 1));
+    }
+}
+
+static void loop(const dh_clahe_skimage_job *job, size_t count, void (*body)(void *, size_t),
+                 void *arg)
+{
+    if (job->parallel_for && job->threads != 1)
+        job->parallel_for(job->threads, count, body, arg);
+    else
+        for (size_t i = 0; i < count; i++)
+            body(arg, i);
+}
+
+/* img_as_uint, then rescale_intensity to 0 .. 2^14 - 1 with np.round, then the bin lookup, into
+ * work. */
+static int bins_of(const void *data, const dh_clahe_skimage_job *job, size_t count,
+                   uint16_t *work)
+{
     uint32_t umin = as_uint16(data, 0, job->dtype), umax = umin;
     for (size_t i = 1; i < count; i++) {
         uint32_t u = as_uint16(data, i, job->dtype);
@@ -183,108 +304,68 @@ static int run_image(const void *data, const dh_clahe_skimage_job *job, const ui
     for (size_t i = 0; i < count; i++)
         work[i] = lut[as_uint16(data, i, job->dtype) - umin];
     free(lut);
+    return 0;
+}
 
-    /* The integer clip limit (clim), and each tile's histogram over the reflected kernel box,
-     * clipped and mapped. */
-    const int64_t kernel_elements = (int64_t)k[0] * k[1] * k[2];
-    int64_t clim = kernel_elements;
+/* One image of n[0] x n[1] x n[2] samples (ndim 2 when n[2] is its only slice and the job is per
+ * slice): bins in `work` (reused in place for the 14-bit result), then out / out_float. */
+static int run_image(const void *data, const dh_clahe_skimage_job *job, const uint32_t n[3],
+                     int ndim, uint32_t levels, uint16_t *work, uint16_t *out,
+                     double *out_float)
+{
+    image_state s = {.job = job, .ndim = ndim, .levels = levels, .work = work, .out = out,
+                     .out_float = out_float};
+    const size_t count = (size_t)n[0] * n[1] * n[2], rows = (size_t)n[1] * n[2];
+    for (int a = 0; a < 3; a++) {
+        s.n[a] = n[a];
+        s.k[a] = a < ndim ? dh_clahe_skimage_kernel(n[a], job->kernel[a]) : 1;
+        s.tiles[a] = (uint32_t)(((uint64_t)n[a] + s.k[a] - 1) / s.k[a]); /* ns_hist */
+    }
+    if (bins_of(data, job, count, work) != 0)
+        return -1;
+    /* The integer clip limit: int(clip_limit * kernel_elements), at least 1; none at 0. */
+    s.kernel_elements = (int64_t)s.k[0] * s.k[1] * s.k[2];
+    s.clim = s.kernel_elements;
     if (job->clip_limit > 0) {
-        double c = job->clip_limit * (double)kernel_elements;
+        double c = job->clip_limit * (double)s.kernel_elements;
         /* Any limit at or above the tile's pixels clips nothing, as kernel_elements does. */
-        clim = c < 1 ? 1 : c >= (double)kernel_elements ? kernel_elements : (int64_t)c;
+        s.clim = c < 1 ? 1 : c >= (double)s.kernel_elements ? s.kernel_elements : (int64_t)c;
     }
-    const size_t ntiles = (size_t)tiles[0] * tiles[1] * tiles[2];
-    uint16_t *maps = malloc(ntiles * job->nbins * sizeof *maps);
-    int64_t *hist = malloc(job->nbins * sizeof *hist);
-    uint32_t *rx = malloc((size_t)tiles[0] * k[0] * sizeof *rx);
-    uint32_t *ry = malloc((size_t)tiles[1] * k[1] * sizeof *ry);
-    axis_blend ax[3] = {{0}};
+    const size_t ntiles = (size_t)s.tiles[0] * s.tiles[1] * s.tiles[2];
+    s.maps = malloc(ntiles * job->nbins * sizeof *s.maps);
+    s.rx = malloc((size_t)s.tiles[0] * s.k[0] * sizeof *s.rx);
+    s.ry = malloc((size_t)s.tiles[1] * s.k[1] * sizeof *s.ry);
+    s.row_min = malloc(rows * sizeof *s.row_min);
+    s.row_max = malloc(rows * sizeof *s.row_max);
     int rc = -1;
-    if (!maps || !hist || !rx || !ry)
+    if (!s.maps || !s.rx || !s.ry || !s.row_min || !s.row_max)
         goto done;
-    for (size_t p = 0; p < (size_t)tiles[0] * k[0]; p++)
-        rx[p] = reflect((int64_t)p, n[0]);
-    for (size_t p = 0; p < (size_t)tiles[1] * k[1]; p++)
-        ry[p] = reflect((int64_t)p, n[1]);
-    for (uint32_t tz = 0; tz < tiles[2]; tz++)
-        for (uint32_t ty = 0; ty < tiles[1]; ty++)
-            for (uint32_t tx = 0; tx < tiles[0]; tx++) {
-                memset(hist, 0, job->nbins * sizeof *hist);
-                for (uint32_t dz = 0; dz < k[2]; dz++) {
-                    size_t z = reflect((int64_t)tz * k[2] + dz, n[2]);
-                    for (uint32_t dy = 0; dy < k[1]; dy++) {
-                        const uint16_t *row = work + (z * n[1] + ry[(size_t)ty * k[1] + dy]) * n[0];
-                        const uint32_t *cx = rx + (size_t)tx * k[0];
-                        for (uint32_t dx = 0; dx < k[0]; dx++)
-                            hist[row[cx[dx]]]++;
-                    }
-                }
-                clip_histogram(hist, job->nbins, clim);
-                size_t t = ((size_t)tz * tiles[1] + ty) * tiles[0] + tx;
-                map_histogram(hist, job->nbins, kernel_elements, maps + t * job->nbins);
-            }
-
-    /* The blend: edges in numpy.ndindex order (slices slowest, columns fastest), weights
-     * (w_column * w_row) * w_slice in float64, each product (map * weight) rounded to float32
-     * and accumulated in float32, then truncated to uint16 as result.astype(dtype) does. An
-     * edge whose weight is 0 adds +0.0f, which changes nothing, and is skipped. */
+    for (size_t p = 0; p < (size_t)s.tiles[0] * s.k[0]; p++)
+        s.rx[p] = reflect((int64_t)p, n[0]);
+    for (size_t p = 0; p < (size_t)s.tiles[1] * s.k[1]; p++)
+        s.ry[p] = reflect((int64_t)p, n[1]);
+    loop(job, ntiles, tile_body, &s);
+    if (s.failed)
+        goto done;
     for (int a = 0; a < 3; a++)
-        if (axis_blend_init(&ax[a], n[a], k[a], tiles[a]) != 0)
+        if (axis_blend_init(&s.ax[a], n[a], s.k[a], s.tiles[a]) != 0)
             goto done;
-    uint32_t vmin = UINT32_MAX, vmax = 0;
-    for (uint32_t z = 0; z < n[2]; z++)
-        for (uint32_t y = 0; y < n[1]; y++) {
-            uint16_t *row = work + ((size_t)z * n[1] + y) * n[0];
-            for (uint32_t x = 0; x < n[0]; x++) {
-                const uint32_t bin = row[x];
-                float acc = 0.0f;
-                for (int ez = 0; ez < 2; ez++) {
-                    double wz = ez ? ax[2].w1[z] : ax[2].w0[z];
-                    if (wz == 0)
-                        continue;
-                    size_t tzi = ez ? ax[2].t1[z] : ax[2].t0[z];
-                    for (int ey = 0; ey < 2; ey++) {
-                        double wy = ey ? ax[1].w1[y] : ax[1].w0[y];
-                        if (wy == 0)
-                            continue;
-                        size_t tyi = tzi * tiles[1] + (ey ? ax[1].t1[y] : ax[1].t0[y]);
-                        for (int ex = 0; ex < 2; ex++) {
-                            double wx = ex ? ax[0].w1[x] : ax[0].w0[x];
-                            if (wx == 0)
-                                continue;
-                            size_t t = tyi * tiles[0] + (ex ? ax[0].t1[x] : ax[0].t0[x]);
-                            double w = wx * wy;
-                            if (ndim == 3)
-                                w *= wz;
-                            acc += (float)((double)maps[t * job->nbins + bin] * w);
-                        }
-                    }
-                }
-                uint32_t v = (uint32_t)acc;
-                row[x] = (uint16_t)v;
-                vmin = v < vmin ? v : vmin;
-                vmax = v > vmax ? v : vmax;
-            }
-        }
-
-    /* The final rescale_intensity to [0, 1] (a constant result is clipped to it instead), then
-     * our levels. */
-    for (size_t i = 0; i < count; i++) {
-        double f = vmin == vmax ? (work[i] >= 1 ? 1.0 : 0.0)
-                                : (double)(work[i] - vmin) / (double)(vmax - vmin);
-        if (out_float)
-            out_float[i] = f;
-        if (out)
-            out[i] = (uint16_t)nearbyint(f * (double)(levels - 1));
+    loop(job, rows, blend_body, &s);
+    s.vmin = UINT32_MAX;
+    for (size_t r = 0; r < rows; r++) {
+        s.vmin = s.row_min[r] < s.vmin ? s.row_min[r] : s.vmin;
+        s.vmax = s.row_max[r] > s.vmax ? s.row_max[r] : s.vmax;
     }
+    loop(job, rows, output_body, &s);
     rc = 0;
 done:
     for (int a = 0; a < 3; a++)
-        axis_blend_free(&ax[a]);
-    free(maps);
-    free(hist);
-    free(rx);
-    free(ry);
+        axis_blend_free(&s.ax[a]);
+    free(s.maps);
+    free(s.rx);
+    free(s.ry);
+    free(s.row_min);
+    free(s.row_max);
     return rc;
 }
 

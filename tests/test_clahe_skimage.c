@@ -6,7 +6,8 @@
  * bins, an int16 3D volume (its negatives clipped by img_as_uint), and a constant uint8 image;
  * then the invariants on random volumes of awkward shapes (tiny, kernels larger than the image,
  * 1 and 65536 bins): the output is round(f * (L - 1)), f spans [0, 1], slice mode equals one
- * call per slice; and bad arguments refused. The comparison with scikit-image on random data of
+ * call per slice, iterations run in another order (as threads run them) give the same bits;
+ * and bad arguments refused. The comparison with scikit-image on random data of
  * every kind is plugin/python/tests/test_skimage_clahe.py; this one runs in the sanitizer build.
  */
 #include <math.h>
@@ -49,7 +50,7 @@ START_TEST(uint16_2d_equals_scikit_image)
         0x1.6276276276276p-1, 0x1.b13b13b13b13bp-1, 0x1.6276276276276p-1, 0x1.89d89d89d89d9p-2,
         0x1.13b13b13b13b1p-1, 0x1.0000000000000p+0, 0x1.3b13b13b13b14p-1};
     /* equalize_adapthist(a.reshape(5, 7), kernel_size=2, clip_limit=0.05, nbins=16) */
-    dh_clahe_skimage_job job = {7, 5, 1, 0, {2, 2, 0}, 0.05, 16, DH_SKIMAGE_UINT16};
+    dh_clahe_skimage_job job = {7, 5, 1, 0, {2, 2, 0}, 0.05, 16, DH_SKIMAGE_UINT16, NULL, 1};
     check_against(a, &job, want, 35);
 }
 END_TEST
@@ -78,7 +79,7 @@ START_TEST(int16_3d_equals_scikit_image)
         0x1.6db6db6db6db7p-1, 0x1.1249249249249p-1, 0x1.db6db6db6db6ep-2, 0x0.0p+0,
         0x1.2492492492492p-1, 0x1.0000000000000p-2, 0x0.0p+0,             0x0.0p+0};
     /* equalize_adapthist(b.reshape(3, 4, 5), kernel_size=2, clip_limit=0.01, nbins=256) */
-    dh_clahe_skimage_job job = {5, 4, 3, 1, {2, 2, 2}, 0.01, 256, DH_SKIMAGE_INT16};
+    dh_clahe_skimage_job job = {5, 4, 3, 1, {2, 2, 2}, 0.01, 256, DH_SKIMAGE_INT16, NULL, 1};
     check_against(b, &job, want, 60);
 }
 END_TEST
@@ -91,7 +92,7 @@ START_TEST(constant_images_as_scikit_image)
         c[i] = 3, z[i] = 0, ones[i] = 1;
     /* A constant uint8 image gives 1 everywhere, zeros included: its table maps the one bin
      * above 0 and the final rescale clips a constant result to [0, 1] (scikit-image 0.26). */
-    dh_clahe_skimage_job job = {6, 4, 1, 0, {0, 0, 0}, 0.01, 256, DH_SKIMAGE_UINT8};
+    dh_clahe_skimage_job job = {6, 4, 1, 0, {0, 0, 0}, 0.01, 256, DH_SKIMAGE_UINT8, NULL, 1};
     check_against(c, &job, ones, 24);
     check_against(z, &job, ones, 24);
     job.clip_limit = 0;
@@ -103,6 +104,14 @@ static uint32_t next(uint64_t *s)
 {
     *s = *s * 6364136223846793005ull + 1442695040888963407ull;
     return (uint32_t)(*s >> 33);
+}
+
+/* A parallel_for that runs the iterations last to first. */
+static void backwards(int threads, size_t count, void (*body)(void *, size_t), void *arg)
+{
+    (void)threads;
+    for (size_t i = count; i-- > 0;)
+        body(arg, i);
 }
 
 START_TEST(invariants_on_awkward_shapes)
@@ -118,8 +127,9 @@ START_TEST(invariants_on_awkward_shapes)
         const size_t n = (size_t)nx * ny * nz, slice = (size_t)nx * ny;
         int16_t *x = malloc(n * sizeof *x);
         uint16_t *out = malloc(n * sizeof *out), *one = malloc(slice * sizeof *one);
+        uint16_t *back = malloc(n * sizeof *back);
         double *f = malloc(n * sizeof *f);
-        ck_assert(x && out && one && f);
+        ck_assert(x && out && one && back && f);
         for (size_t i = 0; i < n; i++)
             x[i] = (int16_t)((int32_t)(next(&seed) % 5000) - 1000);
         for (size_t k = 0; k < 4; k++)
@@ -128,7 +138,8 @@ START_TEST(invariants_on_awkward_shapes)
                     dh_clahe_skimage_job job = {nx, ny, nz, volume,
                                                 {kernels[k], kernels[k], volume ? kernels[k] : 0},
                                                 clips[(k + b) % 4], nbins[b],
-                                                (k + b) % 2 ? DH_SKIMAGE_INT16 : DH_SKIMAGE_UINT16};
+                                                (k + b) % 2 ? DH_SKIMAGE_INT16 : DH_SKIMAGE_UINT16,
+                                                NULL, 1};
                     ck_assert_int_eq(dh_clahe_skimage_cpu(x, &job, 4096, out, f), 0);
                     const size_t image = volume ? n : slice;
                     for (size_t i0 = 0; i0 < n; i0 += image) {
@@ -143,6 +154,13 @@ START_TEST(invariants_on_awkward_shapes)
                         ck_assert(hi == 1 || lo == hi);
                         ck_assert(lo == hi ? lo == 0 || lo == 1 : 1);
                     }
+                    /* Iterations in another order (as threads may run them): the same bits. */
+                    dh_clahe_skimage_job shuffled = job;
+                    shuffled.parallel_for = backwards;
+                    shuffled.threads = 4;
+                    ck_assert_int_eq(dh_clahe_skimage_cpu(x, &shuffled, 4096, back, NULL), 0);
+                    for (size_t i = 0; i < n; i++)
+                        ck_assert_uint_eq(back[i], out[i]);
                     if (volume)
                         continue;
                     dh_clahe_skimage_job alone = job;
@@ -158,6 +176,7 @@ START_TEST(invariants_on_awkward_shapes)
         free(x);
         free(out);
         free(one);
+        free(back);
         free(f);
     }
 }
@@ -166,7 +185,7 @@ END_TEST
 START_TEST(bad_arguments_are_refused)
 {
     uint16_t x[4] = {0}, out[4];
-    dh_clahe_skimage_job job = {2, 2, 1, 0, {0, 0, 0}, 0.01, 256, DH_SKIMAGE_UINT16};
+    dh_clahe_skimage_job job = {2, 2, 1, 0, {0, 0, 0}, 0.01, 256, DH_SKIMAGE_UINT16, NULL, 1};
     ck_assert_int_eq(dh_clahe_skimage_cpu(x, &job, 1, out, NULL), -1);
     ck_assert_int_eq(dh_clahe_skimage_cpu(x, &job, 65537, out, NULL), -1);
     ck_assert_int_eq(dh_clahe_skimage_cpu(NULL, &job, 256, out, NULL), -1);

@@ -609,7 +609,8 @@ DH_API void dh_equalize_params_init(dh_equalize_params *params);
  * kernel_size along columns, rows, slices (0: its default, max(n // 8, 1)), clip_limit its
  * fraction (0: none), bins its nbins (1..65536; 0: 256), window DH_WINDOW_MINMAX or NONE (it
  * always rescales the image's min..max), tiles all 0; per_slice is one call per slice (2D), else
- * one 3D call for the volume. It runs on the CPU on every device setting (device_used says so).
+ * one 3D call for the volume. It runs on the CPU on every device setting (device_used says so);
+ * DH_ERR_UNSUPPORTED where one image's tables (one per kernel, nbins each) would pass 4 GiB.
  * This sets method, window (min-max), bins (nbins, 0: 256), tiles (0), tile_size (kernel_size
  * along rows and columns, and along the slices unless per_slice is already set), clip_limit and
  * output_bits (16); the other fields are left as they are. It used to map these parameters

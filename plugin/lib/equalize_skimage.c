@@ -2,10 +2,10 @@
 /*
  * equalize_skimage.c: the scikit-image-compatible mode of dh_equalize and
  * dh_equalize_skimage_float (dicomhist.h section 6): the volume's stored values handed to
- * kernels/clahe_skimage.h as the NumPy array a scikit-image user would have had, per slice on the
- * context's threads or the volume at once, and the result described like every equalization.
- * It runs on the CPU whatever the device setting: its blend is float32 accumulated in
- * scikit-image's order, which the GPU CLAHE (integer, clahe.h) does not compute.
+ * kernels/clahe_skimage.h as the NumPy array a scikit-image user would have had, slices on the
+ * context's threads, or one image's tiles and rows on them, and the result described like
+ * every equalization. It runs on the CPU whatever the device setting: its blend is float32
+ * accumulated in scikit-image's order, which the GPU CLAHE (integer, clahe.h) does not compute.
  */
 #include "equalize_skimage.h"
 
@@ -32,7 +32,8 @@ static dh_clahe_skimage_job job_of(const dh_volume *v, const dh_equalize_params 
 {
     dh_clahe_skimage_job job = {v->format.columns, v->format.rows, v->slices, !p->per_slice,
                                 {p->tile_size[0], p->tile_size[1], p->tile_size[2]},
-                                p->clip_limit, p->bins ? p->bins : 256, dtype_of(v)};
+                                p->clip_limit, p->bins ? p->bins : 256, dtype_of(v),
+                                dh_parallel_for, 1};
     return job;
 }
 
@@ -56,14 +57,28 @@ static void run_slice(void *arg, size_t z)
         w->failed = 1; /* only ever set to 1, so threads racing on it agree */
 }
 
+/* The most the tables of one image may take: a tiny kernel over a large image asks for one
+ * table per few pixels (kernel 1 on a 512x512 slice with 65536 bins: 32 GiB). */
+#define SKIMAGE_MAX_BYTES (4ull << 30)
+
 static dh_status run(dh_ctx *ctx, const dh_volume *v, const dh_equalize_params *p,
                      uint32_t levels, uint16_t *out, double *out_float)
 {
     dh_clahe_skimage_job job = job_of(v, p);
+    dh_clahe_skimage_job one = job;
+    one.nz = job.volume ? job.nz : 1;
+    const uint64_t bytes = dh_clahe_skimage_bytes(&one);
+    if (bytes > SKIMAGE_MAX_BYTES)
+        return dh_ctx_fail(ctx, DH_ERR_UNSUPPORTED,
+                           "%s: scikit-image's CLAHE with these kernel sizes and %u bins needs "
+                           "%.1f GiB of tables per image, above the 4 GiB this mode allows: "
+                           "give a larger kernel or fewer bins",
+                           v->path, job.nbins, (double)bytes / (1u << 30));
     int failed;
-    if (job.volume) {
+    if (job.volume || v->slices == 1) { /* one image: its tiles and rows on the threads */
+        job.threads = ctx->threads;
         failed = dh_clahe_skimage_cpu(v->data, &job, levels, out, out_float) != 0;
-    } else {
+    } else { /* slices on the threads, each on one */
         slice_work w = {v, job, levels, out, out_float, 0};
         w.job.nz = 1;
         dh_parallel_for(ctx->threads, v->slices, run_slice, &w);
@@ -161,7 +176,8 @@ dh_status dh_equalize_skimage_float(dh_ctx *ctx, const dh_volume *v,
                                     const dh_equalize_params *p, double *out)
 {
     if (!ctx || !v || !p || !out)
-        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "dh_equalize_skimage_float: NULL argument");
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
+                           "dh_equalize_skimage_float: NULL argument");
     dh_status st = check(ctx, v, p);
     if (st == DH_OK && (st = run(ctx, v, p, 2, NULL, out)) == DH_OK)
         dh_ctx_clear(ctx);

@@ -5,7 +5,7 @@ ctypes on libdicomhist.so, against scikit-image's exposure.equalize_adapthist: t
 dh_equalize_skimage_float must be its result bit for bit, dh_equalize's 16-bit output
 round(that * 65535), per slice and per volume, on random
 uint16 and int16 volumes of sizes that are no multiple of the kernel; and the refusals (another
-method for the float call, the device call, tile counts, a percentile window).
+method for the float call, the device call, a percentile window, tables beyond 4 GiB).
 
 Usage: test_clahe_skimage_api.py LIBDICOMHIST_SO
 """
@@ -134,6 +134,16 @@ def main():
             st = lib.dh_equalize(ctx, vol, ctypes.byref(p), ctypes.byref(out))
             check(st == INVALID_ARGUMENT, f"a percentile window is accepted ({st})")
             check(b"min..max" in lib.dh_ctx_error(ctx), "the refusal names the reason")
+            # A kernel of 1 over 512x512 with 65536 bins: 32 GiB of tables, refused up front.
+            big = np.zeros((1, 512, 512), np.uint16)
+            bvol = ctypes.c_void_p()
+            check(lib.dh_volume_from_samples(ctx, 512, 512, 1, 16, 0, big.ctypes.data,
+                                             ctypes.byref(bvol)) == 0, "512x512 volume")
+            p = params(1, 0.01, 65536, 1)
+            st = lib.dh_equalize(ctx, bvol, ctypes.byref(p), ctypes.byref(out))
+            check(st == UNSUPPORTED and b"GiB" in lib.dh_ctx_error(ctx),
+                  f"32 GiB of tables not refused ({st})")
+            lib.dh_volume_free(bvol)
         lib.dh_volume_free(vol)
     lib.dh_ctx_free(ctx)
     print(f"{len(cases)} volumes, {failures} failures")
