@@ -134,6 +134,10 @@ START_TEST(invariants_on_awkward_shapes)
             x[i] = (int16_t)((int32_t)(next(&seed) % 5000) - 1000);
         for (size_t k = 0; k < 4; k++)
             for (size_t b = 0; b < 5; b++) {
+                /* One table of 16384+ bins per pixel or per 3x3 box: only on the tiny shapes,
+                 * where it costs little (the sanitizer build runs this too). */
+                if (kernels[k] && kernels[k] <= 3 && nbins[b] >= 16384 && n > 64)
+                    continue;
                 for (int volume = 0; volume < 2; volume++) {
                     dh_clahe_skimage_job job = {nx, ny, nz, volume,
                                                 {kernels[k], kernels[k], volume ? kernels[k] : 0},

@@ -136,6 +136,18 @@ static void describe(const dh_volume *v, const dh_equalize_params *p, dh_equaliz
              DH_VERSION_STRING, kernel, p->clip_limit, p->bins ? p->bins : 256, r->output_bits);
 }
 
+/* What dh_eq_skimage allocated (no tables), freed here rather than through dh_equalized_free:
+ * equalize.c calls this file, so this file calls nothing of it. */
+static void free_result(dh_equalized *r)
+{
+    free(r->data);
+    free(r->window_lo);
+    free(r->window_hi);
+    free(r->center);
+    free(r->width);
+    free(r);
+}
+
 dh_status dh_eq_skimage(dh_ctx *ctx, const dh_volume *v, const dh_equalize_params *p,
                         dh_equalized **out)
 {
@@ -157,12 +169,12 @@ dh_status dh_eq_skimage(dh_ctx *ctx, const dh_volume *v, const dh_equalize_param
     r->center = malloc(tables * sizeof(double));
     r->width = malloc(tables * sizeof(double));
     if (!r->data || !r->window_lo || !r->window_hi || !r->center || !r->width) {
-        dh_equalized_free(r);
+        free_result(r);
         return dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "%s: out of memory for %zu samples", v->path,
                            n);
     }
     if ((st = run(ctx, v, p, bits >= 16 ? 65536u : 1u << bits, r->data, NULL)) != DH_OK) {
-        dh_equalized_free(r);
+        free_result(r);
         return st;
     }
     fill_windows(v, r);
