@@ -46,11 +46,13 @@ static void equalize_help(FILE *out) {
             "  --tile-size N[xM[xK]]  CLAHE: instead, tiles of at most N (x M x K) pixels\n"
             "  --bins N               CLAHE: histogram bins per tile over the window,\n"
             "                         1..65536 (default: one per stored value)\n"
-            "  --skimage              CLAHE as scikit-image's equalize_adapthist: --tile-size\n"
-            "                         is its kernel_size (default 1/8 of each axis),\n"
-            "                         --clip-limit its clip_limit fraction (default 0.01),\n"
-            "                         --bins its nbins (default 256); min-max window, 16-bit\n"
-            "                         output (docs/equalization.md gives the difference)\n");
+            "  --skimage              CLAHE computed as scikit-image's equalize_adapthist\n"
+            "                         computes it, on the stored values as pydicom's\n"
+            "                         pixel_array holds them: its numbers, out = round(its\n"
+            "                         result x 65535) (docs/equalization.md); --tile-size N is\n"
+            "                         its kernel_size (default 1/8 of each axis), --clip-limit\n"
+            "                         its clip_limit fraction (default 0.01), --bins its nbins\n"
+            "                         (default 256); 16-bit output; runs on the CPU\n");
     cli_derived_help_tail(out);
 }
 
@@ -300,6 +302,11 @@ static void eq_record_json(report_json *j, const dh_volume *v, const eq_options 
         report_json_string(j, "clahe");
         report_json_key(j, "bins");
         report_json_u64(j, p->bins);
+    } else if (p->method == DH_EQ_METHOD_CLAHE_SKIMAGE) {
+        report_json_key(j, "method");
+        report_json_string(j, "clahe-skimage");
+        report_json_key(j, "bins");
+        report_json_u64(j, p->bins);
     }
     /* The window actually used, per table (one in volume mode). */
     report_json_key(j, "windows");
@@ -417,6 +424,9 @@ int cli_equalize_main(int argc, char **argv, dh_eq_operation op, void (*help)(FI
             snprintf(clahe, sizeof clahe, " method=clahe tiles=%ux%ux%u size=%ux%ux%u bins=%u",
                      p->tiles[0], p->tiles[1], p->tiles[2], p->tile_size[0], p->tile_size[1],
                      p->tile_size[2], p->bins);
+        else if (p->method == DH_EQ_METHOD_CLAHE_SKIMAGE)
+            snprintf(clahe, sizeof clahe, " method=clahe-skimage size=%ux%ux%u bins=%u",
+                     p->tile_size[0], p->tile_size[1], p->tile_size[2], p->bins);
         snprintf(work, sizeof work,
                  "%s mode=%s window=%s center=%.17g width=%.17g range=%.17g:%.17g "
                  "percentile=%.17g function=%d clip=%.17g bits=%u png=%s%s%s",

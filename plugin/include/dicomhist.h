@@ -552,6 +552,7 @@ typedef enum dh_eq_operation {
 typedef enum dh_eq_method {
     DH_EQ_METHOD_GLOBAL = 0, /* one histogram and table per volume (or slice) */
     DH_EQ_METHOD_CLAHE = 1,  /* contrast-limited adaptive: one per tile, blended */
+    DH_EQ_METHOD_CLAHE_SKIMAGE = 2, /* scikit-image's equalize_adapthist, its numbers (below) */
     DH_EQ_METHOD_FORCE_INT32 = 0x7fffffff
 } dh_eq_method;
 
@@ -599,14 +600,21 @@ typedef struct dh_equalize_params {
 /* Defaults: equalize per volume over the whole range, no clip, input bits, device auto. */
 DH_API void dh_equalize_params_init(dh_equalize_params *params);
 
-/* CLAHE set as a user of scikit-image's exposure.equalize_adapthist(image, kernel_size,
- * clip_limit, nbins) expects it (docs/equalization.md, "scikit-image-compatible mode"): method
- * DH_EQ_METHOD_CLAHE, a min-max window (scikit-image rescales the image's range), `nbins` bins
- * (0: its default 256), tiles of at most kernel_size pixels along the rows and columns (0: its
- * default, 1/8 of each, which is our default of 8 tiles), clip_limit x nbins as the contrast
- * limit (its limit is clip_limit x the tile's pixels per bin; ours is x times the tile's mean
- * count over its occupied bins, so the two agree for a tile that occupies every bin), 16-bit
- * output (read out / 65535 beside its [0, 1]). The other fields are left as they are. */
+/* CLAHE as scikit-image's exposure.equalize_adapthist(image, kernel_size, clip_limit, nbins)
+ * computes it, for users migrating from it (docs/equalization.md, "scikit-image-compatible
+ * mode"): method DH_EQ_METHOD_CLAHE_SKIMAGE, which reproduces its algorithm step by step on the
+ * stored values as the array pydicom's pixel_array gives (uint8, int8, uint16 or int16 by
+ * BitsAllocated and PixelRepresentation: its img_as_uint clips negative values to 0), and writes
+ * round-half-even(f * (L - 1)), f its float64 result. In that method tile_size[] holds its
+ * kernel_size along columns, rows, slices (0: its default, max(n // 8, 1)), clip_limit its
+ * fraction (0: none), bins its nbins (1..65536; 0: 256), window DH_WINDOW_MINMAX or NONE (it
+ * always rescales the image's min..max), tiles all 0; per_slice is one call per slice (2D), else
+ * one 3D call for the volume. It runs on the CPU on every device setting (device_used says so);
+ * DH_ERR_UNSUPPORTED where one image's tables (one per kernel, nbins each) would pass 4 GiB.
+ * This sets method, window (min-max), bins (nbins, 0: 256), tiles (0), tile_size (kernel_size
+ * along rows and columns, and along the slices unless per_slice is already set), clip_limit and
+ * output_bits (16); the other fields are left as they are. It used to map these parameters
+ * onto DH_EQ_METHOD_CLAHE (a picture of the same kind, not its numbers). */
 DH_API void dh_equalize_params_skimage(dh_equalize_params *params, uint32_t kernel_size,
                                        double clip_limit, uint32_t nbins);
 
@@ -638,6 +646,13 @@ typedef struct dh_equalized {
  * DH_ERR_INVALID_ARGUMENT. */
 DH_API dh_status dh_equalize(dh_ctx *ctx, const dh_volume *volume,
                              const dh_equalize_params *params, dh_equalized **out);
+
+/* scikit-image's float64 result itself for method DH_EQ_METHOD_CLAHE_SKIMAGE (what
+ * equalize_adapthist returns, bit for bit): out gets rows * columns * slices doubles, in the
+ * volume's order. Costs what dh_equalize does; fails as it does, and with
+ * DH_ERR_INVALID_ARGUMENT for another method or a NULL out. */
+DH_API dh_status dh_equalize_skimage_float(dh_ctx *ctx, const dh_volume *volume,
+                                           const dh_equalize_params *params, double *out);
 DH_API void dh_equalized_free(dh_equalized *result);
 
 /* The files of one derived series as written. */
@@ -783,7 +798,7 @@ DH_API dh_status dh_equalized_write_gsps(dh_ctx *ctx, const dh_volume *volume,
  * ready when the stream is; the call may wait for the stream (to read the histograms of a
  * min-max or percentile window, to upload the windows, to free CLAHE's scratch). Returns DH_ERR_UNSUPPORTED for window/level and for DH_WINDOW_FILE (no file),
  * DH_ERR_INVALID_ARGUMENT as dh_equalize, DH_ERR_NO_DEVICE without a usable GPU or CUDA build,
- * DH_ERR_CUDA when the GPU fails. */
+ * DH_ERR_CUDA when the GPU fails, DH_ERR_UNSUPPORTED for DH_EQ_METHOD_CLAHE_SKIMAGE (CPU only). */
 DH_API dh_status dh_equalize_device(dh_ctx *ctx, const void *d_samples, int is_signed,
                                     uint32_t bits_stored, uint32_t columns, uint32_t rows,
                                     uint32_t slices, const dh_equalize_params *params,

@@ -22,6 +22,7 @@
 #include "context.h"
 #include "equalize_check.h"
 #include "equalize_cpu.h"
+#include "equalize_skimage.h"
 #include "modality.h"
 #include "volume.h"
 #ifdef DH_HAVE_CUDA
@@ -49,16 +50,14 @@ void dh_equalize_params_skimage(dh_equalize_params *p, uint32_t kernel_size, dou
 {
     if (!p)
         return;
-    if (nbins == 0)
-        nbins = 256;
     p->operation = DH_EQ_EQUALIZE;
-    p->method = DH_EQ_METHOD_CLAHE;
+    p->method = DH_EQ_METHOD_CLAHE_SKIMAGE;
     p->window = DH_WINDOW_MINMAX;
-    p->bins = nbins;
+    p->bins = nbins ? nbins : 256;
     memset(p->tiles, 0, sizeof p->tiles);
     p->tile_size[0] = p->tile_size[1] = kernel_size;
     p->tile_size[2] = p->per_slice ? 0 : kernel_size;
-    p->clip_limit = clip_limit > 0 ? clip_limit * nbins : 0;
+    p->clip_limit = clip_limit;
     p->output_bits = 16;
 }
 
@@ -528,6 +527,8 @@ dh_status dh_equalize(dh_ctx *ctx, const dh_volume *v, const dh_equalize_params 
         dh_equalize_params_init(&defaults);
         params = &defaults;
     }
+    if (params->method == DH_EQ_METHOD_CLAHE_SKIMAGE)
+        return dh_eq_skimage(ctx, v, params, out);
     dh_status st = check_params(ctx, v, params);
     if (st != DH_OK)
         return st;

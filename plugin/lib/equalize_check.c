@@ -10,6 +10,29 @@
 #include "clahe_cpu.h"
 #include "context.h"
 
+/* The scikit-image mode's fields: only what equalize_adapthist has a parameter for. */
+static dh_status check_skimage(dh_ctx *ctx, const dh_equalize_params *p)
+{
+    if (p->operation != DH_EQ_EQUALIZE)
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "the scikit-image mode is a method of "
+                                                         "equalization, not of window/level");
+    if (p->window != DH_WINDOW_NONE && p->window != DH_WINDOW_MINMAX)
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
+                           "the scikit-image mode rescales each image's min..max: its window is "
+                           "min-max (or none), not source %d",
+                           (int)p->window);
+    if (p->tiles[0] || p->tiles[1] || p->tiles[2])
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
+                           "the scikit-image mode takes kernel sizes (tile_size), not tile counts");
+    if (p->bins > 65536)
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
+                           "scikit-image's nbins must be 1..65536 (0: 256), not %u", p->bins);
+    if (p->per_slice && p->tile_size[2])
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
+                           "a kernel across slices needs per-volume mode");
+    return DH_OK;
+}
+
 dh_status dh_eq_check_fields(dh_ctx *ctx, const dh_equalize_params *p)
 {
     if (p->struct_size != sizeof *p)
@@ -32,9 +55,12 @@ dh_status dh_eq_check_fields(dh_ctx *ctx, const dh_equalize_params *p)
         return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "a clip limit needs equalization");
     if (p->device != DH_DEVICE_AUTO && p->device != DH_DEVICE_CPU && p->device != DH_DEVICE_CUDA)
         return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "unknown device %d", (int)p->device);
-    if (p->method != DH_EQ_METHOD_GLOBAL && p->method != DH_EQ_METHOD_CLAHE)
+    if (p->method != DH_EQ_METHOD_GLOBAL && p->method != DH_EQ_METHOD_CLAHE &&
+        p->method != DH_EQ_METHOD_CLAHE_SKIMAGE)
         return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "unknown equalization method %d",
                            (int)p->method);
+    if (p->method == DH_EQ_METHOD_CLAHE_SKIMAGE)
+        return check_skimage(ctx, p);
     if (p->method != DH_EQ_METHOD_CLAHE)
         return DH_OK;
     if (p->operation != DH_EQ_EQUALIZE)

@@ -42,6 +42,9 @@ static dh_status check(dh_ctx *ctx, const void *d_samples, uint32_t bits_stored,
     if (bits_stored < 1 || bits_stored > 16)
         return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "%s: bits_stored must be 1..16, not %u",
                            WHO, bits_stored);
+    if (p->method == DH_EQ_METHOD_CLAHE_SKIMAGE)
+        return dh_ctx_fail(ctx, DH_ERR_UNSUPPORTED,
+                           "%s: the scikit-image mode runs on the CPU (dh_equalize)", WHO);
     const uint32_t n[3] = {nx, ny, nz};
     dh_status st;
     if ((st = dh_eq_check_fields(ctx, p)) != DH_OK ||

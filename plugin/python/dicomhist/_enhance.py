@@ -72,7 +72,7 @@ class Input:
     """The volume to compute on, whether the caller's array was 2D, and how to give the result
     back (`give_back`)."""
 
-    def __init__(self, x, bits_stored=None):
+    def __init__(self, x, bits_stored=None, convert=None):
         self.like = None
         if isinstance(x, Volume):
             if bits_stored is not None:
@@ -82,6 +82,8 @@ class Input:
         if library_of(x) is not None or is_device_array(x):
             self.like = x
         host = to_host(x)
+        if convert is not None:  # an array the operation defines its input by (the host copy)
+            host = convert(host)
         self.volume, self.two_d = from_array(host, bits_stored), np.ndim(host) == 2
 
     def give_back(self, data, slices, rows, columns):
@@ -118,7 +120,8 @@ def on_device(x, bits_stored, fields):
     where that path does not apply (see the module's text)."""
     lib = library_of(x)
     if lib is None or not is_device_array(x) or fields["operation"] != _core.EQ_EQUALIZE or \
-            fields["device"] == _core.DEVICE_CPU or fields.get("window") == _core.WINDOW_FILE:
+            fields["device"] == _core.DEVICE_CPU or fields.get("window") == _core.WINDOW_FILE or \
+            fields.get("method") == _core.EQ_METHOD_CLAHE_SKIMAGE:  # a CPU mode
         return None
     if lib == "torch":
         import torch

@@ -77,6 +77,7 @@ static const constant CONSTANTS[] = {
     /* dh_eq_method, dh_uids, dh_existing: CLAHE and the derived output (core_enhance.c) */
     NAMED(DH_EQ_METHOD_GLOBAL),
     NAMED(DH_EQ_METHOD_CLAHE),
+    NAMED(DH_EQ_METHOD_CLAHE_SKIMAGE),
     NAMED(DH_UIDS_RANDOM),
     NAMED(DH_UIDS_DERIVED),
     NAMED(DH_EXISTING_FAIL),
