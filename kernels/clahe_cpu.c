@@ -157,20 +157,15 @@ static int tile_table(unit *u, uint32_t k, scratch *w)
         return 0;
     }
     /* 2D: the first row of pair iy and the second of pair iy - 1 (both of the one pair of a
-     * single row of tiles). */
+     * single row of tiles); entry (ix, b, dy) of a pair at (ix * bins + b) * 2 + dy. */
     const size_t pair_len = (size_t)bins * s->tx * 2;
     for (uint32_t dy = 0; dy < 2; dy++) {
-        uint32_t p = iy - dy;
-        if (iy < dy || (p >= u->pairs))
+        uint32_t p = s->ty == 1 ? 0 : iy - dy;
+        if ((s->ty > 1 && iy < dy) || p >= u->pairs)
             continue;
-        uint16_t *dst = u->tables + p * pair_len + 2 * (size_t)ix + dy;
+        uint16_t *dst = u->tables + p * pair_len + (size_t)ix * bins * 2 + dy;
         for (uint32_t b = 0; b < bins; b++)
-            dst[(size_t)b * s->tx * 2] = table[b];
-    }
-    if (s->ty == 1) {
-        uint16_t *dst = u->tables + 2 * (size_t)ix + 1;
-        for (uint32_t b = 0; b < bins; b++)
-            dst[(size_t)b * s->tx * 2] = table[b];
+            dst[2 * (size_t)b] = table[b];
     }
     return 0;
 }
@@ -326,7 +321,7 @@ static int equalize_unit(unit *u, int threads)
     u->pairs = s->ty > 1 ? s->ty - 1 : 1;
     u->fast = dh_clahe_rows_fast(u->bins, s->tx);
     size_t entries = u->tz > 1 ? tiles * u->bins
-                               : (size_t)u->pairs * u->bins * s->tx * 2 + DH_CLAHE_PAIR_PAD;
+                               : (size_t)u->pairs * u->bins * s->tx * 2;
     uint16_t *tables = calloc(entries, sizeof *tables);
     if (!tables)
         return -1;

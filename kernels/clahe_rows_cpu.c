@@ -30,7 +30,8 @@
 
 void dh_clahe_columns_free(dh_clahe_columns *c)
 {
-    free(c->at);
+    free(c->i0);
+    free(c->i1);
     free(c->w0);
     free(c->w1);
     free(c->den);
@@ -38,7 +39,7 @@ void dh_clahe_columns_free(dh_clahe_columns *c)
     free(c->w1d);
     free(c->dend);
     free(c->inv);
-    c->at = NULL;
+    c->i0 = c->i1 = NULL;
     c->w0 = c->w1 = c->den = NULL;
     c->w0d = c->w1d = c->dend = c->inv = NULL;
 }
@@ -46,7 +47,8 @@ void dh_clahe_columns_free(dh_clahe_columns *c)
 int dh_clahe_columns_init(dh_clahe_columns *c, uint32_t n, uint32_t tiles)
 {
     c->n = n;
-    c->at = malloc(n * sizeof *c->at);
+    c->i0 = malloc(n * sizeof *c->i0);
+    c->i1 = malloc(n * sizeof *c->i1);
     c->w0 = malloc(n * sizeof *c->w0);
     c->w1 = malloc(n * sizeof *c->w1);
     c->den = malloc(n * sizeof *c->den);
@@ -54,13 +56,14 @@ int dh_clahe_columns_init(dh_clahe_columns *c, uint32_t n, uint32_t tiles)
     c->w1d = malloc(n * sizeof *c->w1d);
     c->dend = malloc(n * sizeof *c->dend);
     c->inv = malloc(n * sizeof *c->inv);
-    if (!c->at || !c->w0 || !c->w1 || !c->den || !c->w0d || !c->w1d || !c->dend || !c->inv) {
+    if (!c->i0 || !c->i1 || !c->w0 || !c->w1 || !c->den || !c->w0d || !c->w1d || !c->dend || !c->inv) {
         dh_clahe_columns_free(c);
         return -1;
     }
     for (uint32_t x = 0; x < n; x++) {
         dh_clahe_axis_weight a = dh_clahe_axis_at(n, tiles, x);
-        c->at[x] = (int32_t)(2 * a.i0); /* i1 is i0 + 1, or i0 with w1 = 0 */
+        c->i0[x] = (int32_t)a.i0;
+        c->i1[x] = (int32_t)a.i1;
         c->w0[x] = a.den - a.w1;
         c->w1[x] = a.w1;
         c->den[x] = a.den;
@@ -89,9 +92,10 @@ static void blend_portable(const dh_clahe_row *r, const dh_clahe_columns *c, uin
                 r->out[x] = b == r->bins ? 0 : r->top;
                 continue;
             }
-            const uint16_t *e = r->pair + ((size_t)b * r->tx * 2 + (uint32_t)c->at[x]);
-            const uint64_t a0 = wy0 * e[0] + wy1 * e[1];
-            const uint64_t a1 = wy0 * e[2] + wy1 * e[3];
+            const uint16_t *e0 = r->pair + ((size_t)(uint32_t)c->i0[x] * r->bins + b) * 2;
+            const uint16_t *e1 = r->pair + ((size_t)(uint32_t)c->i1[x] * r->bins + b) * 2;
+            const uint64_t a0 = wy0 * e0[0] + wy1 * e0[1];
+            const uint64_t a1 = wy0 * e1[0] + wy1 * e1[1];
             r->out[x] = (uint16_t)dh_divide(2 * (c->w0[x] * a0 + c->w1[x] * a1) + den, q);
         }
     }
@@ -99,24 +103,27 @@ static void blend_portable(const dh_clahe_row *r, const dh_clahe_columns *c, uin
 
 #ifdef DH_CLAHE_X86
 
-/* Four uint16 fields of each 64-bit lane as exact doubles: the field or'ed into the mantissa of
- * 2^52, minus 2^52 (AVX2 has no 64-bit integer to double conversion). */
-__attribute__((target("avx2,fma"))) static inline __m256d field_pd(__m256i quad, int shift)
+/* The entries of dy 0 (low half) and dy 1 (high half) of four 32-bit lanes as exact doubles. */
+__attribute__((target("avx2,fma"))) static inline void halves_pd(__m128i e, __m256d *lo,
+                                                                  __m256d *hi)
 {
-    const __m256i magic = _mm256_set1_epi64x(0x4330000000000000ll);
-    __m256i f = _mm256_and_si256(_mm256_srli_epi64(quad, shift), _mm256_set1_epi64x(0xffff));
-    return _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(f, magic)),
-                         _mm256_castsi256_pd(magic));
+    *lo = _mm256_cvtepi32_pd(_mm_and_si128(e, _mm_set1_epi32(0xffff)));
+    *hi = _mm256_cvtepi32_pd(_mm_srli_epi32(e, 16));
 }
 
-/* Four pixels from their quads: the exact floor((2 num + D) / (2 D)) as 32-bit integers. */
+/* Four pixels from their entries at i0 (e0) and i1 (e1): the exact
+ * floor((2 num + D) / (2 D)) as 32-bit integers. */
 __attribute__((target("avx2,fma"))) static inline __m128i blend4(const dh_clahe_columns *c,
-                                                                  uint32_t x, __m256i quad,
-                                                                  __m256d wy0, __m256d wy1,
-                                                                  __m256d den_y, __m256d inv2y)
+                                                                  uint32_t x, __m128i e0,
+                                                                  __m128i e1, __m256d wy0,
+                                                                  __m256d wy1, __m256d den_y,
+                                                                  __m256d inv2y)
 {
-    __m256d a0 = _mm256_fmadd_pd(wy1, field_pd(quad, 16), _mm256_mul_pd(wy0, field_pd(quad, 0)));
-    __m256d a1 = _mm256_fmadd_pd(wy1, field_pd(quad, 48), _mm256_mul_pd(wy0, field_pd(quad, 32)));
+    __m256d t00, t01, t10, t11;
+    halves_pd(e0, &t00, &t01);
+    halves_pd(e1, &t10, &t11);
+    __m256d a0 = _mm256_fmadd_pd(wy1, t01, _mm256_mul_pd(wy0, t00));
+    __m256d a1 = _mm256_fmadd_pd(wy1, t11, _mm256_mul_pd(wy0, t10));
     __m256d num = _mm256_fmadd_pd(_mm256_loadu_pd(c->w1d + x), a1,
                                   _mm256_mul_pd(_mm256_loadu_pd(c->w0d + x), a0));
     __m256d den = _mm256_mul_pd(_mm256_loadu_pd(c->dend + x), den_y);
@@ -133,34 +140,43 @@ __attribute__((target("avx2,fma"))) static inline __m128i blend4(const dh_clahe_
     return _mm256_cvttpd_epi32(q);
 }
 
+/* The 32-bit words (entries dy 0 and 1) at the 8 offsets of `at`, by scalar loads. */
+__attribute__((target("avx2,fma"))) static inline __m256i load8(const uint16_t *pair, __m256i at)
+{
+    int32_t o[8];
+    uint32_t w[8];
+    _mm256_storeu_si256((__m256i *)o, at);
+    for (int k = 0; k < 8; k++)
+        memcpy(&w[k], pair + o[k], sizeof w[k]);
+    return _mm256_loadu_si256((const __m256i *)w);
+}
+
 __attribute__((target("avx2,fma"))) static void blend_avx2(const dh_clahe_row *r,
                                                            const dh_clahe_columns *c)
 {
     const __m256d wy0 = _mm256_set1_pd(r->wy0), wy1 = _mm256_set1_pd(r->wy1);
     const __m256d den_y = _mm256_set1_pd(r->den_y), inv2y = _mm256_set1_pd(0.5 / r->den_y);
     const __m256i bins = _mm256_set1_epi32((int)r->bins), above = _mm256_set1_epi32((int)r->bins + 1);
-    const __m256i top = _mm256_set1_epi32(r->top), stride = _mm256_set1_epi32((int)(2 * r->tx));
-    const int *bin_of = (const int *)r->bin_of;
+    const __m256i top = _mm256_set1_epi32(r->top), stride = _mm256_set1_epi32((int)(2 * r->bins));
     uint32_t x = 0;
     for (; x + 8 <= c->n; x += 8) {
         int32_t bb[8];
         for (int k = 0; k < 8; k++)
-            bb[k] = bin_of[r->raw[x + k]];
+            bb[k] = (int32_t)r->bin_of[r->raw[x + k]];
         __m256i b = _mm256_loadu_si256((const __m256i *)bb);
         __m256i inside = _mm256_cmpgt_epi32(bins, b);
         __m256i hi = _mm256_and_si256(_mm256_cmpeq_epi32(b, above), top);
-        /* Outside the window the quad of bin 0 is read (any in-bounds one would do) and dropped. */
-        __m256i at = _mm256_add_epi32(_mm256_mullo_epi32(_mm256_and_si256(b, inside), stride),
-                                      _mm256_loadu_si256((const __m256i *)(c->at + x)));
-        int32_t aa[8];
-        _mm256_storeu_si256((__m256i *)aa, at);
-        long long qq[8];
-        for (int k = 0; k < 8; k++)
-            memcpy(&qq[k], r->pair + aa[k], 8);
-        __m256i q0 = _mm256_loadu_si256((const __m256i *)qq);
-        __m256i q1 = _mm256_loadu_si256((const __m256i *)(qq + 4));
-        __m256i out = _mm256_set_m128i(blend4(c, x + 4, q1, wy0, wy1, den_y, inv2y),
-                                       blend4(c, x, q0, wy0, wy1, den_y, inv2y));
+        /* Outside the window bin 0 is read (any in-bounds one would do) and dropped. */
+        __m256i b2 = _mm256_add_epi32(_mm256_and_si256(b, inside), _mm256_and_si256(b, inside));
+        __m256i e0 = load8(r->pair, _mm256_add_epi32(b2, _mm256_mullo_epi32(
+                                             _mm256_loadu_si256((const __m256i *)(c->i0 + x)), stride)));
+        __m256i e1 = load8(r->pair, _mm256_add_epi32(b2, _mm256_mullo_epi32(
+                                             _mm256_loadu_si256((const __m256i *)(c->i1 + x)), stride)));
+        __m256i out = _mm256_set_m128i(
+            blend4(c, x + 4, _mm256_extracti128_si256(e0, 1), _mm256_extracti128_si256(e1, 1),
+                   wy0, wy1, den_y, inv2y),
+            blend4(c, x, _mm256_castsi256_si128(e0), _mm256_castsi256_si128(e1), wy0, wy1, den_y,
+                   inv2y));
         out = _mm256_or_si256(_mm256_and_si256(out, inside), hi);
         __m128i packed = _mm_packus_epi32(_mm256_castsi256_si128(out),
                                           _mm256_extracti128_si256(out, 1));
@@ -175,7 +191,7 @@ __attribute__((target("avx2,fma"))) static void blend_avx2(const dh_clahe_row *r
 int dh_clahe_rows_fast(uint32_t bins, uint32_t tx)
 {
 #ifdef DH_CLAHE_X86
-    if ((uint64_t)bins * tx * 2 + DH_CLAHE_PAIR_PAD >= ((uint64_t)1 << 31))
+    if ((uint64_t)bins * tx * 2 >= ((uint64_t)1 << 31))
         return 0;
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");

@@ -5,10 +5,12 @@
  * builds: portable C, and AVX2 gathers with double arithmetic chosen at run time on x86-64.
  * Both compute clahe.h's dh_clahe_blend2 exactly, so the bits never depend on the processor.
  *
- * The tables of two neighbouring rows of tiles are laid out as a "pair": for every bin b and
- * tile column ix the entries of tile rows iy (dy 0) and iy + 1 (dy 1) side by side, so the four
- * entries a pixel blends, (ix, dy) for ix = i0, i0 + 1 and dy = 0, 1, are 4 consecutive uint16_t
- * at ((b * tx + i0) * 2): one 8-byte load and one cache line instead of four loads over two.
+ * The tables of two neighbouring rows of tiles are laid out as a "pair": tile column by tile
+ * column, bin by bin, the entries of tile rows iy (dy 0) and iy + 1 (dy 1) side by side, entry
+ * (ix, b, dy) at (ix * bins + b) * 2 + dy. The four entries a pixel blends are two 4-byte loads,
+ * at tile columns i0 and i1, and the pixels between two tile centres, which share i0 and i1,
+ * read only those two columns' 8 bytes per bin: 32 KiB at 4096 bins, what a level-1 cache holds.
+ * (Bin-major, the layout of session 14, spread them over every line of the table.)
  */
 #ifndef DH_KERNELS_CLAHE_ROWS_CPU_H
 #define DH_KERNELS_CLAHE_ROWS_CPU_H
@@ -16,17 +18,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Entries a pair table needs beyond bins * tx * 2: the last bin's quad at i0 = tx - 1 reads
- * tile column tx, weighted 0 (a clamped border), which must still be inside the allocation. */
-#define DH_CLAHE_PAIR_PAD 4
-
-/* What every row of an image shares: per column x the offset of its quad within a bin
- * (at[x] = 2 * i0) and its weights along x, w0 = den - w1 for tile i0 and w1 for i0 + 1 (a
- * clamped column has w0 = den = 1, w1 = 0), as integers and as doubles (exact: below 2^17),
- * with 1 / den. */
+/* What every row of an image shares: per column x its two tile columns i0, i1 and its weights
+ * along x, w0 = den - w1 for tile i0 and w1 for i1 (clahe.h's dh_clahe_axis_at), as integers and
+ * as doubles (exact: below 2^17), with 1 / den. */
 typedef struct dh_clahe_columns {
     uint32_t n;
-    int32_t *at;
+    int32_t *i0, *i1;
     uint32_t *w0, *w1, *den;
     double *w0d, *w1d, *dend, *inv;
 } dh_clahe_columns;
@@ -49,8 +46,8 @@ typedef struct dh_clahe_row {
     uint32_t wy0, wy1, den_y;
 } dh_clahe_row;
 
-/* Whether the AVX2 build runs here (x86-64 with AVX2 and FMA, and a table small enough for its
- * 32-bit gather offsets). */
+/* Whether the AVX2 build runs here (x86-64 with AVX2 and FMA, and a pair small enough for its
+ * 32-bit offsets). */
 int dh_clahe_rows_fast(uint32_t bins, uint32_t tx);
 
 /* Blends the row: out[x] = dh_clahe_blend2 of the pixel's four entries. fast: the AVX2 build
