@@ -9,8 +9,9 @@
  * CPU target is >= 5x OpenCV's 16-bit CLAHE per core (docs/performance.md).
  *
  * Usage: bench_clahe_cpu [threads [image.raw]]   (threads default 1; 0: one per processor)
+ *        bench_clahe_cpu --write image.raw
  *        bench_clahe_cpu --once image.raw bins threads
- * The second form times one call on the image a first run wrote (after one untimed call that
+ * The second form only writes the image; the third times one call on the image a first run wrote (after one untimed call that
  * brings the buffers in) and prints its milliseconds of processor time alone: a driver such as
  * bench_clahe_opencv.py --ours alternates it with OpenCV run by run, so a shared machine's load
  * falls on both alike.
@@ -116,7 +117,8 @@ int main(int argc, char **argv)
 {
     if (argc == 5 && strcmp(argv[1], "--once") == 0)
         return once(argv[2], (uint32_t)atoi(argv[3]), atoi(argv[4]));
-    int threads = argc > 1 ? atoi(argv[1]) : 1;
+    int write_only = argc == 3 && strcmp(argv[1], "--write") == 0;
+    int threads = argc > 1 && !write_only ? atoi(argv[1]) : 1;
     uint16_t *img = malloc((size_t)N * N * sizeof *img), *out = malloc((size_t)N * N * sizeof *out);
     if (!img || !out)
         return 1;
@@ -126,6 +128,11 @@ int main(int argc, char **argv)
         if (!f || fwrite(img, sizeof *img, (size_t)N * N, f) != (size_t)N * N || fclose(f) != 0) {
             fprintf(stderr, "cannot write %s\n", argv[2]);
             return 1;
+        }
+        if (write_only) {
+            free(img);
+            free(out);
+            return 0;
         }
     }
     run(img, out, 4096, threads);
