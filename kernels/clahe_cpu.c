@@ -131,14 +131,22 @@ static int tile_table(unit *u, uint32_t k, scratch *w)
         if (wide_table(u, w, x0, x1, y0, y1, z0, z1) != 0)
             return -1;
     } else {
-        memset(w->h0, 0, (bins + 2) * sizeof *w->h0);
-        memset(w->h1, 0, (bins + 2) * sizeof *w->h1);
+        /* The counters are all zero here (zeroed where the last tile counted, below). The
+         * smallest and largest sample (as ordered values: signed patterns with the sign bit
+         * flipped) bound the bins counted, since the bin grows with the value. */
         const uint16_t *raw = raw_samples(u);
         const uint32_t *bin_of = u->bin_of;
         uint32_t *h0 = w->h0, *h1 = w->h1;
+        const uint16_t flip = u->is_signed ? 0x8000 : 0;
+        uint16_t kmin = 0xffff, kmax = 0;
         for (uint32_t z = z0; z < z1; z++)
             for (uint32_t y = y0; y < y1; y++) {
                 const uint16_t *row = raw + ((size_t)(u->z0 + z) * s->ny + y) * s->nx;
+                for (uint32_t x = x0; x < x1; x++) {
+                    uint16_t key = row[x] ^ flip;
+                    kmin = key < kmin ? key : kmin;
+                    kmax = key > kmax ? key : kmax;
+                }
                 uint32_t x = x0;
                 for (; x + 2 <= x1; x += 2) {
                     h0[bin_of[row[x]]]++;
@@ -147,7 +155,22 @@ static int tile_table(unit *u, uint32_t k, scratch *w)
                 if (x < x1)
                     h0[bin_of[row[x]]]++;
             }
-        dh_clahe_table_from_halves(h0, h1, bins, u->levels, u->clip_limit, w->table);
+        /* Marks: bins for below the window, bins + 1 above. */
+        uint32_t blo = bin_of[(uint16_t)(kmin ^ flip)], bhi = bin_of[(uint16_t)(kmax ^ flip)];
+        if (blo == bins) /* some below the window: the inside ones start at bin 0 or later */
+            blo = 0;
+        if (bhi == bins + 1)
+            bhi = bins - 1;
+        if (blo > bins || bhi == bins) { /* all above, or all below: none inside */
+            blo = 1;
+            bhi = 0;
+        }
+        dh_clahe_table_from_halves(h0, h1, bins, blo, bhi, u->levels, u->clip_limit, w->table);
+        if (blo <= bhi) {
+            memset(h0 + blo, 0, (bhi - blo + 1) * sizeof *h0);
+            memset(h1 + blo, 0, (bhi - blo + 1) * sizeof *h1);
+        }
+        h0[bins] = h0[bins + 1] = h1[bins] = h1[bins + 1] = 0;
     }
     const uint16_t *table = w->table;
     if (u->tz > 1) {
@@ -172,7 +195,7 @@ static int tile_table(unit *u, uint32_t k, scratch *w)
 
 static void tables_range(unit *u, size_t begin, size_t end)
 {
-    scratch w = {malloc((u->bins + 2) * sizeof *w.h0), malloc((u->bins + 2) * sizeof *w.h1),
+    scratch w = {calloc(u->bins + 2, sizeof *w.h0), calloc(u->bins + 2, sizeof *w.h1),
                  malloc(u->bins * sizeof *w.table), NULL};
     if (!w.h0 || !w.h1 || !w.table)
         u->failed = 1;

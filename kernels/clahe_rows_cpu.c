@@ -130,13 +130,15 @@ __attribute__((target("avx2,fma"))) static inline __m128i blend4(const dh_clahe_
     __m256d n2 = _mm256_fmadd_pd(_mm256_set1_pd(2.0), num, den); /* 2 num + D, exact */
     __m256d d2 = _mm256_add_pd(den, den);
     __m256d inv = _mm256_mul_pd(_mm256_loadu_pd(c->inv + x), inv2y); /* 1 / (2 D), nearly */
-    /* The estimate is within 2^-30 of the quotient (below 2^17), so at most one off; the remainder
-     * n2 - q d2 is an integer below 2^53 in size, which the fused multiply-add gives exactly. */
+    /* inv is 1 / (2 D) within 3 roundings and the product adds one: the estimate is within
+     * 2^-51 relative, 2^-35 absolute (the quotient is below 2^16), of n2 / d2. A quotient that is
+     * not an integer is at least 1 / d2 > 2^-33 (d2 < 2^33) from the next one, so the estimate
+     * floors to the same integer; an integer quotient k may come out as k - 2^-35 and floor to
+     * k - 1, which the exact remainder n2 - q d2 (an integer below 2^53, so exact in the fused
+     * multiply-add) shows as >= d2. So one correction, upwards, and never downwards. */
     __m256d q = _mm256_floor_pd(_mm256_mul_pd(n2, inv));
     __m256d r = _mm256_fnmadd_pd(q, d2, n2);
-    const __m256d one = _mm256_set1_pd(1.0), zero = _mm256_setzero_pd();
-    q = _mm256_sub_pd(q, _mm256_and_pd(_mm256_cmp_pd(r, zero, _CMP_LT_OQ), one));
-    q = _mm256_add_pd(q, _mm256_and_pd(_mm256_cmp_pd(r, d2, _CMP_GE_OQ), one));
+    q = _mm256_add_pd(q, _mm256_and_pd(_mm256_cmp_pd(r, d2, _CMP_GE_OQ), _mm256_set1_pd(1.0)));
     return _mm256_cvttpd_epi32(q);
 }
 

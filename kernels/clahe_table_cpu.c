@@ -11,12 +11,15 @@
 #include "equalize_table.h"
 
 void dh_clahe_table_from_halves(const uint32_t *h0, const uint32_t *h1, uint32_t bins,
-                                uint32_t levels, double clip_limit, uint16_t *table)
+                                uint32_t lo, uint32_t hi, uint32_t levels, double clip_limit,
+                                uint16_t *table)
 {
-    /* dh_eq_stats_gather over the window of all bins. */
+    /* dh_eq_stats_gather over the window of all bins (the counts outside lo .. hi are zero). */
     uint64_t count = 0;
     int64_t first = -1, last = -1;
-    for (uint32_t b = 0; b < bins; b++) {
+    if (hi >= bins)
+        hi = bins - 1;
+    for (uint32_t b = lo; b <= hi && lo <= hi; b++) {
         uint64_t h = (uint64_t)h0[b] + h1[b];
         if (!h)
             continue;
@@ -53,15 +56,18 @@ void dh_clahe_table_from_halves(const uint32_t *h0, const uint32_t *h1, uint32_t
         cdf_min = limit ? (h < limit ? h : limit) + share + (rest ? 1 : 0) : h;
     }
     /* dh_eq_value: floor((cdf - cdf_min) (levels - 1) / (count - cdf_min)), numerator below
-     * 2^48 (cdf <= count < 2^32), one divisor for the tile. */
+     * 2^48 (cdf <= count < 2^32), one divisor for the tile. Below first the cdf is 0 (value 0);
+     * above last it stays at its last value, as do the entries. */
     const uint64_t d = count > cdf_min ? count - cdf_min : 0;
     const dh_divisor q = dh_divisor_of(d >= 2 ? d : 2);
     uint64_t next = (uint64_t)first, given = 0; /* the next bin that gets one of the rest */
-    for (uint32_t b = 0; b < bins; b++) {
+    for (int64_t b = 0; b < first; b++)
+        table[b] = 0;
+    for (int64_t b = first; b <= last; b++) {
         uint64_t c = COUNT(b);
-        if (limit && (int64_t)b >= first && (int64_t)b <= last) {
+        if (limit) {
             c = (c < limit ? c : limit) + share;
-            if (given < rest && b == next) {
+            if (given < rest && (uint64_t)b == next) {
                 c++;
                 given++;
                 next += step;
@@ -75,5 +81,7 @@ void dh_clahe_table_from_halves(const uint32_t *h0, const uint32_t *h1, uint32_t
         else
             table[b] = (uint16_t)dh_divide((cdf - cdf_min) * (levels - 1), q);
     }
+    for (uint32_t b = (uint32_t)last + 1; b < bins; b++)
+        table[b] = table[last];
 #undef COUNT
 }

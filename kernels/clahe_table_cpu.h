@@ -13,10 +13,13 @@
 
 #include <stdint.h>
 
-/* table[b] for b < bins from the counts h0[b] + h1[b]; a histogram with no count is taken as
- * flat (every bin 1), as clahe_cpu.c defines an empty tile. The total count must be below 2^32;
- * levels 2..65536, clip_limit >= 0 as dh_eq_lut_build's. */
+/* table[b] for b < bins from the counts h0[b] + h1[b], which are zero outside bins lo .. hi
+ * (lo > hi: all zero), so that only those are read: a tile's values cover a fraction of 65536
+ * bins. A histogram with no count is taken as flat (every bin 1), as clahe_cpu.c defines an
+ * empty tile. The total count must be below 2^32; levels 2..65536, clip_limit >= 0 as
+ * dh_eq_lut_build's. */
 void dh_clahe_table_from_halves(const uint32_t *h0, const uint32_t *h1, uint32_t bins,
-                                uint32_t levels, double clip_limit, uint16_t *table);
+                                uint32_t lo, uint32_t hi, uint32_t levels, double clip_limit,
+                                uint16_t *table);
 
 #endif /* DH_KERNELS_CLAHE_TABLE_CPU_H */

@@ -66,7 +66,23 @@ START_TEST(table_from_halves_equals_lut_build)
                         sum[b] = 1;
                 dh_eq_window all = {0, (int32_t)n - 1};
                 ck_assert_int_eq(dh_eq_lut_build(sum, 0, n, all, l, clips[ic], want), 0);
-                dh_clahe_table_from_halves(h0, h1, n, l, clips[ic], got);
+                /* The bins it is told hold every count: all of them, or a random range around
+                 * the ones that count (an empty range when none does). */
+                uint32_t first = n, last = 0;
+                for (uint32_t b = 0; b < n; b++)
+                    if (h0[b] + h1[b]) {
+                        first = b < first ? b : first;
+                        last = b;
+                    }
+                uint32_t lo = 0, hi = n - 1;
+                if (ic % 2 && first < n) {
+                    lo = dh_test_rng_below(&rng, first + 1);
+                    hi = last + dh_test_rng_below(&rng, n - last);
+                } else if (ic % 2) {
+                    lo = 1 + dh_test_rng_below(&rng, n);
+                    hi = lo - 1;
+                }
+                dh_clahe_table_from_halves(h0, h1, n, lo, hi, l, clips[ic], got);
                 for (uint32_t b = 0; b < n; b++)
                     ck_assert_msg(got[b] == want[b],
                                   "bins %u kind %d clip %g levels %u bin %u: %u != %u", n, kind,
