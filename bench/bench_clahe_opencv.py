@@ -13,7 +13,10 @@ OpenCV per core (docs/performance.md, "CLAHE, CPU twin"). Without --ours it time
 IMAGE. --skimage adds scikit-image's equalize_adapthist once, for scale. OpenCV is not a project
 dependency: pip install opencv-python-headless (a venv is enough).
 
-Usage: bench_clahe_opencv.py --ours build/bench/bench_clahe_cpu [--runs N] [--skimage] [IMAGE]
+--before PATH adds another build of bench_clahe_cpu (an older commit's) to the alternation.
+
+Usage: bench_clahe_opencv.py --ours build/bench/bench_clahe_cpu [--before PATH] [--runs N]
+                             [--skimage] [IMAGE]
        bench_clahe_opencv.py IMAGE [--skimage]     (IMAGE: raw uint16 3000x3000, from
                                                     bench_clahe_cpu 1 IMAGE or --write IMAGE)
 """
@@ -71,17 +74,20 @@ def row(what, bins, times, opencv=None):
     return "| %s | %s | %.1f | %.1f | %s |" % (what, bins, med, best, ratio)
 
 
-def alternate(ours, image, runs, cv2):
+def alternate(ours, image, runs, cv2, before=None):
     img = np.fromfile(image, dtype=np.uint16).reshape(N, N)
     cv2.setNumThreads(1)
     clahe = cv2.createCLAHE(clipLimit=40.0, tileGridSize=(8, 8))
-    clahe.apply(img)  # untimed: brings the buffers in, as bench_clahe_cpu --once does
+    clahe.apply(img)  # untimed: brings the buffers in, as bench_clahe_cpu --once's first calls do
     load_before = load_average()
-    t = {4096: [], 65536: [], "cv": []}
+    t = {4096: [], 65536: [], "cv": [], "b4096": [], "b65536": []}
     for _ in range(runs):
         t[4096].append(ours_once(ours, image, 4096))
         t[65536].append(ours_once(ours, image, 65536))
         t["cv"].append(opencv_once(clahe, img))
+        if before:
+            t["b4096"].append(ours_once(before, image, 4096))
+            t["b65536"].append(ours_once(before, image, 65536))
     print(f"### CLAHE CPU twin against OpenCV, one thread ({cpu_model()})\n")
     print(f"3000x3000 uint16 radiograph (bench_clahe_cpu's), 8x8 tiles, full 16-bit window; "
           f"milliseconds of processor time, median and fastest of {runs} runs, the three "
@@ -92,6 +98,9 @@ def alternate(ours, image, runs, cv2):
     print("| --- | --- | --- | --- | --- |")
     print(row("dicomhist `dh_clahe_cpu`, clip 2", 4096, t[4096], t["cv"]))
     print(row("dicomhist `dh_clahe_cpu`, clip 2", 65536, t[65536], t["cv"]))
+    if before:
+        for bins in (4096, 65536):
+            print(row(f"the same, built from `{before}`", bins, t[f"b{bins}"], t["cv"]))
     print(row(f"OpenCV {cv2.__version__} `createCLAHE(40, (8, 8))` on CV_16UC1", 65536, t["cv"]))
     return img
 
@@ -122,6 +131,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("image", nargs="?", help="raw uint16 3000x3000 (written when --ours and absent)")
     ap.add_argument("--ours", help="the built bench_clahe_cpu: alternate it with OpenCV")
+    ap.add_argument("--before", help="another bench_clahe_cpu build to alternate with")
     ap.add_argument("--runs", type=int, default=9, help="runs of each (default 9)")
     ap.add_argument("--skimage", action="store_true", help="also scikit-image, once")
     a = ap.parse_args()
@@ -135,7 +145,7 @@ def main():
             if not image:
                 image = os.path.join(tmp, "radiograph.raw")
                 subprocess.run([a.ours, "--write", image], check=True)
-            img = alternate(a.ours, image, a.runs, cv2)
+            img = alternate(a.ours, image, a.runs, cv2, a.before)
         elif image:
             img = opencv_alone(image, cv2)
         else:
