@@ -11,8 +11,8 @@
  * of 32-bit counters (even and odd pixels, so runs of one bin do not wait on each other) and its
  * table built without a division per bin (clahe_table_cpu.h); in 2D the tables of two
  * neighbouring rows of tiles are interleaved as a pair, so the four entries a pixel blends are
- * one 8-byte load, and the row blend runs 8 pixels at a time in AVX2 where the processor has it
- * (clahe_rows_cpu.h).
+ * two 4-byte loads from two tile columns' runs of bins, and the row blend runs 8 pixels at a time
+ * in AVX2 where the processor has it (clahe_rows_cpu.h).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "clahe_cpu.h"
