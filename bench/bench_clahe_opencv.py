@@ -1,49 +1,157 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""bench_clahe_opencv.py: OpenCV's 16-bit CLAHE (cv2.createCLAHE on CV_16UC1: 65536 bins per
-tile, 8x8 tiles, its default clip 40) on the image bench_clahe_cpu wrote, on one thread and on
-all, the median and fastest of several runs, in milliseconds of processor time (summed over
-threads, as bench_clahe_cpu reports it); scikit-image's equalize_adapthist
-once for scale with --skimage. OpenCV is not a project dependency: pip install
-opencv-python-headless (a venv is enough).
+"""bench_clahe_opencv.py: CLAHE's CPU twin against OpenCV's 16-bit CLAHE (cv2.createCLAHE on
+CV_16UC1: 65536 bins per tile, 8x8 tiles, its default clip 40) on one thread, on the synthetic
+3000x3000 radiograph of bench_clahe_cpu, in milliseconds of processor time of the process (the
+time the work took on its core, which a loaded machine inflates less than wall time).
 
-Usage: bench_clahe_opencv.py image.raw [--skimage]
+With --ours PATH (the built bench_clahe_cpu) every run times, one after the other, our twin at
+4096 bins, at 65536 bins (both full 16-bit range: the work OpenCV does) and OpenCV, so a shared
+machine's load falls on all three alike; it prints one Markdown table naming the processor, with
+the median and the fastest of the runs and OpenCV's time over ours. Issue 21's target: ours >= 5x
+OpenCV per core (docs/performance.md, "CLAHE, CPU twin"). Without --ours it times OpenCV alone on
+IMAGE. --skimage adds scikit-image's equalize_adapthist once, for scale. OpenCV is not a project
+dependency: pip install opencv-python-headless (a venv is enough).
+
+--before PATH adds another build of bench_clahe_cpu (an older commit's) to the alternation.
+
+Usage: bench_clahe_opencv.py --ours build/bench/bench_clahe_cpu [--before PATH] [--runs N]
+                             [--skimage] [IMAGE]
+       bench_clahe_opencv.py IMAGE [--skimage]     (IMAGE: raw uint16 3000x3000, from
+                                                    bench_clahe_cpu 1 IMAGE or --write IMAGE)
 """
+import argparse
 import os
+import platform
+import statistics
+import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
 
-
-def timed(fn, reps=9):
-    fn()
-    t = []
-    for _ in range(reps):
-        t0 = time.process_time()
-        fn()
-        t.append(time.process_time() - t0)
-    t.sort()
-    return t[len(t) // 2] * 1e3, t[0] * 1e3
+N = 3000
 
 
-def main():
-    import cv2
-    img = np.fromfile(sys.argv[1], dtype=np.uint16).reshape(3000, 3000)
+def cpu_model():
+    """The processor's model name as /proc/cpuinfo gives it (platform's guess elsewhere)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def load_average():
+    try:
+        return "%.1f" % os.getloadavg()[0]
+    except OSError:
+        return "?"
+
+
+def opencv_once(clahe, img):
+    """One timed OpenCV call (the caller made an untimed one first), in ms of CPU time."""
+    t0 = time.process_time()
+    clahe.apply(img)
+    return (time.process_time() - t0) * 1e3
+
+
+def ours_once(ours, image, bins):
+    """One timed call of our twin on one thread, from bench_clahe_cpu --once, in ms of CPU time."""
+    out = subprocess.run([ours, "--once", image, str(bins), "1"], check=True,
+                         capture_output=True, text=True).stdout
+    return float(out.strip())
+
+
+def row(what, bins, times, opencv=None):
+    med, best = statistics.median(times), min(times)
+    ratio = "-" if opencv is None else "%.2fx / %.2fx" % (statistics.median(opencv) / med,
+                                                           min(opencv) / best)
+    return "| %s | %s | %.1f | %.1f | %s |" % (what, bins, med, best, ratio)
+
+
+def alternate(ours, image, runs, cv2, before=None):
+    img = np.fromfile(image, dtype=np.uint16).reshape(N, N)
+    cv2.setNumThreads(1)
+    clahe = cv2.createCLAHE(clipLimit=40.0, tileGridSize=(8, 8))
+    clahe.apply(img)  # untimed: brings the buffers in, as bench_clahe_cpu --once's first calls do
+    load_before = load_average()
+    t = {4096: [], 65536: [], "cv": [], "b4096": [], "b65536": []}
+    for _ in range(runs):
+        t[4096].append(ours_once(ours, image, 4096))
+        t[65536].append(ours_once(ours, image, 65536))
+        t["cv"].append(opencv_once(clahe, img))
+        if before:
+            t["b4096"].append(ours_once(before, image, 4096))
+            t["b65536"].append(ours_once(before, image, 65536))
+    print(f"### CLAHE CPU twin against OpenCV, one thread ({cpu_model()})\n")
+    print(f"3000x3000 uint16 radiograph (bench_clahe_cpu's), 8x8 tiles, full 16-bit window; "
+          f"milliseconds of processor time, median and fastest of {runs} runs, the three "
+          f"alternating run by run; {os.cpu_count()} logical processors, load average "
+          f"{load_before} before, {load_average()} after. Ratio: OpenCV's time over ours "
+          f"(median / fastest); issue 21's target is 5x.\n")
+    print("| what | bins per tile | median ms | fastest ms | OpenCV / this |")
+    print("| --- | --- | --- | --- | --- |")
+    print(row("dicomhist `dh_clahe_cpu`, clip 2", 4096, t[4096], t["cv"]))
+    print(row("dicomhist `dh_clahe_cpu`, clip 2", 65536, t[65536], t["cv"]))
+    if before:
+        for bins in (4096, 65536):
+            print(row(f"the same, built from `{before}`", bins, t[f"b{bins}"], t["cv"]))
+    print(row(f"OpenCV {cv2.__version__} `createCLAHE(40, (8, 8))` on CV_16UC1", 65536, t["cv"]))
+    return img
+
+
+def skimage_once(img):
+    import skimage
+    from skimage import exposure
+    t0 = time.process_time()
+    exposure.equalize_adapthist(img, kernel_size=375, clip_limit=0.01, nbins=4096)
+    print(f"\nscikit-image {skimage.__version__} equalize_adapthist, 3000x3000, 4096 bins: "
+          f"{(time.process_time() - t0) * 1e3:.0f} ms of CPU time (once)")
+
+
+def opencv_alone(image, cv2):
+    img = np.fromfile(image, dtype=np.uint16).reshape(N, N)
     clahe = cv2.createCLAHE(clipLimit=40.0, tileGridSize=(8, 8))
     for threads in (1, os.cpu_count()):
         cv2.setNumThreads(threads)
-        med, best = timed(lambda: clahe.apply(img))
+        clahe.apply(img)
+        t = sorted(opencv_once(clahe, img) for _ in range(9))
         print(f"OpenCV {cv2.__version__} CLAHE CPU, 3000x3000 uint16, 8x8 tiles, 65536 bins, "
-              f"{threads} thread{'s' if threads > 1 else ''}: median {med:.1f} ms, "
-              f"fastest {best:.1f} ms of CPU time")
-    if "--skimage" in sys.argv:
-        import skimage
-        from skimage import exposure
-        t0 = time.process_time()
-        exposure.equalize_adapthist(img, kernel_size=375, clip_limit=0.01, nbins=4096)
-        print(f"scikit-image {skimage.__version__} equalize_adapthist, 3000x3000, 4096 bins: "
-              f"{(time.process_time() - t0) * 1e3:.0f} ms of CPU time (once)")
+              f"{threads} thread{'s' if threads > 1 else ''}: median {t[4]:.1f} ms, "
+              f"fastest {t[0]:.1f} ms of CPU time")
+    return img
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("image", nargs="?", help="raw uint16 3000x3000 (written when --ours and absent)")
+    ap.add_argument("--ours", help="the built bench_clahe_cpu: alternate it with OpenCV")
+    ap.add_argument("--before", help="another bench_clahe_cpu build to alternate with")
+    ap.add_argument("--runs", type=int, default=9, help="runs of each (default 9)")
+    ap.add_argument("--skimage", action="store_true", help="also scikit-image, once")
+    a = ap.parse_args()
+    try:
+        import cv2
+    except ImportError:
+        sys.exit("bench_clahe_opencv: no OpenCV (pip install opencv-python-headless)")
+    with tempfile.TemporaryDirectory() as tmp:
+        image = a.image
+        if a.ours:
+            if not image:
+                image = os.path.join(tmp, "radiograph.raw")
+                subprocess.run([a.ours, "--write", image], check=True)
+            img = alternate(a.ours, image, a.runs, cv2, a.before)
+        elif image:
+            img = opencv_alone(image, cv2)
+        else:
+            ap.error("give IMAGE, --ours, or both")
+        if a.skimage:
+            skimage_once(img)
 
 
 if __name__ == "__main__":

@@ -1,19 +1,18 @@
 // SPDX-License-Identifier: MIT
 /*
  * clahe_cpu.c: the CPU twin of CLAHE (clahe_cpu.h). One equalization unit at a time (a slice in
- * 2D, the volume in 3D): the tables of its tiles in parallel over tiles, each from a histogram of
- * the tile's pixels inside the window by dh_eq_lut_build, then the blend in parallel over rows.
+ * 2D, the volume in 3D): the tables of its tiles in parallel over tiles, each dh_eq_lut_build's
+ * table of the tile's histogram inside the window, then the blend in parallel over rows.
  * Only one unit's tables are held, so 65536 bins per tile over many slices stay bounded.
  *
  * What makes it fast, with the bits of clahe.h unchanged: a bin table indexed by the raw 16-bit
  * sample (the bin, or a mark for below / above the window) replaces a division per pixel in both
- * passes and is rebuilt only when the window changes; the tables of one row of tiles are
- * interleaved bin by bin (entry b of tiles ix and ix + 1 side by side), so the four entries a 2D
- * pixel blends lie in two cache lines; a 2D row is blended stretch by stretch (the columns
- * between two tile centres, and the clamped borders), where the tiles and the denominator are
- * fixed and the weight moves by 2 per pixel; and the one rounding of a stretch divides by a
- * multiply-and-shift exact for every numerator the blend can make, so it is the same
- * floor((2 num + den) / (2 den)) as dh_clahe_round.
+ * passes and is rebuilt only when the window changes; a tile's histogram is counted in two halves
+ * of 32-bit counters (even and odd pixels, so runs of one bin do not wait on each other) and its
+ * table built without a division per bin (clahe_table_cpu.h); in 2D the tables of two
+ * neighbouring rows of tiles are interleaved as a pair, so the four entries a pixel blends are
+ * two 4-byte loads from two tile columns' runs of bins, and the row blend runs 8 pixels at a time
+ * in AVX2 where the processor has it (clahe_rows_cpu.h).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "clahe_cpu.h"
@@ -23,6 +22,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "clahe_rows_cpu.h"
+#include "clahe_table_cpu.h"
 #include "equalize_cpu.h"
 
 uint32_t dh_clahe_tiles_for_size(uint32_t n, uint32_t size)
@@ -41,69 +42,17 @@ typedef struct unit {
     int32_t lo, hi;      /* lo > hi: empty window */
     uint32_t bins, levels;
     double clip_limit;
-    uint16_t *tables; /* per row of tiles (z, y): bins x tx entries, entry b of tile ix at
-                       * b * tx + ix */
+    uint16_t *tables; /* 3D: per row of tiles (z, y) bins x tx entries, entry b of tile ix at
+                       * b * tx + ix; 2D: pairs of rows of tiles (clahe_rows_cpu.h) */
+    uint32_t pairs;   /* 2D: how many pairs, tile rows (p, p + 1); one pair (0, 0) when ty is 1 */
     const dh_clahe_axis_weight *wx; /* per column */
-    const struct stretch *stretches; /* the columns in runs of the same two tiles */
-    uint32_t stretch_count;
+    const dh_clahe_columns *columns; /* per column, for the 2D blend */
+    int fast;                        /* the AVX2 blend */
     const uint32_t *bin_of;         /* per raw 16-bit sample: its bin, bins (below the window)
                                      * or bins + 1 (above) */
     uint16_t *out;
     int failed;
 } unit;
-
-/* A run of columns x0 .. x1 - 1 that blend tiles i0 and i1 over the denominator den: column x
- * weighs tile i1 by w1 + step * (x - x0) (step 2 between centres, 0 at the clamped borders). */
-typedef struct stretch {
-    uint32_t x0, x1, i0, i1, w1, step, den;
-} stretch;
-
-/* The columns of an axis of n pixels and `tiles` tiles as stretches; returns how many (at most
- * tiles + 1). */
-static uint32_t column_stretches(uint32_t n, uint32_t tiles, stretch *out)
-{
-    uint32_t count = 0;
-    for (uint32_t x = 0; x < n;) {
-        dh_clahe_axis_weight a = dh_clahe_axis_at(n, tiles, x);
-        stretch st = {x, x + 1, a.i0, a.i1, a.w1, a.i0 == a.i1 ? 0 : 2, a.den};
-        while (st.x1 < n) {
-            dh_clahe_axis_weight b = dh_clahe_axis_at(n, tiles, st.x1);
-            if (b.i0 != a.i0 || b.i1 != a.i1 || b.den != a.den)
-                break;
-            st.x1++;
-        }
-        out[count++] = st;
-        x = st.x1;
-    }
-    return count;
-}
-
-/* Division of every n < 2^52 by d (2 <= d < 2^41) as a multiply and shifts: with
- * 2^(L-1) < d <= 2^L, k = max(64, 52 + L) and m = ceil(2^k / d) < 2^64, the error m d - 2^k is
- * below d, so n times it is below 2^k (2^(52+L) >= 2^52 d, or 2^64 > 2^52 * 2^11 when L <= 11)
- * and floor(n m / 2^k) is the exact quotient (the round-up method of Granlund and Montgomery).
- * k >= 64 keeps the shift on the high word of the product. */
-typedef struct divisor {
-    uint64_t m;
-    unsigned shift; /* k - 64 */
-} divisor;
-
-static divisor divisor_of(uint64_t d)
-{
-    unsigned l = 0;
-    while (((uint64_t)1 << l) < d)
-        l++;
-    unsigned k = 52 + l > 64 ? 52 + l : 64;
-    divisor q = {0, k - 64};
-    unsigned __int128 p = (unsigned __int128)1 << k;
-    q.m = (uint64_t)((p + d - 1) / d);
-    return q;
-}
-
-static inline uint64_t divide(uint64_t n, divisor q)
-{
-    return (uint64_t)(((unsigned __int128)n * q.m) >> 64) >> q.shift;
-}
 
 /* The raw samples as 16-bit patterns: the bin table is indexed by them, signed or not. */
 static const uint16_t *raw_samples(const unit *u)
@@ -132,10 +81,45 @@ static void build_bin_of(uint32_t *bin_of, int is_signed, int32_t lo, int32_t hi
     }
 }
 
+/* Per thread: the tile's two half histograms (bins + 2 counters each: below and above the
+ * window last), its table, and the 64-bit histogram of a tile too big for 32-bit counters. */
+typedef struct scratch {
+    uint32_t *h0, *h1;
+    uint16_t *table;
+    uint64_t *wide;
+} scratch;
+
+/* The histogram of a tile of 2^32 pixels or more (only a 3D tile can be) and its table by
+ * dh_eq_lut_build itself. */
+static int wide_table(unit *u, scratch *w, uint32_t x0, uint32_t x1, uint32_t y0, uint32_t y1,
+                      uint32_t z0, uint32_t z1)
+{
+    const dh_clahe_shape *s = u->shape;
+    const uint32_t bins = u->bins;
+    if (!w->wide && !(w->wide = malloc((bins + 2) * sizeof *w->wide)))
+        return -1;
+    memset(w->wide, 0, (bins + 2) * sizeof *w->wide);
+    const uint16_t *raw = raw_samples(u);
+    for (uint32_t z = z0; z < z1; z++)
+        for (uint32_t y = y0; y < y1; y++) {
+            const uint16_t *row = raw + ((size_t)(u->z0 + z) * s->ny + y) * s->nx;
+            for (uint32_t x = x0; x < x1; x++)
+                w->wide[u->bin_of[row[x]]]++;
+        }
+    uint64_t count = 0;
+    for (uint32_t b = 0; b < bins; b++)
+        count += w->wide[b];
+    if (count == 0)
+        for (uint32_t b = 0; b < bins; b++)
+            w->wide[b] = 1;
+    dh_eq_window all = {0, (int32_t)bins - 1};
+    return dh_eq_lut_build(w->wide, 0, bins, all, u->levels, u->clip_limit, w->table);
+}
+
 /* The table of tile k (x fastest, then y, then z). A tile with no pixel inside the window gets the
  * table of a flat histogram (the linear ramp over the bins), so its neighbours blend with a
  * neutral map rather than with black. */
-static int tile_table(unit *u, uint32_t k, uint64_t *hist)
+static int tile_table(unit *u, uint32_t k, scratch *w)
 {
     const dh_clahe_shape *s = u->shape;
     uint32_t ix = k % s->tx, iy = k / s->tx % s->ty, iz = k / s->tx / s->ty;
@@ -143,71 +127,85 @@ static int tile_table(unit *u, uint32_t k, uint64_t *hist)
     uint32_t y0 = dh_clahe_tile_start(s->ny, s->ty, iy), y1 = dh_clahe_tile_start(s->ny, s->ty, iy + 1);
     uint32_t z0 = dh_clahe_tile_start(u->nz, u->tz, iz), z1 = dh_clahe_tile_start(u->nz, u->tz, iz + 1);
     uint32_t bins = u->bins;
-    memset(hist, 0, (bins + 2) * sizeof *hist); /* bins and bins + 1: below and above */
-    const uint16_t *raw = raw_samples(u);
-    for (uint32_t z = z0; z < z1; z++)
-        for (uint32_t y = y0; y < y1; y++) {
-            const uint16_t *row = raw + ((size_t)(u->z0 + z) * s->ny + y) * s->nx;
-            for (uint32_t x = x0; x < x1; x++)
-                hist[u->bin_of[row[x]]]++;
+    if ((uint64_t)(x1 - x0) * (y1 - y0) * (z1 - z0) >= ((uint64_t)1 << 32)) {
+        if (wide_table(u, w, x0, x1, y0, y1, z0, z1) != 0)
+            return -1;
+    } else {
+        /* The counters are all zero here (zeroed where the last tile counted, below). The
+         * smallest and largest sample (as ordered values: signed patterns with the sign bit
+         * flipped) bound the bins counted, since the bin grows with the value. */
+        const uint16_t *raw = raw_samples(u);
+        const uint32_t *bin_of = u->bin_of;
+        uint32_t *h0 = w->h0, *h1 = w->h1;
+        const uint16_t flip = u->is_signed ? 0x8000 : 0;
+        uint16_t kmin = 0xffff, kmax = 0;
+        for (uint32_t z = z0; z < z1; z++)
+            for (uint32_t y = y0; y < y1; y++) {
+                const uint16_t *row = raw + ((size_t)(u->z0 + z) * s->ny + y) * s->nx;
+                for (uint32_t x = x0; x < x1; x++) {
+                    uint16_t key = row[x] ^ flip;
+                    kmin = key < kmin ? key : kmin;
+                    kmax = key > kmax ? key : kmax;
+                }
+                uint32_t x = x0;
+                for (; x + 2 <= x1; x += 2) {
+                    h0[bin_of[row[x]]]++;
+                    h1[bin_of[row[x + 1]]]++;
+                }
+                if (x < x1)
+                    h0[bin_of[row[x]]]++;
+            }
+        /* Marks: bins for below the window, bins + 1 above. */
+        uint32_t blo = bin_of[(uint16_t)(kmin ^ flip)], bhi = bin_of[(uint16_t)(kmax ^ flip)];
+        if (blo == bins) /* some below the window: the inside ones start at bin 0 or later */
+            blo = 0;
+        if (bhi == bins + 1)
+            bhi = bins - 1;
+        if (blo > bins || bhi == bins) { /* all above, or all below: none inside */
+            blo = 1;
+            bhi = 0;
         }
-    uint64_t count = 0;
-    for (uint32_t b = 0; b < bins; b++)
-        count += hist[b];
-    if (count == 0)
+        dh_clahe_table_from_halves(h0, h1, bins, blo, bhi, u->levels, u->clip_limit, w->table);
+        if (blo <= bhi) {
+            memset(h0 + blo, 0, (bhi - blo + 1) * sizeof *h0);
+            memset(h1 + blo, 0, (bhi - blo + 1) * sizeof *h1);
+        }
+        h0[bins] = h0[bins + 1] = h1[bins] = h1[bins + 1] = 0;
+    }
+    const uint16_t *table = w->table;
+    if (u->tz > 1) {
+        uint16_t *dst = u->tables + ((size_t)iz * s->ty + iy) * bins * s->tx + ix;
         for (uint32_t b = 0; b < bins; b++)
-            hist[b] = 1;
-    dh_eq_window all = {0, (int32_t)bins - 1};
-    uint16_t *table = (uint16_t *)(hist + bins + 2); /* scratch after the counts */
-    if (dh_eq_lut_build(hist, 0, bins, all, u->levels, u->clip_limit, table) != 0)
-        return -1;
-    uint16_t *dst = u->tables + ((size_t)iz * s->ty + iy) * bins * s->tx + ix;
-    for (uint32_t b = 0; b < bins; b++)
-        dst[(size_t)b * s->tx] = table[b];
+            dst[(size_t)b * s->tx] = table[b];
+        return 0;
+    }
+    /* 2D: the first row of pair iy and the second of pair iy - 1 (both of the one pair of a
+     * single row of tiles); entry (ix, b, dy) of a pair at (ix * bins + b) * 2 + dy. */
+    const size_t pair_len = (size_t)bins * s->tx * 2;
+    for (uint32_t dy = 0; dy < 2; dy++) {
+        uint32_t p = s->ty == 1 ? 0 : iy - dy;
+        if ((s->ty > 1 && iy < dy) || p >= u->pairs)
+            continue;
+        uint16_t *dst = u->tables + p * pair_len + (size_t)ix * bins * 2 + dy;
+        for (uint32_t b = 0; b < bins; b++)
+            dst[2 * (size_t)b] = table[b];
+    }
     return 0;
 }
 
 static void tables_range(unit *u, size_t begin, size_t end)
 {
-    /* bins + 2 counts, then the tile's table (uint16_t) in the same block */
-    uint64_t *hist = malloc((u->bins + 2) * sizeof *hist + u->bins * sizeof(uint16_t));
-    if (!hist) {
+    scratch w = {calloc(u->bins + 2, sizeof *w.h0), calloc(u->bins + 2, sizeof *w.h1),
+                 malloc(u->bins * sizeof *w.table), NULL};
+    if (!w.h0 || !w.h1 || !w.table)
         u->failed = 1;
-        return;
-    }
-    for (size_t k = begin; k < end; k++)
-        if (tile_table(u, (uint32_t)k, hist) != 0)
+    for (size_t k = begin; k < end && !u->failed; k++)
+        if (tile_table(u, (uint32_t)k, &w) != 0)
             u->failed = 1;
-    free(hist);
-}
-
-/* A 2D row, stretch by stretch: per pixel the bin, two entries from each of the two tile rows
- * (t0: tiles i0 along y, t1: i1), and num = w0 A + w1 B with A, B the rows blended along y, which
- * is dh_clahe_blend2's numerator regrouped; the rounding floor((2 num + den) / (2 den)) by the
- * stretch's divisor. Numerators stay below 2^51 (den < 2^34 times a table entry < 2^16). */
-static void blend_row_2d(const unit *u, const uint16_t *raw, uint16_t *out,
-                         dh_clahe_axis_weight ay, const uint16_t *t0, const uint16_t *t1)
-{
-    const uint32_t bins = u->bins, tx = u->shape->tx;
-    const uint16_t top = (uint16_t)(u->levels - 1);
-    const uint64_t wy0 = ay.den - ay.w1, wy1 = ay.w1;
-    for (uint32_t k = 0; k < u->stretch_count; k++) {
-        const stretch st = u->stretches[k];
-        const uint64_t den = (uint64_t)st.den * ay.den;
-        const divisor q = divisor_of(2 * den);
-        uint64_t w1 = st.w1, w0 = st.den - st.w1;
-        for (uint32_t x = st.x0; x < st.x1; x++, w1 += st.step, w0 -= st.step) {
-            const uint32_t b = u->bin_of[raw[x]];
-            if (b >= bins) {
-                out[x] = b == bins ? 0 : top;
-                continue;
-            }
-            const size_t at = (size_t)b * tx;
-            const uint64_t a0 = wy0 * t0[at + st.i0] + wy1 * t1[at + st.i0];
-            const uint64_t a1 = wy0 * t0[at + st.i1] + wy1 * t1[at + st.i1];
-            out[x] = (uint16_t)divide(2 * (w0 * a0 + w1 * a1) + den, q);
-        }
-    }
+    free(w.h0);
+    free(w.h1);
+    free(w.table);
+    free(w.wide);
 }
 
 /* Row r of the unit (r = z * ny + y), blended between the tables of the nearest tile centres. */
@@ -216,8 +214,23 @@ static void blend_row(const unit *u, size_t r)
     const dh_clahe_shape *s = u->shape;
     uint32_t y = (uint32_t)(r % s->ny), z = (uint32_t)(r / s->ny);
     dh_clahe_axis_weight ay = dh_clahe_axis_at(s->ny, s->ty, y);
-    dh_clahe_axis_weight az = dh_clahe_axis_at(u->nz, u->tz, z);
     size_t row = ((size_t)(u->z0 + z) * s->ny + y) * s->nx;
+    if (u->tz == 1) {
+        /* The pair the row lies in: between centres i0 and i0 + 1 the pair i0; before the first
+         * centre the first row of pair 0, after the last the second row of the last pair. */
+        dh_clahe_row job = {raw_samples(u) + row, u->out + row, u->bin_of, u->bins, s->tx,
+                            (uint16_t)(u->levels - 1), NULL, ay.den - ay.w1, ay.w1, ay.den};
+        uint32_t p = ay.i0;
+        if (ay.i0 == ay.i1 && p >= u->pairs) {
+            p = u->pairs - 1;
+            job.wy0 = 0;
+            job.wy1 = 1;
+        }
+        job.pair = u->tables + (size_t)p * u->bins * s->tx * 2;
+        dh_clahe_row_blend(&job, u->columns, u->fast);
+        return;
+    }
+    dh_clahe_axis_weight az = dh_clahe_axis_at(u->nz, u->tz, z);
     size_t tile_row = (size_t)u->bins * s->tx; /* entries of one row of tiles */
     const uint16_t *t[4]; /* the tile rows (y, z) the row blends: k = dy + 2 dz */
     for (int k = 0; k < 4; k++) {
@@ -225,10 +238,6 @@ static void blend_row(const unit *u, size_t r)
         t[k] = u->tables + ((size_t)iz * s->ty + iy) * tile_row;
     }
     const uint16_t *raw = raw_samples(u) + row;
-    if (u->tz == 1) {
-        blend_row_2d(u, raw, u->out + row, ay, t[0], t[1]);
-        return;
-    }
     uint16_t top = (uint16_t)(u->levels - 1);
     for (uint32_t x = 0; x < s->nx; x++) {
         uint32_t b = u->bin_of[raw[x]];
@@ -332,7 +341,13 @@ static int equalize_unit(unit *u, int threads)
         u->bins = dh_clahe_bins_used(u->bins, (uint32_t)((int64_t)u->hi - u->lo + 1));
     }
     size_t tiles = (size_t)s->tx * s->ty * u->tz;
-    uint16_t *tables = calloc(tiles * u->bins, sizeof *tables);
+    u->pairs = s->ty > 1 ? s->ty - 1 : 1;
+    u->fast = dh_clahe_rows_fast(u->bins, s->tx);
+    size_t entries = u->tz > 1 ? tiles * u->bins
+                               : (size_t)u->pairs * u->bins * s->tx * 2;
+    /* Every entry is written by the table pass before the blend reads it (and none is read
+     * when the window is empty), so no zeroing: at 65536 bins the pairs are megabytes. */
+    uint16_t *tables = malloc(entries * sizeof *tables);
     if (!tables)
         return -1;
     u->tables = tables;
@@ -356,25 +371,24 @@ int dh_clahe_cpu(const void *data, int is_signed, int32_t base, uint32_t len,
         threads = n > 0 ? (int)n : 1;
     }
     dh_clahe_axis_weight *wx = malloc(shape->nx * sizeof *wx);
-    stretch *stretches = malloc(((size_t)shape->tx + 1) * sizeof *stretches);
     uint32_t *bin_of = malloc(65536 * sizeof *bin_of);
-    if (!wx || !stretches || !bin_of) {
+    dh_clahe_columns columns;
+    if (dh_clahe_columns_init(&columns, shape->nx, shape->tx) != 0 || !wx || !bin_of) {
+        dh_clahe_columns_free(&columns);
         free(wx);
-        free(stretches);
         free(bin_of);
         return -1;
     }
     for (uint32_t x = 0; x < shape->nx; x++)
         wx[x] = dh_clahe_axis_at(shape->nx, shape->tx, x);
-    uint32_t stretch_count = column_stretches(shape->nx, shape->tx, stretches);
     uint32_t units = shape->volume ? 1 : shape->nz;
     int rc = 0;
     int32_t built_lo = 1, built_hi = 0; /* the window bin_of holds (none yet) */
     uint32_t built_bins = 0;
     for (uint32_t k = 0; k < units && rc == 0; k++) {
         unit u = {data, is_signed, shape, shape->volume ? 0 : k, shape->volume ? shape->nz : 1,
-                  shape->volume ? shape->tz : 1, 0, 0, bins, levels, clip_limit, NULL, wx,
-                  stretches, stretch_count, bin_of, out, 0};
+                  shape->volume ? shape->tz : 1, 0, 0, bins, levels, clip_limit, NULL, 0, wx,
+                  &columns, 0, bin_of, out, 0};
         clamp_window(windows[k], base, len, &u.lo, &u.hi);
         uint32_t used = u.lo > u.hi ? 1
                                     : dh_clahe_bins_used(bins, (uint32_t)((int64_t)u.hi - u.lo + 1));
@@ -386,8 +400,8 @@ int dh_clahe_cpu(const void *data, int is_signed, int32_t base, uint32_t len,
         }
         rc = equalize_unit(&u, threads);
     }
+    dh_clahe_columns_free(&columns);
     free(wx);
-    free(stretches);
     free(bin_of);
     return rc;
 }
