@@ -81,8 +81,8 @@ static dh_status read_timed(const dh_plan_file *f, const dh_dicom_read_options *
     t->read_seconds = wall2 - wall;
     t->read_cpu_seconds = cpu2 - cpu;
     t->bytes = whole ? size : (uint64_t)f->size;
-    dh_status st = whole ? dh_dicom_read_memory_with(bytes, size, 1, options, img, msg,
-                                                     DH_DICOM_MSG_LEN)
+    dh_status st = whole ? (dh_status)dh_dicom_read_memory_with(bytes, size, 1, options, img, msg,
+                                                                DH_DICOM_MSG_LEN)
                          : dh_plan_file_read(f, 1, options, img, msg, DH_DICOM_MSG_LEN);
     free(bytes); /* the image keeps copies of what it needs */
     t->decode_seconds = clock_seconds(CLOCK_MONOTONIC) - wall2;
