@@ -12,7 +12,10 @@ the tensors are (the CPU twin for CPU tensors, the CUDA twin on the current stre
 tensors: the same bits). Backward: the library's analytic gradient of that score with respect to
 every moving pixel, computed in the same call as the forward and kept, times the incoming
 gradient: no second pass, no synchronization, no allocation beyond the outputs, so the module
-runs inside torch.cuda.graph after one warm-up call.
+runs inside torch.cuda.graph after one warm-up call. The kinds of the tensors (shapes, dtypes,
+device) are checked once and the check kept while they repeat (an optimizer's loop); the C call
+runs on the tensors' memory (data_ptr), and a call whose moving images need no gradient skips
+the gradient pass.
 
 Reference mode (reference=True): the same definition evaluated in float64 by PyTorch operations
 (real-valued B-spline weights, no integer quantization, torch.log), with the same analytic
