@@ -124,14 +124,17 @@ def run(side, bins, batch, dtype, reps, trials):
             "pkg": pkg, "raw": raw, "torch": tor}
 
 
-def per_call_us(fns, reps, trials):
+def per_call_us(fns, reps, trials, settle=None):
     """For each function, the fastest over trials of the CPU time of this thread per call of
     reps back-to-back calls, in us (CPU time, not wall time: on a shared machine the time spent
     waiting for a core is not the call's); the functions take turns within each trial, so that
-    the machine's changing load touches them alike."""
+    the machine's changing load touches them alike. settle() runs before each timed loop,
+    outside the timing (a GPU synchronization: each loop then enqueues on an empty queue)."""
     best = [float("inf")] * len(fns)
     for _ in range(trials):
         for k, fn in enumerate(fns):
+            if settle:
+                settle()
             t0 = time.thread_time()
             for _ in range(reps):
                 fn()
@@ -161,16 +164,6 @@ def host_cost(reps, trials):
          lambda: _core.parzen_evaluate(pm._handle, n, fixed, _core.SAMPLE_UINT16, None, drr,
                                        _core.SAMPLE_FLOAT32, None, 1, rec, grad)),
     ]
-    if torch is not None:  # the PyTorch module on CPU tensors: autograd's own cost included
-        import dicomhist.torch as dt
-        mattes = dt.MattesMI(8)
-        ft, mt = torch.from_numpy(fixed.astype(np.int16)), torch.from_numpy(drr)
-        mt.requires_grad_(True)
-        f16 = fixed.astype(np.int16)
-        cases.append(("MattesMI forward (torch CPU tensors)", lambda: mattes(ft, mt),
-                      lambda: _core.parzen_evaluate(pm._handle, n, f16, _core.SAMPLE_INT16, None,
-                                                    drr, _core.SAMPLE_FLOAT32, None, 1, rec,
-                                                    grad)))
     print(f"host cost on the CPU path, one 8x8 image at 8 bins, {reps} calls x {trials} "
           f"trials (fastest), dicomhist {dicomhist.__version__}")
     print("| call | package us/call | bare C call us/call | host cost us |")
@@ -178,7 +171,79 @@ def host_cost(reps, trials):
     for name, pkg, raw in cases:
         p, r = per_call_us([pkg, raw], reps, trials)
         print(f"| {name} | {p:.2f} | {r:.2f} | {p - r:.2f} |", flush=True)
+    if torch is not None:
+        torch_host_cost(fixed, drr, reps, trials, "cpu")
+        if torch.cuda.is_available():  # 40 calls a loop: far from filling the launch queue
+            torch_host_cost(fixed, drr, 40, trials * 20, "cuda")
     return 0
+
+
+class _EmptyFunction(torch.autograd.Function if torch else object):
+    """PyTorch's floor for a module like MattesMI: an autograd.Function that does no work but
+    make what any such function must hand back (a float64 score, a float32 gradient kept for
+    backward) and scale it in backward, as MattesMI's does."""
+
+    @staticmethod
+    def forward(ctx, moving, value_like, grad_like):
+        grad = torch.empty_like(grad_like)
+        ctx.save_for_backward(grad)
+        return torch.empty_like(value_like)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (grad,) = ctx.saved_tensors
+        return grad * grad_output.float(), None, None
+
+
+class _EmptyModule(torch.nn.Module if torch else object):
+    def __init__(self, value_like, grad_like):
+        super().__init__()
+        self.value_like, self.grad_like = value_like, grad_like
+
+    def forward(self, fixed, moving):
+        return _EmptyFunction.apply(moving, self.value_like, self.grad_like)
+
+
+def torch_host_cost(fixed, drr, reps, trials, device):
+    """dicomhist.torch.MattesMI on one 8x8 pair on `device`: forward alone and forward +
+    backward, against the C call it makes (parzen_evaluate_pointers on the CPU,
+    parzen_evaluate_device on the current stream on the GPU, arguments made once) and against
+    PyTorch's floor (_EmptyModule: the same calls of an autograd.Function that does nothing)."""
+    import dicomhist.torch as dt
+    mattes = dt.MattesMI(8)
+    ft = torch.from_numpy(fixed.astype(np.int16)).to(device)
+    mt = torch.from_numpy(drr).to(device).requires_grad_(True)
+    mattes(ft, mt).backward()  # the plan made, mt.grad allocated: steady state from here
+    plan, h, n = mattes._plan, mattes._engine._handle, fixed.size
+    value = torch.empty_like(plan.value_like)
+    grad = torch.empty_like(plan.grad_like)
+    fp, mp, vp, gp = ft.data_ptr(), mt.data_ptr(), value.data_ptr(), grad.data_ptr()
+    i16, f32 = _core.SAMPLE_INT16, _core.SAMPLE_FLOAT32
+    if device == "cuda":
+        raw = torch.empty((1, dicomhist.SCORE_DTYPE.itemsize // 8), dtype=torch.float64,
+                          device=device)
+        rp, stream = raw.data_ptr(), torch.cuda.current_stream().cuda_stream
+        bare = lambda: _core.parzen_evaluate_device(h, n, fp, i16, 0, mp, f32, 0, 1, stream, rp,
+                                                    gp)
+        settle = torch.cuda.synchronize
+    else:
+        bare = lambda: _core.parzen_evaluate_pointers(h, n, fp, i16, 0, mp, f32, 0, 1, vp, 0, 1.0,
+                                                      gp)
+        settle = None
+    empty = _EmptyModule(plan.value_like, plan.grad_like)
+    fns = [lambda: mattes(ft, mt), lambda: mattes(ft, mt).backward(), bare,
+           lambda: empty(ft, mt), lambda: empty(ft, mt).backward()]
+    fwd, both, c_call, floor_fwd, floor_both = per_call_us(fns, reps, trials, settle)
+    where = torch.cuda.get_device_name() if device == "cuda" else "CPU"
+    print(f"\nMattesMI on {device} tensors ({where}), one 8x8 pair at 8 bins, {reps} calls x "
+          f"{trials} trials (fastest), torch {torch.__version__}: the module, the C call it "
+          f"makes, and PyTorch's floor (an autograd.Function doing no work)")
+    print("| call | module us/call | C call us/call | PyTorch floor us/call | host cost us | "
+          "ours beyond the floor us |")
+    print("|---|---|---|---|---|---|")
+    for name, mod, fl in (("forward", fwd, floor_fwd), ("forward + backward", both, floor_both)):
+        print(f"| {name} | {mod:.2f} | {c_call:.2f} | {fl:.2f} | {mod - c_call:.2f} | "
+              f"{mod - c_call - fl:.2f} |", flush=True)
 
 
 def main():

@@ -73,6 +73,8 @@ static char *join_path(const char *dir, const char *name)
 
 int dh_ctx_worker_threads(const dh_ctx *ctx, size_t work)
 {
+    if (work <= 1) /* one piece of work: no need to ask (glibc reads a /sys file each time) */
+        return 1;
     long t = ctx && ctx->threads > 0 ? ctx->threads : sysconf(_SC_NPROCESSORS_ONLN);
     if (t < 1)
         t = 1;

@@ -12,7 +12,10 @@ the tensors are (the CPU twin for CPU tensors, the CUDA twin on the current stre
 tensors: the same bits). Backward: the library's analytic gradient of that score with respect to
 every moving pixel, computed in the same call as the forward and kept, times the incoming
 gradient: no second pass, no synchronization, no allocation beyond the outputs, so the module
-runs inside torch.cuda.graph after one warm-up call.
+runs inside torch.cuda.graph after one warm-up call. The kinds of the tensors (shapes, dtypes,
+device) are checked once and the check kept while they repeat (an optimizer's loop); the C call
+runs on the tensors' memory (data_ptr), and a call whose moving images need no gradient skips
+the gradient pass.
 
 Reference mode (reference=True): the same definition evaluated in float64 by PyTorch operations
 (real-valued B-spline weights, no integer quantization, torch.log), with the same analytic
@@ -23,7 +26,6 @@ data moves with its extreme pixels, which the definition (ITK's) holds constant.
 """
 import math
 
-import numpy as np
 import torch
 
 from . import _core
@@ -35,17 +37,6 @@ if hasattr(torch, "uint16"):
     _TORCH_TYPES[torch.uint16] = _core.SAMPLE_UINT16
 _RECORD = SCORE_DTYPE.itemsize
 _COLUMN = {"mi": 0, "nmi": 1}  # float64 fields of the record
-
-
-def _sample_tensor(x, name):
-    """x as a tensor of a type the library reads: float32, int16, uint16 as they are, other
-    floats rounded to float32 (the moving image's gradient is returned in its own dtype)."""
-    t = _TORCH_TYPES.get(x.dtype)
-    if t is None:
-        if not x.dtype.is_floating_point:
-            raise TypeError(f"{name}: {x.dtype} is not float32, int16 or uint16")
-        x, t = x.to(torch.float32), _core.SAMPLE_FLOAT32
-    return (x if x.is_contiguous() else x.contiguous()), t
 
 
 def _mask_tensor(m, like, name):
@@ -60,64 +51,103 @@ def _mask_tensor(m, like, name):
     return m.contiguous()
 
 
+class _Plan:
+    """What one (fixed, moving) pairing of shapes, dtypes and device needs on every call,
+    checked once: an optimizer calls the module with the same kinds of tensors each step, so
+    what a call costs beyond the C call is two allocations and the autograd node."""
+    __slots__ = ("key", "pixels", "count", "ftype", "mtype", "value_like", "grad_like",
+                 "scale_shape", "cuda")
+
+    def __init__(self, key, fixed, moving):
+        if fixed.device != moving.device:
+            raise ValueError(f"fixed on {fixed.device}, moving on {moving.device}: put both on "
+                             "one device")
+        for name, dtype in (("fixed", fixed.dtype), ("moving", moving.dtype)):
+            if dtype not in _TORCH_TYPES and not dtype.is_floating_point:
+                raise TypeError(f"{name}: {dtype} is not float32, int16 or uint16")
+        self.key = key
+        self.pixels = fixed.numel()
+        self.count, single = _batch_of(moving.shape, fixed.shape, self.pixels, "moving")
+        # other floats are read as float32 (converted on each call)
+        self.ftype = _TORCH_TYPES.get(fixed.dtype, _core.SAMPLE_FLOAT32)
+        self.mtype = _TORCH_TYPES.get(moving.dtype, _core.SAMPLE_FLOAT32)
+        device = moving.device
+        self.cuda = device.type == "cuda"
+        self.value_like = torch.empty(() if single else (self.count,), dtype=torch.float64,
+                                      device=device)
+        self.grad_like = torch.empty(moving.shape, dtype=torch.float32, device=device)
+        self.scale_shape = (self.count,) + (1,) * fixed.dim()
+
+    @staticmethod
+    def of(module, fixed, moving):
+        """The module's plan for these tensors: the last one when its key matches."""
+        key = (fixed.shape, fixed.dtype, moving.shape, moving.dtype, moving.device,
+               fixed.device)
+        plan = module._plan
+        if plan is None or plan.key != key:
+            plan = module._plan = _Plan(key, fixed, moving)
+        return plan
+
+
+def _as_read(x, sample_type):
+    """x as a compact tensor of the type the plan reads (a copy only where needed)."""
+    if _TORCH_TYPES.get(x.dtype) != sample_type:
+        x = x.to(torch.float32)
+    return x if x.is_contiguous() else x.contiguous()
+
+
+def _mask_address(m, like, name):
+    """A mask's address (0 for none) and the compact tensor that holds it."""
+    if m is None:
+        return 0, None
+    m = _mask_tensor(m, like, name)
+    return m.data_ptr(), m
+
+
 class _LibraryFunction(torch.autograd.Function):
     """Scores and the gradient from one library call; backward scales the kept gradient."""
 
     @staticmethod
     def forward(ctx, moving, fixed, fixed_mask, moving_mask, module):
-        m, mtype = _sample_tensor(moving.detach(), "moving")
-        f, ftype = _sample_tensor(fixed.detach(), "fixed")
-        if f.device != m.device:
-            raise ValueError(f"fixed on {f.device}, moving on {m.device}: put both on one device")
-        pixels = f.numel()
-        shape = m.shape
-        count, single = (1, True) if shape == f.shape else \
-            _batch_of(shape, f.shape, pixels, "moving")
-        fm = _mask_tensor(fixed_mask, f, "fixed_mask")
-        mm = _mask_tensor(moving_mask, m, "moving_mask")
-        engine = module._engine
-        if m.is_cuda:
-            raw = torch.empty((count, _RECORD), dtype=torch.uint8, device=m.device)
-            grad = torch.empty(shape, dtype=torch.float32, device=m.device)
+        plan = _Plan.of(module, fixed, moving)
+        f, m = _as_read(fixed, plan.ftype), _as_read(moving, plan.mtype)
+        fmp, fm = _mask_address(fixed_mask, f, "fixed_mask")
+        mmp, mm = _mask_address(moving_mask, m, "moving_mask")
+        want_grad = ctx.needs_input_grad[0]  # no gradient pass for a value-only call
+        grad = torch.empty_like(plan.grad_like) if want_grad else None
+        gptr = grad.data_ptr() if want_grad else 0
+        engine, sign = module._engine, module._sign
+        if plan.cuda:
+            raw = torch.empty((plan.count, _RECORD // 8), dtype=torch.float64, device=m.device)
             stream = torch.cuda.current_stream(m.device).cuda_stream
             with engine._lock:
                 _core.parzen_evaluate_device(
-                    engine._handle, pixels, f.data_ptr(), ftype,
-                    fm.data_ptr() if fm is not None else 0, m.data_ptr(), mtype,
-                    mm.data_ptr() if mm is not None else 0, count, stream, raw.data_ptr(),
-                    grad.data_ptr())
-            value = raw.view(torch.float64)[:, _COLUMN[module.score]]
-            value = value * module._sign if module._sign != 1.0 else value.clone()
-        else:  # NumPy buffers over the tensors' memory, results made by NumPy (cheapest)
-            rec = np.empty(count, SCORE_DTYPE)
-            g = np.empty(shape, np.float32)
+                    engine._handle, plan.pixels, f.data_ptr(), plan.ftype, fmp, m.data_ptr(),
+                    plan.mtype, mmp, plan.count, stream, raw.data_ptr(), gptr)
+            value = raw[:, _COLUMN[module.score]]
+            value = (torch.neg(value) if sign != 1.0 else value.clone()).reshape(
+                plan.value_like.shape)
+            ctx.sign = sign
+        else:  # the C call straight on the tensors' memory; it writes the signed scores
+            value = torch.empty_like(plan.value_like)
             with engine._lock:
-                _core.parzen_evaluate(engine._handle, pixels, _host(f), ftype, _host(fm),
-                                      _host(m), mtype, _host(mm), count, rec, g)
-            grad = torch.from_numpy(g)
-            value = torch.from_numpy(rec[module.score] * module._sign)
-        ctx.save_for_backward(grad)
-        ctx.sign, ctx.dtype = module._sign, moving.dtype
-        return value.reshape(()) if single else value
+                _core.parzen_evaluate_pointers(
+                    engine._handle, plan.pixels, f.data_ptr(), plan.ftype, fmp, m.data_ptr(),
+                    plan.mtype, mmp, plan.count, value.data_ptr(), _COLUMN[module.score], sign,
+                    gptr)
+            ctx.sign = 1.0  # the gradient is already that of the signed score
+        del fm, mm  # the masks' compact copies, kept alive until the call has them
+        if want_grad:
+            ctx.save_for_backward(grad)
+            ctx.scale_shape, ctx.dtype = plan.scale_shape, moving.dtype
+        return value
 
     @staticmethod
     def backward(ctx, grad_output):
         (grad,) = ctx.saved_tensors
-        scale = (grad_output * ctx.sign).to(torch.float32)
-        g = scale.reshape((-1,) + (1,) * (grad.dim() - (1 if scale.dim() else 0)))
-        g = g.reshape(()) if scale.dim() == 0 else g
-        return (grad * g).to(ctx.dtype), None, None, None, None
-
-
-def _host(t):
-    """A CPU tensor's memory as a NumPy array without a copy (None stays None)."""
-    if t is None:
-        return None
-    if t.dtype == torch.bool:
-        t = t.view(torch.uint8)
-    if hasattr(torch, "uint16") and t.dtype == torch.uint16:
-        return t.view(torch.int16).numpy().view(np.uint16)
-    return t.numpy()
+        scale = (grad_output * ctx.sign if ctx.sign != 1.0 else grad_output).float()
+        g = grad * (scale if scale.dim() == 0 else scale.reshape(ctx.scale_shape))
+        return (g if g.dtype == ctx.dtype else g.to(ctx.dtype)), None, None, None, None
 
 
 class MattesMI(torch.nn.Module):
@@ -144,6 +174,7 @@ class MattesMI(torch.nn.Module):
         self.range_fixed, self.range_moving, self.log2 = range_fixed, range_moving, bool(log2)
         self.reference = bool(reference)
         self._sign = -1.0 if loss else 1.0
+        self._plan = None  # the last tensors' checked kinds (_Plan)
         # checks every parameter now (and holds the scratch the library reuses)
         self._engine = ParzenMI(bins, fixed_window=fixed_window, score=score,
                                 range_fixed=range_fixed, range_moving=range_moving, log2=log2)

@@ -149,11 +149,71 @@ static PyObject *py_parzen_evaluate_device(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* Records of a call that fit on the stack; a larger batch takes them from the heap. */
+#define STACK_RECORDS 16
+
+/* parzen_evaluate_pointers(parzen, pixels, fixed_addr, fixed_type, fixed_mask_addr, moving_addr,
+ *                          moving_type, moving_masks_addr, count, value_addr, column, sign,
+ *                          gradient_addr): host memory by address (0 for none), for
+ * dicomhist.torch, whose per-call cost this is: that module has checked that each tensor holds
+ * what the call reads or writes (shapes, dtypes, compact memory), so no buffer is exported and
+ * no result object is made here. Writes value[i] = sign * (record i's mi, column 0, or nmi,
+ * column 1) as float64 and, with a gradient, the gradient of that signed score (negation is
+ * exact: the same bits as the records' and the gradient's, signed). The GIL is released. */
+static PyObject *py_parzen_evaluate_pointers(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *capsule;
+    Py_ssize_t pixels;
+    unsigned long long fixed, fmask, moving, mmask, value, grad;
+    int ftype, mtype, column;
+    unsigned count;
+    double sign;
+    if (!PyArg_ParseTuple(args, "OnKiKKiKIKidK", &capsule, &pixels, &fixed, &ftype, &fmask,
+                          &moving, &mtype, &mmask, &count, &value, &column, &sign, &grad))
+        return NULL;
+    parzen_box *box = PyCapsule_GetPointer(capsule, PARZEN_NAME);
+    if (!box)
+        return NULL;
+    if (pixels < 1 || count < 1 || !value || (column != 0 && column != 1)) {
+        PyErr_SetString(PyExc_ValueError, "parzen_evaluate_pointers: pixels >= 1, count >= 1, "
+                                          "a value buffer and column 0 (mi) or 1 (nmi) needed");
+        return NULL;
+    }
+    dh_mi_scores stack[STACK_RECORDS];
+    dh_mi_scores *rec = count <= STACK_RECORDS ? stack : PyMem_Malloc(count * sizeof *rec);
+    if (!rec)
+        return PyErr_NoMemory();
+    double *values = (double *)(uintptr_t)value;
+    float *gradient = (float *)(uintptr_t)grad;
+    dh_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = dh_parzen_mi_evaluate(box->ctx, box->parzen, (size_t)pixels,
+                               (const void *)(uintptr_t)fixed, ftype,
+                               (const uint8_t *)(uintptr_t)fmask, (const void *)(uintptr_t)moving,
+                               mtype, (const uint8_t *)(uintptr_t)mmask, count, rec, gradient);
+    if (st == DH_OK) {
+        for (unsigned i = 0; i < count; i++)
+            values[i] = sign * (column ? rec[i].nmi : rec[i].mi);
+        if (gradient && sign != 1.0)
+            for (size_t k = 0, n = (size_t)pixels * count; k < n; k++)
+                gradient[k] = (float)sign * gradient[k];
+    }
+    Py_END_ALLOW_THREADS
+    if (rec != stack)
+        PyMem_Free(rec);
+    if (st != DH_OK)
+        return core_raise(st, dh_ctx_error(box->ctx));
+    Py_RETURN_NONE;
+}
+
 PyMethodDef core_parzen_methods[] = {
     {"parzen_new", (PyCFunction)(void (*)(void))py_parzen_new, METH_VARARGS | METH_KEYWORDS,
      "dh_parzen_mi_create; keyword arguments are dh_parzen_mi_params fields."},
     {"parzen_evaluate", py_parzen_evaluate, METH_VARARGS, "dh_parzen_mi_evaluate."},
     {"parzen_evaluate_device", py_parzen_evaluate_device, METH_VARARGS,
      "dh_parzen_mi_evaluate_device."},
+    {"parzen_evaluate_pointers", py_parzen_evaluate_pointers, METH_VARARGS,
+     "dh_parzen_mi_evaluate on host addresses, one score column signed (dicomhist.torch)."},
     {NULL, NULL, 0, NULL},
 };

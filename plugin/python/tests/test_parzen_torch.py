@@ -130,6 +130,44 @@ def test_masks(pair):
     assert out.detach().numpy().tobytes() == want.tobytes()
 
 
+def test_one_module_follows_changing_tensors(pair):
+    """The module checks a kind of tensors once and reuses that plan while the kinds repeat:
+    a batch, then one image, a strided view, float64 and int16 images, masks, and a call
+    without a gradient, each against the NumPy path's bits (a stale plan would show here)."""
+    fixed, moving = pair
+    mod = dt.MattesMI(24, loss=True)
+    ft = torch.tensor(fixed)
+
+    def check(moving_t, want_moving, **masks):
+        m = moving_t.detach().clone().requires_grad_()
+        out = mod(ft, m, **masks)
+        np_masks = {k: v.numpy() for k, v in masks.items()}
+        want, want_grad = dicomhist.parzen_mi(fixed, want_moving, 24, gradient=True, **np_masks)
+        assert out.shape == (() if want_moving.ndim == 2 else (want_moving.shape[0],))
+        assert out.detach().numpy().tobytes() == (-np.asarray(want)).tobytes()
+        out.sum().backward()
+        assert m.grad.dtype == m.dtype
+        assert m.grad.float().numpy().tobytes() == (-want_grad).tobytes()
+
+    for _ in range(2):
+        check(torch.tensor(moving), moving)
+        check(torch.tensor(moving[1]), moving[1])
+    wide = torch.tensor(np.repeat(moving, 2, axis=2))  # each value twice along a row
+    check(wide[:, :, ::2], np.ascontiguousarray(moving))  # not compact: copied once
+    check(torch.tensor(moving, dtype=torch.float64), moving)  # read as float32
+    mask = np.ones(moving.shape, np.uint8)
+    mask[:, 3:9] = 0
+    check(torch.tensor(moving), moving, moving_mask=torch.tensor(mask))
+    f16 = (fixed * 4000).astype(np.int16)
+    out = dt.MattesMI(24)(torch.tensor(f16), torch.tensor(moving))  # no gradient asked
+    assert not out.requires_grad
+    assert out.numpy().tobytes() == np.asarray(dicomhist.parzen_mi(f16, moving, 24)).tobytes()
+    with pytest.raises(ValueError):
+        mod(ft, torch.zeros(3, 5, 5))
+    with pytest.raises(TypeError):
+        mod(ft, torch.zeros(fixed.shape, dtype=torch.int32))
+
+
 def test_against_monai_bspline_loss():
     """MONAI's GlobalMutualInformationLoss(kernel_type='b-spline') is the same Mattes window pair
     (cubic on its `pred`, our moving image; zero order on its `target`, our fixed one) over the
