@@ -18,6 +18,8 @@
 
 /* The derives holding a claim (derive.h), linked through their own structs: no allocation. */
 static pthread_mutex_t claims_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The longest a derive waits for another of the same result before it gives up (409). */
+#define DHO_CLAIM_WAIT_SECONDS 300
 static dho_derive *claims;
 
 /* Claims d->claim_key; returns 0, or -1 while another derive holds it. */
@@ -200,6 +202,17 @@ static int take_claim(dho_derive *d)
     if (d->claimed)
         return 1;
     if (claim(d) != 0) {
+        /* Bounded: a holder that never ends (one lost to an exception inside Orthanc) must not
+         * keep every later request of the same result waiting for ever. */
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double t = (double)now.tv_sec + 1e-9 * (double)now.tv_nsec;
+        if (d->claim_wait_since == 0.0)
+            d->claim_wait_since = t;
+        else if (t - d->claim_wait_since > DHO_CLAIM_WAIT_SECONDS)
+            return fail(d, 409, "Busy", "Series", d->series.series_id,
+                        "%s: the same derive has been running for over %d s; try again later",
+                        d->series.series_id, DHO_CLAIM_WAIT_SECONDS);
         d->relist = 1;
         nanosleep(&(struct timespec){.tv_nsec = 50 * 1000 * 1000}, NULL);
         return 0;
@@ -341,6 +354,16 @@ static void remove_partial(dho_derive *d)
     if (OrthancPluginRestApiDelete(dho_context, uri) == OrthancPluginErrorCode_Success)
         dho_log_warning("removed the partly stored derived series %s", d->derived_id);
     d->derived_id[0] = '\0';
+}
+
+void dho_derive_lost(dho_derive *d)
+{
+    if (d->phase == DHO_DERIVE_DONE || d->phase == DHO_DERIVE_FAILED)
+        return;
+    /* No call into Orthanc here: this runs while an exception from inside it unwinds. */
+    const char *sid = d->series.series_id ? d->series.series_id : "";
+    fail(d, 500, "InternalError", "Series", sid,
+         "%s: Orthanc failed inside one of its own calls (see its log)", sid);
 }
 
 void dho_derive_abandon(dho_derive *d)

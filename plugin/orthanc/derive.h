@@ -51,6 +51,7 @@ typedef struct dho_derive {
      * listing the series afresh, and an older listing never replaces a newer result. */
     char claim_key[65];
     int claimed, relist;
+    double claim_wait_since; /* CLOCK_MONOTONIC seconds of the first busy try, 0 before */
     struct dho_derive *next_claim;
     /* The failure, when phase is DHO_DERIVE_FAILED. */
     int http;
@@ -80,6 +81,9 @@ json_t *dho_derive_answer(const dho_derive *d);
  * series it left partly stored (as a failure while storing does), the instances' bytes and its
  * claim, and leaves it failed ("Cancelled", 409). Nothing for one done or failed already. */
 void dho_derive_abandon(dho_derive *d);
+/* Marks d failed and gives up its claim, calling nothing of Orthanc's: for a step left by an
+ * exception thrown inside Orthanc (routes_derive.c). */
+void dho_derive_lost(dho_derive *d);
 void dho_derive_free(dho_derive *d);
 
 #endif /* DH_ORTHANC_DERIVE_H */

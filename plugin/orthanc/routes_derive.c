@@ -56,10 +56,20 @@ static const char *job_serialized(void *p)
     return NULL;
 }
 
+/* The cleanup of a job step's guard: a step left by an exception from inside Orthanc gives up
+ * its claim at once (the job itself is freed only when Orthanc drops it from its history). */
+static void lose_if_left(dho_derive **guard)
+{
+    if (*guard)
+        dho_derive_lost(*guard);
+}
+
 static OrthancPluginJobStepStatus job_step(void *p)
 {
     derive_job *job = p;
+    __attribute__((cleanup(lose_if_left))) dho_derive *guard = &job->derive;
     int rc = dho_derive_step(&job->derive);
+    guard = NULL;
     if (rc > 0)
         return OrthancPluginJobStepStatus_Continue;
     if (rc < 0)
@@ -87,6 +97,15 @@ static OrthancPluginErrorCode job_reset(void *p)
 }
 
 /* ------------------------------------------------------------------ the routes */
+
+/* The cleanup of a synchronous derive's guard: finalizes the job when the route is left by an
+ * exception unwinding from inside Orthanc (CMakeLists.txt: -fexceptions), so that its claim and
+ * memory go; NULL once the route has finalized it itself. */
+static void finalize_if_left(derive_job **guard)
+{
+    if (*guard)
+        job_finalize(*guard);
+}
 
 static OrthancPluginErrorCode answer_derive_failure(OrthancPluginRestOutput *out,
                                                     const dho_derive *d)
@@ -135,6 +154,7 @@ static OrthancPluginErrorCode derive_route(OrthancPluginRestOutput *out,
         return e;
     }
     if (!async) {
+        __attribute__((cleanup(finalize_if_left))) derive_job *guard = job;
         int step;
         while ((step = dho_derive_step(&job->derive)) > 0)
             ;
@@ -147,6 +167,7 @@ static OrthancPluginErrorCode derive_route(OrthancPluginRestOutput *out,
             json_decref(a);
             e = OrthancPluginErrorCode_Success;
         }
+        guard = NULL;
         job_finalize(job);
         return e;
     }
