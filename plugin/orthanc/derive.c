@@ -385,6 +385,14 @@ static int step_store(dho_derive *d)
     }
     json_t *answer = dho_post_json("/instances", d->written->data[d->stored],
                                    d->written->sizes[d->stored]);
+    if (!answer) {
+        /* Once more after a pause: Orthanc's file storage can lose a race between this store and
+         * a delete pruning the same folder (the soak test meets it on a loaded machine). A
+         * repeat is harmless: an instance stored after all comes back AlreadyStored. */
+        nanosleep(&(struct timespec){.tv_nsec = 100 * 1000 * 1000}, NULL);
+        answer = dho_post_json("/instances", d->written->data[d->stored],
+                               d->written->sizes[d->stored]);
+    }
     /* Orthanc has its copy (or refused it): ours goes at once, so that a job's answer, which
      * outlives it in Orthanc's history, holds no file. */
     free(d->written->data[d->stored]);

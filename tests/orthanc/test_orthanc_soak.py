@@ -40,6 +40,8 @@ RSS_SLACK_MIB = 32
 CONFIG = {"StableAge": 1, "HttpThreadsCount": 64, "JobsHistorySize": 100000,
           "ConcurrentJobs": 4}
 ORTHANC_STORAGE_RACE = b"Error while accessing the filesystem"
+# The plugin's answer when Orthanc refused a derived instance twice (derive.c retries once)
+ORTHANC_REFUSED_TWICE = b"Orthanc refused the derived instance"
 ASYNC_UNTIL = 0.85             # of the run: jobs submitted later would outlast it
 DERIVES = [("equalize", {"Bits": 12}), ("equalize", {"Bits": 12, "Output": "gsps"}),
            ("window", {"Window": "40:400", "Bits": 12}),
@@ -146,10 +148,12 @@ class Soak:
         try:
             return self.server.request(method, uri, body, raw=raw, timeout=120)
         except HttpError as e:
-            if e.status == 500 and ORTHANC_STORAGE_RACE in e.body and b'"Method"' in e.body:
+            if e.status == 500 and (ORTHANC_STORAGE_RACE in e.body and b'"Method"' in e.body
+                                    or ORTHANC_REFUSED_TWICE in e.body):
                 # Orthanc's own answer, not the plugin's: its file storage lost a race between a
                 # store and a delete pruning the same folder (seen once in the ~19,000 requests
-                # of one run on a 2-core machine). Counted apart; what the plugin must do then, give
+                # of one run on a 2-core machine), or a store refused twice for it. Counted
+                # apart (the plugin retries a store once); what the plugin must do then, give
                 # up the derive's claim so that the next request of the same result runs, is
                 # checked by every later request answering in time.
                 with self.lock:
