@@ -360,7 +360,8 @@ void dho_derive_lost(dho_derive *d)
 {
     if (d->phase == DHO_DERIVE_DONE || d->phase == DHO_DERIVE_FAILED)
         return;
-    /* No call into Orthanc here: this runs while an exception from inside it unwinds. */
+    /* Nothing here asks Orthanc for work (only its buffers are freed): this runs while an
+     * exception from inside it unwinds. */
     const char *sid = d->series.series_id ? d->series.series_id : "";
     fail(d, 500, "InternalError", "Series", sid,
          "%s: Orthanc failed inside one of its own calls (see its log)", sid);

@@ -81,8 +81,8 @@ json_t *dho_derive_answer(const dho_derive *d);
  * series it left partly stored (as a failure while storing does), the instances' bytes and its
  * claim, and leaves it failed ("Cancelled", 409). Nothing for one done or failed already. */
 void dho_derive_abandon(dho_derive *d);
-/* Marks d failed and gives up its claim, calling nothing of Orthanc's: for a step left by an
- * exception thrown inside Orthanc (routes_derive.c). */
+/* Marks d failed and gives up its claim, asking Orthanc for no work (its buffers are freed):
+ * for a step left by an exception thrown inside Orthanc (routes_derive.c). */
 void dho_derive_lost(dho_derive *d);
 void dho_derive_free(dho_derive *d);
 
