@@ -13,7 +13,9 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "cpp_guard.h"
 #include "derive.h"
 #include "device_gate.h"
 #include "options.h"
@@ -232,7 +234,21 @@ static void forget(pending_series *p, size_t *n, const char *series)
         }
 }
 
-static void *dispatcher_main(void *arg)
+static int stopping(void)
+{
+    pthread_mutex_lock(&A.lock);
+    int s = A.stopping;
+    pthread_mutex_unlock(&A.lock);
+    return s;
+}
+
+static void free_lost(pending_series **lost)
+{
+    free(*lost);
+}
+
+/* Reads the changes from the last persisted one until the plugin stops. */
+static void dispatch(void *arg)
 {
     (void)arg;
     int64_t seq = load_persisted();
@@ -252,7 +268,7 @@ static void *dispatcher_main(void *arg)
         dho_log_warning("auto-equalization catching up from change %" PRId64 " to %" PRId64, seq,
                         boundary);
     }
-    pending_series *lost = NULL;
+    __attribute__((cleanup(free_lost))) pending_series *lost = NULL;
     size_t lost_count = 0, lost_cap = 0;
     int catching_up = seq < boundary;
     while (1) {
@@ -313,7 +329,20 @@ static void *dispatcher_main(void *arg)
             pthread_mutex_unlock(&A.lock);
         }
     }
-    free(lost);
+}
+
+/* dispatch() again from the persisted change, a second later, when an exception thrown inside
+ * Orthanc left it (cpp_guard.h): the changes read since were not persisted, so none is lost. */
+static void *dispatcher_main(void *arg)
+{
+    (void)arg;
+    char why[512];
+    while (dho_run_guarded(dispatch, NULL, why, sizeof why) != 0 && !stopping()) {
+        dho_log_warning("auto-equalization: Orthanc failed inside one of its own calls while "
+                        "its changes were read (%s); reading them again in a second",
+                        why);
+        sleep(1);
+    }
     return NULL;
 }
 
@@ -336,14 +365,6 @@ static void set_error(const char *fmt, const char *series, const char *reason)
     pthread_mutex_unlock(&A.lock);
 }
 
-static int stopping(void)
-{
-    pthread_mutex_lock(&A.lock);
-    int s = A.stopping;
-    pthread_mutex_unlock(&A.lock);
-    return s;
-}
-
 /* 1 when the series' first instance says dicomhist derived it. */
 static int is_own_output(const json_t *series)
 {
@@ -363,6 +384,14 @@ static int is_own_output(const json_t *series)
 
 typedef enum outcome { DONE, ALREADY, SKIPPED, FAILED, STOPPED } outcome;
 
+/* The cleanup of process()'s derive when an exception from inside Orthanc leaves it: its claim
+ * (a pointer to this stack frame in the claims list) and its buffers go with the frame. */
+static void free_if_left(dho_derive **guard)
+{
+    if (*guard)
+        dho_derive_free(*guard);
+}
+
 static outcome process(const char *series_id)
 {
     char uri[96];
@@ -376,6 +405,8 @@ static outcome process(const char *series_id)
     if (!wanted)
         return SKIPPED;
     dho_derive d;
+    memset(&d, 0, sizeof d);
+    __attribute__((cleanup(free_if_left))) dho_derive *guard = &d;
     outcome result = DONE;
     if (dho_derive_open(&d, series_id, &A.params, A.gsps, A.key, 0) == 0) {
         int step;
@@ -398,7 +429,36 @@ static outcome process(const char *series_id)
         dho_log_info("series %s equalized into %s", series_id, d.derived_id);
     }
     dho_derive_free(&d);
+    guard = NULL;
     return result;
+}
+
+typedef struct process_call {
+    const char *series;
+    outcome result;
+} process_call;
+
+static void process_call_run(void *p)
+{
+    process_call *c = p;
+    c->result = process(c->series);
+}
+
+/* process() on a thread with nothing above it to catch an exception thrown inside Orthanc: the
+ * series counts as failed, with the reason, and the worker goes on (cpp_guard.h). */
+static outcome process_guarded(const char *series_id)
+{
+    process_call call = {series_id, FAILED};
+    char why[512];
+    if (dho_run_guarded(process_call_run, &call, why, sizeof why) != 0) {
+        set_error("series %.72s: Orthanc failed inside one of its own calls: %.800s", series_id,
+                  why);
+        dho_log_warning("auto-equalization of series %s failed: Orthanc failed inside one of "
+                        "its own calls: %s",
+                        series_id, why);
+        return FAILED;
+    }
+    return call.result;
 }
 
 /* The first queued item whose series no other worker has in hand, or -1: two workers on one
@@ -440,7 +500,7 @@ static void *worker_main(void *arg)
         pthread_cond_signal(&A.room);
         pthread_mutex_unlock(&A.lock);
 
-        outcome o = process(it.series);
+        outcome o = process_guarded(it.series);
 
         pthread_mutex_lock(&A.lock);
         if (o != STOPPED)
