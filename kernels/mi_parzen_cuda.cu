@@ -268,6 +268,12 @@ extern "C" int dh_parzen_mi_cuda(dh_parzen_cuda_workspace *ws, const dh_parzen_p
     a.fixed_t = cubic ? (double *)(base + l.fixed_t) : nullptr;
     a.out = d_out;
     a.gradient = d_gradient;
+    /* the gradient's run loads and stores (pz_gradient_kernel): every item's first sample and
+     * gradient 16-byte aligned, its first mask byte 8-byte aligned (the fixed rows are: the
+     * workspace is) */
+    a.vec_gradient = pixels % PZ_RUN == 0 && (uintptr_t)moving->data % 16 == 0 &&
+                     (!moving->mask || (uintptr_t)moving->mask % 8 == 0) &&
+                     (uintptr_t)d_gradient % 16 == 0;
 
     PZ_CK(cudaMemsetAsync(base + l.keys, 0xFF, l.n - l.keys, stream), "cudaMemsetAsync (keys)");
     PZ_CK(cudaMemsetAsync(base + l.n, 0, l.joint_end - l.n, stream),

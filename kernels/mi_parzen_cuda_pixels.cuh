@@ -28,6 +28,7 @@ namespace {
 constexpr uint8_t PZ_NO_ROW = 0xFF; /* a fixed pixel that does not count (bins are <= 253) */
 constexpr int PZ_HIST_THREADS = 512;
 constexpr int PZ_PIXEL_THREADS = 256;
+constexpr int PZ_RUN = 8; /* contiguous pixels per thread and trip of the gradient's run path */
 /* A warp whose pixels fall in at most this many runs of one cell adds sums, one per cell: at 3
  * runs, 3 x 8 warp reductions cost about what 4 atomics of ~11-way address conflicts do. */
 constexpr int PZ_WARP_GROUPS = 3;
@@ -55,6 +56,8 @@ struct pz_args {
     double *cell;              /* count x bins x bins: the gradient's factors */
     double *scale;             /* count: the gradient's scale */
     uint32_t *grad_zero;       /* count: 1 where the whole gradient is 0 */
+    int vec_gradient;          /* pixels % 8 = 0, moving and gradient rows 16-byte aligned, mask
+                                  rows 8-byte: the gradient's run path */
     dh_mi_values *out;
     float *gradient;
 };
@@ -470,6 +473,76 @@ __global__ void __launch_bounds__(PZ_HIST_THREADS) pz_hist_kernel(pz_args a)
         atomicAdd(&a.n[b], s_n);
 }
 
+/* The raw bits of PZ_RUN samples from k (32-bit words: a float32's bits or a 16-bit integer),
+ * their validity bits (mask byte non-zero) and the fixed rows (a byte each, pixel u in bits
+ * 8u..8u+7); `vec`: 16-byte loads for the samples and 8-byte ones for the mask bytes and rows (the
+ * caller checked the alignment), else one load per pixel, PZ_NO_ROW past the end. */
+template <dh_parzen_sample S>
+__device__ __forceinline__ void pz_load_run(const pz_args &a, const void *moving,
+                                            const uint8_t *mask, size_t k, bool vec,
+                                            uint32_t (&raw)[PZ_RUN], uint32_t *on,
+                                            uint64_t *rows)
+{
+    if (vec && k + PZ_RUN <= a.pixels) {
+        if (S == DH_PARZEN_FLOAT32) {
+            const uint4 x = *(const uint4 *)((const uint32_t *)moving + k);
+            const uint4 y = *(const uint4 *)((const uint32_t *)moving + k + 4);
+            raw[0] = x.x, raw[1] = x.y, raw[2] = x.z, raw[3] = x.w;
+            raw[4] = y.x, raw[5] = y.y, raw[6] = y.z, raw[7] = y.w;
+        } else {
+            const uint4 x = *(const uint4 *)((const uint16_t *)moving + k);
+            const uint32_t w[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+            for (int u = 0; u < 4; u++) {
+                raw[2 * u] = w[u] & 0xFFFFu;
+                raw[2 * u + 1] = w[u] >> 16;
+            }
+        }
+        *rows = *(const unsigned long long *)(a.fixed_row + k);
+        *on = 0xFFu;
+        if (mask) {
+            const uint64_t m = *(const unsigned long long *)(mask + k);
+            uint32_t bits = 0;
+#pragma unroll
+            for (int u = 0; u < PZ_RUN; u++)
+                bits |= ((m >> (8 * u)) & 0xFFu) ? 1u << u : 0u;
+            *on = bits;
+        }
+        return;
+    }
+    *rows = 0;
+    *on = 0;
+#pragma unroll
+    for (int u = 0; u < PZ_RUN; u++) {
+        uint64_t row = PZ_NO_ROW;
+        raw[u] = 0;
+        if (k + u < a.pixels) {
+            row = a.fixed_row[k + u];
+            raw[u] = S == DH_PARZEN_FLOAT32 ? ((const uint32_t *)moving)[k + u]
+                                            : ((const uint16_t *)moving)[k + u];
+            *on |= !mask || mask[k + u] ? 1u << u : 0u;
+        }
+        *rows |= row << (8 * u);
+    }
+}
+
+/* A sample's raw bits as a double (exact) and whether it is a finite value (pz_read_eager's
+ * arithmetic). */
+template <dh_parzen_sample S>
+__device__ __forceinline__ bool pz_raw_value(uint32_t raw, double *v)
+{
+    if (S == DH_PARZEN_FLOAT32) {
+        const float x = __uint_as_float(raw);
+        *v = (double)x;
+        return isfinite(x);
+    }
+    if (S == DH_PARZEN_UINT16)
+        *v = pz_u32_to_double(raw);
+    else
+        *v = __dsub_rn(pz_u32_to_double((uint32_t)((int32_t)(int16_t)raw + 32768)), 32768.0);
+    return true;
+}
+
 /* One pixel's gradient (mi_parzen_cpu.c's pixel_gradients): 0 unless it counts and lies inside
  * the moving range, else scale sum_a wf_a sum_j cell[row + a][im + j] slope_j. */
 template <bool CUBIC>
@@ -528,6 +601,37 @@ __global__ void __launch_bounds__(PZ_PIXEL_THREADS) pz_gradient_kernel(pz_args a
     const double scale = a.scale[b];
     const void *moving = pz_item<S>(a.moving, b, a.pixels);
     const uint8_t *mask = a.moving_mask ? a.moving_mask + (size_t)b * a.pixels : nullptr;
+    if (!CUBIC && a.vec_gradient) {
+        /* PZ_RUN contiguous pixels per thread: 16-byte loads and stores, fewer memory
+         * instructions than one pixel per load. Box window only: the cubic window's eight
+         * unrolled pixels take more registers, and session 16 measured it slower that way
+         * (bench/NOTES.md) */
+        const size_t groups = (a.pixels + PZ_RUN - 1) / PZ_RUN;
+        for (size_t gi = first_k; gi < groups; gi += stride) {
+            const size_t k0 = gi * PZ_RUN;
+            uint32_t raw[PZ_RUN], on;
+            uint64_t rows;
+            pz_load_run<S>(a, moving, mask, k0, true, raw, &on, &rows);
+            float out[PZ_RUN];
+#pragma unroll
+            for (int u = 0; u < PZ_RUN; u++) {
+                double v;
+                const bool valid = pz_raw_value<S>(raw[u], &v) && ((on >> u) & 1u);
+                out[u] = pz_pixel_gradient<CUBIC>(a, ax, rcp, scale, table, k0 + u,
+                                                  (uint8_t)(rows >> (8 * u)), valid, v);
+            }
+            if (k0 + PZ_RUN <= a.pixels) {
+                *(float4 *)(g + k0) = make_float4(out[0], out[1], out[2], out[3]);
+                *(float4 *)(g + k0 + 4) = make_float4(out[4], out[5], out[6], out[7]);
+            } else {
+#pragma unroll
+                for (int u = 0; u < PZ_RUN; u++)
+                    if (k0 + u < a.pixels)
+                        g[k0 + u] = out[u];
+            }
+        }
+        return;
+    }
     size_t k = first_k;
     for (; k + 3 * stride < a.pixels; k += 4 * stride) {
         uint8_t row[4];

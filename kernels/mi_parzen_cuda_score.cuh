@@ -85,9 +85,18 @@ __global__ void __launch_bounds__(PZ_SCORE_THREADS) pz_score_kernel(pz_args a, i
     const double sf = pz_lanes_tree(t < B ? dh_mi_term(row, total, ln_t) : 0.0, s_lane);
     const double sm = pz_lanes_tree(t < B ? dh_mi_term(col, total, ln_t) : 0.0, s_lane);
     const uint32_t rows = (cells + DH_MI_LANES - 1) / DH_MI_LANES;
-    /* With a gradient, the cell's dh_mi_log(w) that dh_mi_term computes (w <= T - w) is kept in
-     * the factor table for the factor below (the same thread reads it: cell c is lane c mod 256
-     * in both loops), so each cell takes one logarithm instead of two. The term is dh_mi_term's
+    /* The MI gradient's factor of a cell, ln W_ij - ln C_j, needs nothing the entropies give, so
+     * with the column logarithms first the factor table is written in the same pass as the joint
+     * entropy's terms (one pass over the histogram and one write of the table). NMI's factor
+     * needs H(f, m): there the pass keeps each cell's logarithm in the table, finished below. */
+    const bool mi_factors = gradient && a.gradient_of == DH_PARZEN_GRAD_MI;
+    if (mi_factors) {
+        s_ln_col[t] = t < B && col ? dh_mi_log((double)col) : 0.0;
+        __syncthreads();
+    }
+    /* With a gradient, the cell's dh_mi_log(w) that dh_mi_term computes (w <= T - w) serves the
+     * factor too (for NMI the same thread reads it back below: cell c is lane c mod 256 in both
+     * loops), so each cell takes one logarithm instead of two. The term is dh_mi_term's
      * arithmetic on that branch, step for step. */
     double *cell = gradient ? a.cell + (size_t)b * cells : nullptr;
     const double lane = pz_lane_rows_tree(
@@ -98,9 +107,15 @@ __global__ void __launch_bounds__(PZ_SCORE_THREADS) pz_score_kernel(pz_args a, i
             const uint64_t w = joint[c];
             if (gradient && w != 0 && w <= total - w) {
                 const double dw = (double)w, ln_w = dh_mi_log(dw);
-                cell[c] = ln_w;
+                cell[c] = mi_factors ? dh_parzen_cell_factor_of_log(DH_PARZEN_GRAD_MI, ln_w,
+                                                                    s_ln_col[c % B], ln_t, 0.0,
+                                                                    1.0, 1.0)
+                                     : ln_w;
                 return DH_MI_MUL(dw, DH_MI_SUB(ln_t, ln_w));
             }
+            if (mi_factors)
+                cell[c] = dh_parzen_cell_factor(DH_PARZEN_GRAD_MI, w, s_ln_col[c % B], ln_t, 0.0,
+                                                1.0, 1.0);
             return dh_mi_term(w, total, ln_t);
         },
         rows);
@@ -124,7 +139,7 @@ __global__ void __launch_bounds__(PZ_SCORE_THREADS) pz_score_kernel(pz_args a, i
         a.grad_zero[b] = zero;
         a.scale[b] = zero ? 0.0 : dh_parzen_gradient_scale(n, ax.width, a.log2, a.gradient_of);
     }
-    if (zero)
+    if (zero || mi_factors)
         return;
     s_ln_col[t] = t < B && col ? dh_mi_log((double)col) : 0.0;
     __syncthreads();

@@ -6,9 +6,10 @@
  * NaN and infinite float pixels, given ranges with pixels outside them, bins 5, 32, 64, 256,
  * batches 1, 3, 64, both fixed windows, the MI and NMI gradients, nats and bits, float32, uint16
  * and int16 pixels, private and global histograms, one and many blocks per item, given ranges
- * whose widths and offsets take every path of the GPU's division; a second run
- * (and a third on another stream with the workspace reused) gives the same bits; bad arguments
- * are refused as the CPU twin refuses them. Exits 77 without a usable GPU.
+ * whose widths and offsets take every path of the GPU's division, the run paths of the
+ * histogram and gradient (aligned and misaligned buffers, flat, smooth and noisy images); a
+ * second run (and a third on another stream with the workspace reused) gives the same bits; bad
+ * arguments are refused as the CPU twin refuses them. Exits 77 without a usable GPU.
  * Runs without fork (CUDA and fork do not mix).
  */
 #include <cuda_runtime_api.h>
@@ -100,6 +101,17 @@ static void *to_device(const void *host, size_t bytes)
     return d;
 }
 
+/* to_device at `skip` bytes past an aligned allocation (free with cudaFree(d - skip)). */
+static void *to_device_at(const void *host, size_t bytes, size_t skip)
+{
+    if (!host)
+        return NULL;
+    char *d = NULL;
+    ck_assert_int_eq(cudaMalloc((void **)&d, bytes + skip), cudaSuccess);
+    ck_assert_int_eq(cudaMemcpy(d + skip, host, bytes, cudaMemcpyHostToDevice), cudaSuccess);
+    return d + skip;
+}
+
 /* ---- One comparison ----------------------------------------------------------------------- */
 
 typedef struct pz_case {
@@ -108,6 +120,7 @@ typedef struct pz_case {
     size_t side;
     uint32_t bins, count, window, grad_of;
     int log2, masks, specials, ranges, gradient;
+    int misalign; /* moving samples, mask bytes and gradient one element past an aligned start */
 } pz_case;
 
 static const char *describe(const pz_case *c)
@@ -115,35 +128,40 @@ static const char *describe(const pz_case *c)
     static char text[256];
     snprintf(text, sizeof text,
              "pattern %d samples %d/%d side %zu bins %u batch %u window %u grad %u log2 %d "
-             "masks %d specials %d ranges %d gradient %d",
+             "masks %d specials %d ranges %d gradient %d misalign %d",
              (int)c->pattern, (int)c->fixed_sample, (int)c->moving_sample, c->side, c->bins,
              c->count, c->window, c->grad_of, c->log2, c->masks, c->specials, c->ranges,
-             c->gradient);
+             c->gradient, c->misalign);
     return text;
 }
 
 /* Runs the GPU twin on device copies and returns the records and gradient on the host. */
+/* gradient 2: the gradient buffer one float past an aligned start (the scalar stores' path). */
 static void run_gpu(dh_parzen_cuda_workspace *ws, const dh_parzen_params *p, size_t n,
                     const dh_parzen_image *df, const dh_parzen_image *dm, uint32_t count,
                     int gradient, cudaStream_t stream, dh_mi_values *out, float *grad)
 {
     dh_mi_values *d_out = NULL;
     float *d_grad = NULL;
+    const size_t skip = gradient == 2 ? 1 : 0;
     char msg[512] = "";
     ck_assert_int_eq(cudaMalloc((void **)&d_out, count * sizeof *d_out), cudaSuccess);
     ck_assert_int_eq(cudaMemset(d_out, 0xA5, count * sizeof *d_out), cudaSuccess);
     if (gradient) {
-        ck_assert_int_eq(cudaMalloc((void **)&d_grad, (size_t)count * n * 4), cudaSuccess);
-        ck_assert_int_eq(cudaMemset(d_grad, 0xA5, (size_t)count * n * 4), cudaSuccess);
+        ck_assert_int_eq(cudaMalloc((void **)&d_grad, ((size_t)count * n + skip) * 4),
+                         cudaSuccess);
+        ck_assert_int_eq(cudaMemset(d_grad, 0xA5, ((size_t)count * n + skip) * 4), cudaSuccess);
     }
-    int rc = dh_parzen_mi_cuda(ws, p, n, df, dm, count, d_out, d_grad, stream, msg, sizeof msg);
+    int rc = dh_parzen_mi_cuda(ws, p, n, df, dm, count, d_out, d_grad ? d_grad + skip : NULL,
+                               stream, msg, sizeof msg);
     ck_assert_msg(rc == DH_PARZEN_OK, "dh_parzen_mi_cuda: %d %s", rc, msg);
     ck_assert_int_eq(cudaStreamSynchronize(stream), cudaSuccess);
     ck_assert_int_eq(cudaMemcpy(out, d_out, count * sizeof *out, cudaMemcpyDeviceToHost),
                      cudaSuccess);
     if (gradient)
-        ck_assert_int_eq(cudaMemcpy(grad, d_grad, (size_t)count * n * 4, cudaMemcpyDeviceToHost),
-                         cudaSuccess);
+        ck_assert_int_eq(
+            cudaMemcpy(grad, d_grad + skip, (size_t)count * n * 4, cudaMemcpyDeviceToHost),
+            cudaSuccess);
     cudaFree(d_out);
     cudaFree(d_grad);
 }
@@ -196,22 +214,25 @@ static void compare(const pz_case *c, uint64_t seed)
                      DH_PARZEN_OK);
 
     dh_parzen_image df = {to_device(fixed, fe * n), c->fixed_sample, to_device(fmask, n)};
-    dh_parzen_image dm = {to_device(moving, me * n * c->count), c->moving_sample,
-                          to_device(mmask, n * c->count)};
+    const size_t skip = c->misalign ? 1 : 0;
+    dh_parzen_image dm = {to_device_at(moving, me * n * c->count, me * skip), c->moving_sample,
+                          to_device_at(mmask, n * c->count, skip)};
+    const int gradient = c->gradient && c->misalign ? 2 : c->gradient;
     dh_parzen_cuda_workspace *ws = dh_parzen_cuda_workspace_new();
     ck_assert_ptr_nonnull(ws);
-    run_gpu(ws, &p, n, &df, &dm, c->count, c->gradient, 0, got, got_grad);
+    run_gpu(ws, &p, n, &df, &dm, c->count, gradient, 0, got, got_grad);
     assert_same(c, n, want, want_grad, got, got_grad, "GPU vs CPU");
     cudaStream_t stream;
     ck_assert_int_eq(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
-    run_gpu(ws, &p, n, &df, &dm, c->count, c->gradient, stream, got, got_grad);
+    run_gpu(ws, &p, n, &df, &dm, c->count, gradient, stream, got, got_grad);
     assert_same(c, n, want, want_grad, got, got_grad, "second GPU run");
     cudaStreamDestroy(stream);
     dh_parzen_cuda_workspace_free(ws);
     cudaFree((void *)df.data);
     cudaFree((void *)df.mask);
-    cudaFree((void *)dm.data);
-    cudaFree((void *)dm.mask);
+    cudaFree((void *)((const char *)dm.data - me * skip));
+    if (dm.mask)
+        cudaFree((void *)(dm.mask - skip));
     free(fixed);
     free(moving);
     free(fmask);
@@ -297,6 +318,31 @@ START_TEST(test_large)
             c.masks = w;
             compare(&c, 900 + 3 * bi + w);
         }
+}
+END_TEST
+
+/* The histogram's and the gradient's run paths (PZ_RUN contiguous pixels per thread,
+ * mi_parzen_cuda_hist.cuh): 64 x 64 images (a multiple of the run: 16-byte loads and stores) and
+ * the same one element past an aligned start (one load per pixel), every sample type, with and
+ * without masks, flat images (every lane's run on one cell: the warp's sums), smooth ones (runs
+ * that end inside a thread's pixels) and noise (a run per pixel), both windows, MI and NMI. */
+START_TEST(test_runs)
+{
+    static const enum pattern patterns[] = {CONSTANT, SMOOTH, RANDOM};
+    static const dh_parzen_sample samples[] = {DH_PARZEN_FLOAT32, DH_PARZEN_UINT16,
+                                               DH_PARZEN_INT16};
+    for (int pi = 0; pi < 3; pi++)
+        for (int si = 0; si < 3; si++)
+            for (int misalign = 0; misalign < 2; misalign++) {
+                pz_case c = base_case(patterns[pi], 64, 5);
+                c.side = 64;
+                c.moving_sample = samples[si];
+                c.misalign = misalign;
+                c.masks = (pi + si + misalign) % 2;
+                c.window = (uint32_t)(si + misalign) % 2;
+                c.grad_of = (uint32_t)(pi + misalign) % 2;
+                compare(&c, 1300 + 11 * pi + 3 * si + misalign);
+            }
 }
 END_TEST
 
@@ -486,6 +532,7 @@ int main(void)
         return DH_TEST_SKIP;
     const dh_test tests[] = {DH_TEST_LOOP(test_grid, TWO_VALUE + 1),
                              DH_TEST(test_samples_and_ranges), DH_TEST(test_large),
+                             DH_TEST(test_runs),
                              DH_TEST(test_division_paths),
                              DH_TEST(test_degenerate), DH_TEST(test_arguments)};
     dh_test_in_one_process();
