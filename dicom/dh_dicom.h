@@ -198,7 +198,10 @@ int dh_dicom_gpu_decoders(char *msg, size_t msg_len);
  * The frames of many files decoded at once into GPU memory, for a pipeline whose next step runs
  * on the GPU. JPEG 2000 and HTJ2K frames of every file go to nvJPEG2000 together: `workers` host
  * threads, each parsing its next frame while its previous one decodes on its own streams, all
- * frames of the batch in one queue. Every other syntax, and every frame nvJPEG2000 refuses or
+ * frames of the batch in one queue. JPEG lossless SV1 frames go to nvJPEG's lossless backend in
+ * batched calls where DH_GPU_JPEG_LOSSLESS=1 asks and it was measured exact on such frames
+ * (dicom_gpu_jpeg_lossless.cpp); an SV1 file of which it did not read every frame is read whole by
+ * DCMTK. Every other syntax, and every frame nvJPEG2000 refuses or
  * fails on, or whose values would need the dataset's bit layout applied (a code stream of another
  * depth or sign than BitsStored / PixelRepresentation say), is read by the CPU decoders of
  * dh_dicom_read_memory and copied in: never a different value than the CPU read gives. */
@@ -222,7 +225,7 @@ typedef struct dh_dicom_device_image {
      * (stream-ordered, CUDA's default memory pool: cudaFreeAsync releases it too). Release
      * with dh_dicom_device_image_release. NULL when status is not DH_DICOM_OK. */
     void *device_pixels;
-    uint32_t gpu_frames, cpu_frames; /* frames read by nvJPEG2000 and by the CPU decoders */
+    uint32_t gpu_frames, cpu_frames; /* frames read by nvJPEG2000 / nvJPEG, by the CPU decoders */
 } dh_dicom_device_image;
 
 /* How a batch runs; a zeroed struct (or NULL) means the defaults. */

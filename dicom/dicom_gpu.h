@@ -67,6 +67,13 @@ struct gpu_batch_frame {
 bool gpu_decode_jpeg2000_batch(std::vector<gpu_batch_frame> &frames, unsigned workers,
                                void *stream, std::string &reason);
 
+/* Decodes the JPEG lossless SV1 frames of a batch through nvJPEG's lossless backend, many frames
+ * per call, into their cells, ordered on `stream` (the caller's) and finished on return. Each
+ * frame is first checked (gpu_jpeg_lossless_admits, as stored values): one refused keeps its
+ * reason and stays undecoded, for DCMTK. False with the reason only when nothing could start. */
+bool gpu_decode_jpeg_lossless_batch(std::vector<gpu_batch_frame> &frames, void *stream,
+                                    std::string &reason);
+
 /* Device memory on the caller's stream (stream-ordered, the device's default pool), its release,
  * and copies either way ordered on that stream (to the host: waited for). False with the
  * reason on failure. */

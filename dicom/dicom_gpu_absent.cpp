@@ -36,6 +36,11 @@ bool gpu_decode_jpeg2000_batch(std::vector<gpu_batch_frame> &, unsigned, void *,
     return gpu_decoders_usable(reason);
 }
 
+bool gpu_decode_jpeg_lossless_batch(std::vector<gpu_batch_frame> &, void *, std::string &reason)
+{
+    return gpu_decoders_usable(reason);
+}
+
 bool gpu_device_alloc(size_t, void *, device_ptr &, std::string &reason)
 {
     return gpu_decoders_usable(reason);

@@ -184,6 +184,16 @@ inline const gpu_api *gpu_api_current(std::optional<gpu_context_scope> &scope, s
     return scope->pushed ? api : nullptr;
 }
 
+/* Whether frame f of an SV1 image goes to nvJPEG's lossless backend: its headers checked against
+ * the dataset (one component, SOF3 of the dataset's size, predictor 1, no point transform, a
+ * precision nvJPEG decodes right in this version) and, unless DH_GPU_JPEG_LOSSLESS says
+ * otherwise, the frame sizes measured exact (dicom_gpu_jpeg_lossless.cpp). as_stored_values: the
+ * decoded samples must be the stored values as they stand (precision BitsStored from bit 0,
+ * unsigned), for a batch decoding straight into them. False with the reason otherwise. */
+bool gpu_jpeg_lossless_admits(const gpu_api &api, const gpu_frame &frame, uint32_t f,
+                              const dh_dicom_image &img, bool as_stored_values,
+                              std::string &reason);
+
 } // namespace dh_dicom_impl
 
 #endif /* DH_DICOM_GPU_API_H */

@@ -4,12 +4,15 @@
  * device memory (dh_dicom.h says what the caller gets). Three steps, each file failing alone as
  * dh_dicom_read_memory would fail it:
  *   1. parse, on `workers` threads: the dataset, its checks and metadata as a read does them;
- *      the code stream of every JPEG 2000 / HTJ2K frame checked and gathered (in place where a
- *      frame is one fragment); any other syntax decoded on the CPU right away;
+ *      the code stream of every JPEG 2000 / HTJ2K and JPEG lossless SV1 frame checked and
+ *      gathered (in place where a frame is one fragment); any other syntax decoded on the CPU
+ *      right away;
  *   2. every file's stored values allocated on the caller's stream, every gathered frame of the
- *      batch decoded by nvJPEG2000 into its place (dicom_gpu_jpeg2000_batch.cpp);
- *   3. on `workers` threads again: each frame the GPU refused or failed on decoded by OpenJPEG,
- *      and each file read on the CPU, copied to its place on the caller's stream.
+ *      batch decoded into its place: JPEG 2000 by nvJPEG2000 (dicom_gpu_jpeg2000_batch.cpp), SV1
+ *      by nvJPEG's lossless backend, many frames per call (dicom_gpu_jpeg_lossless_batch.cpp);
+ *   3. on `workers` threads again: each J2K frame the GPU refused or failed on decoded by
+ *      OpenJPEG, each SV1 file with such a frame read whole by DCMTK, and each file read on the
+ *      CPU, copied to its place on the caller's stream.
  * Built with or without the GPU decoders: without them the call says so (dicom_gpu_absent.cpp).
  */
 #include "dicom_internal.h"
@@ -39,6 +42,8 @@ struct batch_file {
     std::vector<gpu_frame> frames;          /* empty: read on the CPU */
     std::string not_on_gpu;                 /* why a JPEG 2000 file was not */
     size_t first_frame = 0;                 /* its frames' place in the batch's list */
+    bool lossless = false;                  /* SV1: its frames in the lossless list */
+    E_TransferSyntax xfer = EXS_Unknown;
 };
 
 /* fn(i) for i in [0, n) on up to `threads` threads. */
@@ -78,11 +83,19 @@ void parse(batch_file &f, bool cpu_only)
             f.ff.reset(new DcmFileFormat);
             load_memory(*f.ff, f.in->data, f.in->size, f.held);
             dh_dicom_image &img = *out.image;
-            const E_TransferSyntax xfer = read_image_header(*f.ff, img);
+            const E_TransferSyntax xfer = f.xfer = read_image_header(*f.ff, img);
             DcmDataset &ds = *f.ff->getDataset();
             if (is_jpeg2000(xfer) && !cpu_only) {
                 f.frames = jpeg2000_gpu_frames(pixel_fragments(ds), img, f.joined, f.not_on_gpu);
                 if (!f.frames.empty())
+                    return;
+            }
+            if (xfer == EXS_JPEGProcess14SV1 && !cpu_only) {
+                refuse_stalling_jpeg(pixel_fragments(ds), xfer); /* as DCMTK's read refuses */
+                f.frames = jpeg_lossless_gpu_frames(pixel_fragments(ds), img, f.joined,
+                                                    f.not_on_gpu);
+                f.lossless = !f.frames.empty();
+                if (f.lossless)
                     return;
             }
             const dh_dicom_read_options cpu{};
@@ -93,9 +106,48 @@ void parse(batch_file &f, bool cpu_only)
         out.msg, sizeof out.msg);
 }
 
-/* Step 3 for one file: its frames the GPU did not read, or all of it when read on the CPU. */
-void complete(batch_file &f, const std::vector<gpu_batch_frame> &decoded, void *stream)
+/* Step 3 for an SV1 file of which nvJPEG did not read every frame: DCMTK reads it whole (it
+ * decodes a dataset, not a frame) and its values replace the device's. */
+void complete_lossless(batch_file &f, const std::vector<gpu_batch_frame> &decoded, void *stream)
 {
+    dh_dicom_device_image &out = *f.out;
+    dh_dicom_image &img = *out.image;
+    std::string first_refusal;
+    for (uint32_t k = 0; k < img.frames; k++) {
+        const gpu_batch_frame &fr = decoded[f.first_frame + k];
+        out.gpu_frames += fr.decoded;
+        if (!fr.decoded && first_refusal.empty())
+            first_refusal = fr.refusal.empty() ? "no call reached it" : fr.refusal;
+    }
+    if (out.gpu_frames == img.frames) {
+        copy_field(img.decoder, sizeof img.decoder, "nvjpeg");
+        return;
+    }
+    const dh_dicom_read_options cpu{};
+    decode_pixels(*f.ff->getDataset(), f.xfer, cpu, img);
+    std::string why;
+    if (!gpu_copy_to_device(reinterpret_cast<device_ptr>(out.device_pixels), img.pixels,
+                            cells_of(img) * 2, stream, why))
+        fail(DH_DICOM_ERR_INTERNAL, "%s", why.c_str());
+    free(img.pixels);
+    img.pixels = nullptr;
+    char note[DH_DICOM_MSG_LEN / 2];
+    snprintf(note, sizeof note, "DCMTK read the file: nvJPEG did not read %u of %u frames: %s",
+             img.frames - out.gpu_frames, img.frames, first_refusal.c_str());
+    out.gpu_frames = 0;
+    out.cpu_frames = img.frames;
+    copy_field(img.decoder_note, sizeof img.decoder_note, note);
+}
+
+/* Step 3 for one file: its frames the GPU did not read, or all of it when read on the CPU. */
+void complete(batch_file &f, const std::vector<gpu_batch_frame> &decoded,
+              const std::vector<gpu_batch_frame> &lossless, void *stream)
+{
+    if (f.lossless) {
+        f.out->status = run_guarded([&] { complete_lossless(f, lossless, stream); }, f.out->msg,
+                                    sizeof f.out->msg);
+        return;
+    }
     dh_dicom_device_image &out = *f.out;
     dh_dicom_image &img = *out.image;
     const device_ptr base = reinterpret_cast<device_ptr>(out.device_pixels);
@@ -171,7 +223,7 @@ dh_dicom_status read_batch(const dh_dicom_batch_input *inputs, size_t count, uin
     time.parse = seconds_since(t0);
 
     t0 = std::chrono::steady_clock::now();
-    std::vector<gpu_batch_frame> frames;
+    std::vector<gpu_batch_frame> frames, lossless;
     for (batch_file &f : files) {
         dh_dicom_device_image &out = *f.out;
         if (out.status != DH_DICOM_OK)
@@ -184,7 +236,8 @@ dh_dicom_status read_batch(const dh_dicom_batch_input *inputs, size_t count, uin
             continue;
         }
         out.device_pixels = reinterpret_cast<void *>(base);
-        f.first_frame = frames.size();
+        std::vector<gpu_batch_frame> &list = f.lossless ? lossless : frames;
+        f.first_frame = list.size();
         const size_t frame_bytes = (size_t)out.image->format.rows * out.image->format.columns * 2;
         for (uint32_t k = 0; k < f.frames.size(); k++) {
             gpu_batch_frame fr;
@@ -192,19 +245,22 @@ dh_dicom_status read_batch(const dh_dicom_batch_input *inputs, size_t count, uin
             fr.img = out.image;
             fr.index = k;
             fr.cells = base + k * frame_bytes;
-            frames.push_back(std::move(fr));
+            list.push_back(std::move(fr));
         }
     }
     std::string why;
     if (!gpu_decode_jpeg2000_batch(frames, workers, stream, why))
         for (gpu_batch_frame &fr : frames)
             fr.refusal = why;
+    if (!gpu_decode_jpeg_lossless_batch(lossless, stream, why))
+        for (gpu_batch_frame &fr : lossless)
+            fr.refusal = why;
     time.decode = seconds_since(t0);
 
     t0 = std::chrono::steady_clock::now();
     parallel_for(count, workers, [&](size_t i) {
         if (files[i].out->status == DH_DICOM_OK)
-            complete(files[i], frames, stream);
+            complete(files[i], frames, lossless, stream);
     });
     for (batch_file &f : files)
         if (f.out->status != DH_DICOM_OK)

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: MIT
 /*
  * dicom_gpu_jpeg_lossless.cpp: JPEG lossless SV1 frames (1.2.840.10008.1.2.4.70) through nvJPEG's
- * lossless backend, all frames of an image in one batched call into one device buffer, then one
- * copy to the host. Only what that backend is known to decode exactly is handed to it: one
- * component, a lossless frame header (SOF3) of the dataset's size and a precision BitsAllocated
- * holds, one scan with predictor 1 and no point transform; and precisions 9 to 15 only from
- * nvJPEG 13.0.2 on, since earlier versions return zero-filled images for them without an error.
- * Everything else stays with DCMTK's decoder.
+ * lossless backend: which frames it may have (gpu_jpeg_lossless_admits, for this one-image path
+ * and the batch of dicom_gpu_jpeg_lossless_batch.cpp), and one image's frames in one batched call
+ * into one device buffer, then one copy to the host. Only what that backend was measured to
+ * decode exactly is handed to it, and only when DH_GPU_JPEG_LOSSLESS=1 asks: one component, a
+ * lossless frame header (SOF3) of the dataset's size and a precision BitsAllocated holds, one scan
+ * with predictor 1, no point transform and no restart interval, at least 64 KiB of code stream;
+ * and precisions 9 to 15 only from nvJPEG 13.0.2 on, since earlier versions return zero-filled
+ * images for them without an error. Everything else stays with DCMTK's decoder.
  */
 #include "dicom_gpu.h"
 #include "dicom_gpu_api.h"
@@ -19,21 +21,20 @@ namespace dh_dicom_impl {
 
 namespace {
 
-/* Measured on an H100 with nvJPEG 13.3.2 (tests/test_dicom_gpu_decode --gpu, docs/batch.md): its
- * lossless backend returned wrong values, without an error, for every small SV1 frame tried (the
- * 64x64 sample CT, 97x61 frames at 8 to 16 bits from dcmcjpeg: values go wrong after about the
- * first 55 bytes of entropy-coded data), while 512x512 and larger frames came out exact; and on
- * 512x512 12-bit CT it read 19 MB/s against DCMTK's 98 on one thread, 62 against 1131 on 16.
- * Wrong and slower: JPEG lossless stays with DCMTK unless DH_GPU_JPEG_LOSSLESS=1 asks for nvJPEG,
- * which only serves to measure a newer nvJPEG with the same test. */
-const char *const refused_by_default =
-    "JPEG lossless stays with DCMTK: nvJPEG 13.3's lossless backend returned wrong values for "
-    "small frames and was slower (docs/batch.md; DH_GPU_JPEG_LOSSLESS=1 tries it)";
+/* DH_GPU_JPEG_LOSSLESS: unset (or anything else), JPEG lossless stays with DCMTK (not yet
+ * measured faster: refused_by_default); "1" hands nvJPEG the frames measured exact
+ * (measured_exact); "all" every frame the header checks pass, whatever its size or restart
+ * interval, only to map a newer nvJPEG with bench/probe_sv1. */
+enum class lossless_mode { off, measured_exact, all };
 
-bool asked_for()
+lossless_mode mode_asked()
 {
     const char *v = getenv("DH_GPU_JPEG_LOSSLESS");
-    return v != nullptr && strcmp(v, "1") == 0;
+    if (v != nullptr && strcmp(v, "1") == 0)
+        return lossless_mode::measured_exact;
+    if (v != nullptr && strcmp(v, "all") == 0)
+        return lossless_mode::all;
+    return lossless_mode::off;
 }
 
 /* nvJPEG versions before this decode 9 to 15-bit lossless streams to zeros. */
@@ -69,6 +70,7 @@ struct lossless_call {
 struct jpeg_header {
     unsigned sof = 0, precision = 0, rows = 0, columns = 0, components = 0;
     unsigned scans = 0, predictor = 0, point_transform = 0, scan_components = 0;
+    unsigned restart_interval = 0; /* DRI before the scan; 0: none */
 };
 
 /* Walks the marker segments up to the first scan's data. */
@@ -97,6 +99,8 @@ jpeg_header read_header(const uint8_t *d, uint64_t n)
             h.rows = (unsigned)seg[1] << 8 | seg[2];
             h.columns = (unsigned)seg[3] << 8 | seg[4];
             h.components = seg[5];
+        } else if (marker == 0xdd && length >= 4) {
+            h.restart_interval = (unsigned)seg[0] << 8 | seg[1];
         } else if (marker == 0xda && length >= 6) {
             h.scans++;
             h.scan_components = seg[0];
@@ -119,7 +123,70 @@ std::string refusal(uint32_t f, const char *what)
     return text;
 }
 
+/* nvJPEG 13.3.2's lossless backend on an H100 (bench/probe_sv1, 144 SV1 streams, each alone and
+ * all in one batch; bench/NOTES.md "Session 16, sv1"): every stream with a restart interval came
+ * out wrong without an error (zeros or garbage from the first sample on, 16x16 to 512x512), and
+ * so did every stream without one in files up to 20.2 KB (16x16 to 100x100 at 8 and 16 bits,
+ * 16x512, 97x61 12-bit: wrong from about the 20th to 50th sample on), and one of 24.2 KB inside
+ * the batch (exact alone); every one in files from 24.9 KB on (160x160 8-bit to 2140x1760) was
+ * exact, alone and in the batch. 64 KiB of code stream keeps a margin of 2.6 times the largest
+ * failure. */
+constexpr uint64_t smallest_exact_stream = 64 * 1024;
+
+/* The per-call overhead measured in the same run (a state of the lossless backend costs about
+ * 270 ms to create, while DCMTK on 16 threads reads 240 512x512 frames in 110 ms) and the one-file
+ * path's 79 MB/s against DCMTK's 1112 on 16 threads keep JPEG lossless on DCMTK by default. */
+const char *const refused_by_default =
+    "JPEG lossless stays with DCMTK: nvJPEG's lossless backend is not yet measured faster "
+    "(docs/batch.md; DH_GPU_JPEG_LOSSLESS=1 asks for it on the frames it decodes exactly)";
+
+/* Whether nvJPEG's lossless backend was measured exact on frames like this one; false with the
+ * reason otherwise. */
+bool measured_exact(const jpeg_header &h, uint64_t length, uint32_t f, std::string &reason)
+{
+    if (h.restart_interval != 0)
+        reason = refusal(f, "has restart intervals, which nvJPEG 13.3 decodes wrong");
+    else if (length < smallest_exact_stream)
+        reason = refusal(f, "is under 64 KiB of code stream, where nvJPEG 13.3 decodes wrong");
+    return reason.empty();
+}
+
 } // namespace
+
+bool gpu_jpeg_lossless_admits(const gpu_api &api, const gpu_frame &frame, uint32_t f,
+                              const dh_dicom_image &img, bool as_stored_values,
+                              std::string &reason)
+{
+    const lossless_mode mode = mode_asked();
+    if (mode == lossless_mode::off) {
+        reason = refused_by_default;
+        return false;
+    }
+    reason.clear();
+    const jpeg_header h = read_header(frame.bytes, frame.length);
+    if (h.sof != 0xc3 || h.scans != 1)
+        reason = refusal(f, "is not a lossless (SOF3) stream with a scan header");
+    else if (h.components != 1 || h.scan_components != 1)
+        reason = refusal(f, "has more than one component");
+    else if (h.rows != img.format.rows || h.columns != img.format.columns)
+        reason = refusal(f, "has another size than the dataset");
+    else if (h.precision < 2 || h.precision > 16 || h.precision > img.format.bits_allocated)
+        reason = refusal(f, "has a precision BitsAllocated does not hold");
+    else if (as_stored_values && (h.precision != img.format.bits_stored ||
+                                  img.format.high_bit + 1 != img.format.bits_stored))
+        reason = refusal(f, "needs the bit layout applied (precision not BitsStored, or HighBit "
+                            "not BitsStored - 1)");
+    else if (as_stored_values && img.format.is_signed)
+        reason = refusal(f, "is signed (nvJPEG gives samples without their sign extended)");
+    else if (h.predictor != 1 || h.point_transform != 0)
+        reason = refusal(f, "is not first-order prediction without point transform");
+    else if (h.precision > 8 && h.precision < 16 &&
+             version_older(api.jpeg_version, twelve_bit_fix))
+        reason = "nvJPEG before 13.0.2 returns zeros for 9 to 15-bit lossless JPEG";
+    if (!reason.empty())
+        return false;
+    return mode == lossless_mode::all || measured_exact(h, frame.length, f, reason);
+}
 
 bool gpu_decode_jpeg_lossless(const std::vector<gpu_frame> &frames, const dh_dicom_image &img,
                               uint16_t *cells, std::string &reason)
@@ -131,28 +198,9 @@ bool gpu_decode_jpeg_lossless(const std::vector<gpu_frame> &frames, const dh_dic
         reason = api->jpeg_missing;
         return false;
     }
-    if (!asked_for()) {
-        reason = refused_by_default;
-        return false;
-    }
-    for (uint32_t f = 0; f < frames.size(); f++) {
-        const jpeg_header h = read_header(frames[f].bytes, frames[f].length);
-        if (h.sof != 0xc3 || h.scans != 1)
-            reason = refusal(f, "is not a lossless (SOF3) stream with a scan header");
-        else if (h.components != 1 || h.scan_components != 1)
-            reason = refusal(f, "has more than one component");
-        else if (h.rows != img.format.rows || h.columns != img.format.columns)
-            reason = refusal(f, "has another size than the dataset");
-        else if (h.precision < 2 || h.precision > 16 || h.precision > img.format.bits_allocated)
-            reason = refusal(f, "has a precision BitsAllocated does not hold");
-        else if (h.predictor != 1 || h.point_transform != 0)
-            reason = refusal(f, "is not first-order prediction without point transform");
-        else if (h.precision > 8 && h.precision < 16 &&
-                 version_older(api->jpeg_version, twelve_bit_fix))
-            reason = "nvJPEG before 13.0.2 returns zeros for 9 to 15-bit lossless JPEG";
-        if (!reason.empty())
+    for (uint32_t f = 0; f < frames.size(); f++)
+        if (!gpu_jpeg_lossless_admits(*api, frames[f], f, img, false, reason))
             return false;
-    }
     gpu_context_scope scope(*api);
     if (!scope.pushed) {
         reason = "the GPU's context cannot be made current";

@@ -294,6 +294,18 @@ std::vector<gpu_frame> jpeg2000_gpu_frames(DcmPixelSequence &seq, const dh_dicom
 void decode_jpeg2000_frame(const gpu_frame &frame, const dh_dicom_image &img, uint32_t index,
                            uint16_t *cells);
 
+/* Fails a JPEG pixel sequence (.50 to .70) with a fragment DCMTK's decoder never gets past, as
+ * its read does, so a GPU decoder is never handed it (dicom_pixels.cpp). */
+void refuse_stalling_jpeg(DcmPixelSequence &seq, E_TransferSyntax xfer);
+
+/* The code stream of every frame of a JPEG lossless SV1 pixel sequence, each ending with its EOI
+ * (frames found by their SOI as DCMTK finds them), joined into `joined` (which must outlive the
+ * result); empty with the reason where a frame cannot be found or is cut short: DCMTK then reads
+ * the file (dicom_jpeg_lossless.cpp). */
+std::vector<gpu_frame> jpeg_lossless_gpu_frames(DcmPixelSequence &seq, const dh_dicom_image &img,
+                                                std::vector<std::vector<Uint8>> &joined,
+                                                std::string &reason);
+
 /* Decoded cells (each sample's low 16 bits) made stored values in place: the dataset's bit
  * layout applied as every decoder's output gets it (dicom_pixels.cpp). */
 void cells_to_stored_values(uint16_t *cells, size_t n, const dh_dicom_image &img);

@@ -16,8 +16,9 @@ namespace {
 const frame_marker soi_lossless = {"JPEG lossless", "SOI", {0xff, 0xd8, 0xff}, 3};
 }
 
-bool decode_jpeg_lossless_gpu(DcmPixelSequence &seq, const dh_dicom_image &img, uint16_t *cells,
-                              std::string &reason)
+std::vector<gpu_frame> jpeg_lossless_gpu_frames(DcmPixelSequence &seq, const dh_dicom_image &img,
+                                                std::vector<std::vector<Uint8>> &joined,
+                                                std::string &reason)
 {
     const std::vector<fragment> items = fragment_list(seq);
     std::vector<size_t> starts;
@@ -25,9 +26,9 @@ bool decode_jpeg_lossless_gpu(DcmPixelSequence &seq, const dh_dicom_image &img, 
         starts = frame_starts(items, img.frames, soi_lossless);
     } catch (const failure &why) { /* DCMTK finds frames its own way: let it try */
         reason = why.reason;
-        return false;
+        return {};
     }
-    std::vector<std::vector<Uint8>> joined(img.frames);
+    joined.assign(img.frames, {});
     std::vector<gpu_frame> frames(img.frames);
     for (uint32_t f = 0; f < img.frames; f++) {
         std::vector<Uint8> &j = joined[f];
@@ -37,11 +38,19 @@ bool decode_jpeg_lossless_gpu(DcmPixelSequence &seq, const dh_dicom_image &img, 
             n--;
         if (n < 4 || j[n - 2] != 0xff || j[n - 1] != 0xd9) {
             reason = "frame " + std::to_string(f + 1) + " ends without an EOI marker";
-            return false;
+            return {};
         }
         frames[f] = gpu_frame{j.data(), n};
     }
-    return gpu_decode_jpeg_lossless(frames, img, cells, reason);
+    return frames;
+}
+
+bool decode_jpeg_lossless_gpu(DcmPixelSequence &seq, const dh_dicom_image &img, uint16_t *cells,
+                              std::string &reason)
+{
+    std::vector<std::vector<Uint8>> joined;
+    const std::vector<gpu_frame> frames = jpeg_lossless_gpu_frames(seq, img, joined, reason);
+    return !frames.empty() && gpu_decode_jpeg_lossless(frames, img, cells, reason);
 }
 
 } // namespace dh_dicom_impl

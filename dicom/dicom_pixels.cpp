@@ -168,7 +168,7 @@ static bool jpeg_marker_walk_stalls(const Uint8 *d, uint64_t n)
     return false;
 }
 
-static void refuse_stalling_jpeg(DcmPixelSequence &seq, E_TransferSyntax xfer)
+void refuse_stalling_jpeg(DcmPixelSequence &seq, E_TransferSyntax xfer)
 {
     if (xfer < EXS_JPEGProcess1 || xfer > EXS_JPEGProcess14SV1)
         return; /* RLE has a decoder of its own */

@@ -17,7 +17,10 @@
  *                               the GPU read all of them, else a note saying why); every
  *                               generated J2K / HTJ2K stream is read on the GPU whole; the
  *                               public dh_decode_to_device gives the same for every file.
- *                               Skipped (77) where dh_dicom_gpu_decoders says no.
+ *                               Skipped (77) where dh_dicom_gpu_decoders says no. With
+ *                               DH_GPU_JPEG_LOSSLESS=1 (test_dicom_gpu_batch_sv1_gpu) the SV1
+ *                               frames measured exact go to nvJPEG: some file must be read
+ *                               there whole, named nvjpeg, and every value stay DCMTK's.
  */
 #define _XOPEN_SOURCE 700
 #include "dh_dicom.h"
@@ -122,6 +125,7 @@ typedef struct files {
 } files;
 
 static files *gathered; /* nftw's callback has no user argument */
+static int sv1_on_gpu;  /* SV1 files nvJPEG read whole, counted by check_file */
 
 static int gather(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
@@ -208,9 +212,12 @@ static int check_file(const char *path, const dh_dicom_batch_input *in,
         failures++;
     }
     const int all_gpu = got->gpu_frames == img->frames;
-    if (all_gpu != (strcmp(img->decoder, "nvjpeg2k") == 0) ||
+    /* JPEG lossless SV1 goes to nvJPEG where DH_GPU_JPEG_LOSSLESS=1 admits its frames. */
+    const int sv1 = is_syntax(cpu, "1.2.840.10008.1.2.4.70");
+    sv1_on_gpu += sv1 && all_gpu;
+    if (all_gpu != (strcmp(img->decoder, sv1 ? "nvjpeg" : "nvjpeg2k") == 0) ||
         (!all_gpu && jpeg2000_syntax(cpu) && img->decoder_note[0] == '\0') ||
-        (!jpeg2000_syntax(cpu) && strcmp(img->decoder, cpu->decoder) != 0)) {
+        (!jpeg2000_syntax(cpu) && !all_gpu && strcmp(img->decoder, cpu->decoder) != 0)) {
         printf("FAIL %s: decoder %s (%s) for %u of %u frames on the GPU (CPU read: %s)\n", path,
                img->decoder, img->decoder_note, got->gpu_frames, img->frames, cpu->decoder);
         failures++;
@@ -244,6 +251,7 @@ static int batch_once(files *fs, uint32_t workers)
     }
     int failures = 0, generated = 0, ok = 0;
     uint32_t gpu_frames = 0, cpu_frames = 0;
+    sv1_on_gpu = 0;
     for (size_t i = 0; i < fs->count; i++) {
         failures += check_file(fs->path[i], &fs->in[i], &out[i], &generated);
         ok += out[i].status == DH_DICOM_OK;
@@ -261,6 +269,17 @@ static int batch_once(files *fs, uint32_t workers)
         printf("FAIL: only %d generated J2K/HTJ2K streams read on the GPU (19 expected)\n",
                generated);
         failures++;
+    }
+    /* DH_GPU_JPEG_LOSSLESS=1 (ctest test_dicom_gpu_batch_sv1_gpu): the frames measured exact
+     * (the sweep's large ones, the real 2140x1760 radiograph) go to nvJPEG, the rest to DCMTK,
+     * every value DCMTK's (checked above). */
+    const char *lossless = getenv("DH_GPU_JPEG_LOSSLESS");
+    if (lossless && strcmp(lossless, "1") == 0) {
+        printf("%d JPEG lossless SV1 files read by nvJPEG whole\n", sv1_on_gpu);
+        if (sv1_on_gpu == 0) {
+            printf("FAIL: DH_GPU_JPEG_LOSSLESS=1 and no SV1 file read by nvJPEG\n");
+            failures++;
+        }
     }
     free(out);
     return failures;

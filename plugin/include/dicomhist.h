@@ -943,7 +943,9 @@ DH_API dh_status dh_equalized_encode_png(dh_ctx *ctx, const dh_volume *volume,
  * whose next step runs there (dh_hist_compute_device, dh_equalize_device, dh_mi_evaluate_device).
  * The JPEG 2000 and HTJ2K frames of all the items go to nvJPEG2000 at once (dh_ctx_set_threads
  * worker threads, each parsing its next frame while the last decodes; 0 means 16, at most 32);
- * every other syntax, every frame the GPU refuses or fails on, and everything when the context's
+ * JPEG lossless SV1 frames of the kind nvJPEG's lossless backend was measured exact on go to it
+ * in a few batched calls, only where the environment asks (DH_GPU_JPEG_LOSSLESS=1); every other
+ * syntax, every frame the GPU refuses or fails on, and everything when the context's
  * GPU decoders are off (dh_ctx_set_gpu_decode), is read by the CPU decoders and copied in: the
  * stored values are always those dh_volume_read_memory would give (docs/batch.md). */
 
@@ -959,8 +961,8 @@ typedef struct dh_device_image {
      * the current device, ready on the stream given; NULL when status is not DH_OK. Released by
      * dh_device_image_release (stream-ordered; cudaFreeAsync does it too). */
     void *d_samples;
-    uint32_t gpu_frames, cpu_frames; /* frames read by nvJPEG2000 and by the CPU decoders */
-    char decoder[16];       /* "nvjpeg2k" when the GPU read every frame, else the CPU decoder */
+    uint32_t gpu_frames, cpu_frames; /* frames read by nvJPEG2000 / nvJPEG, by the CPU decoders */
+    char decoder[16]; /* "nvjpeg2k" ("nvjpeg": SV1) when the GPU read every frame, else the CPU's */
     char decoder_note[256]; /* why frames the GPU could read were read on the CPU ("" if none) */
 } dh_device_image;
 

@@ -113,9 +113,20 @@ def write_pair(dest, name, pixels, bits, signed, syntax, encode):
     save(ds, os.path.join(dest, name + ".dcm"))
 
 
+def jpll_p12(dest, name, ct):
+    """The same frames as JPEG lossless SV1 whose frame header says 12 bits (as scanners write
+    it; dcmcjpeg writes 16), which the batch may hand to nvJPEG as they stand (issue 24)."""
+    from sv1_encoder import check_with_dcmtk, encode_sv1
+    ds = dataset(ct, 12, False, 16, "1.2.840.10008.1.2.4.70", name)
+    ds.PixelData = encapsulate([encode_sv1(frame, 12, 0) for frame in ct], has_bot=True)
+    path = os.path.join(dest, name + ".dcm")
+    save(ds, path)
+    check_with_dcmtk(path, ct)
+
+
 def bench(dest, frames):
-    """bench_ct_{j2k,htj2k,jpll}.dcm: `frames` CT-like 512x512 12-bit frames in one file each,
-    for bench_decode --gpu (no twins)."""
+    """bench_ct_{j2k,htj2k,jpll,jpll_p12}.dcm: `frames` CT-like 512x512 12-bit frames in one file
+    each, for bench_decode --gpu and --batch (no twins)."""
     ct = ct_like(frames, 11)
     with tempfile.TemporaryDirectory() as work:
         write_pair(work, "bench_ct_j2k", ct, 12, False, "1.2.840.10008.1.2.4.90",
@@ -125,6 +136,7 @@ def bench(dest, frames):
         write_pair(work, "bench_ct_jpll", ct, 12, False, "1.2.840.10008.1.2.4.70", None)
         for name in ("bench_ct_j2k", "bench_ct_htj2k", "bench_ct_jpll"):
             os.replace(os.path.join(work, name + ".dcm"), os.path.join(dest, name + ".dcm"))
+    jpll_p12(dest, "bench_ct_jpll_p12", ct)
 
 
 def main():
@@ -162,6 +174,9 @@ def main():
         px = values(3, 61, 97, 16, True, 99)
         write_pair(dest, "lossy_16s_j2k_r8", px, 16, True, "1.2.840.10008.1.2.4.91",
                    j2k(16, True, ["-I", "-r", "8"]))
+    # Single SV1 frames on both sides of where nvJPEG's lossless backend is exact (issue 24).
+    from make_sv1_sweep import sweep
+    sweep(os.path.join(dest, "sv1_sweep"))
 
 
 if __name__ == "__main__":
