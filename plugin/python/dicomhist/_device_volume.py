@@ -124,6 +124,9 @@ def ranges(volume):
     """The stored and modality ranges of the values present, computed where they are (the
     library's host record has none: its samples never were on the host)."""
     x = volume.pixels
+    if library_of(x) == "torch":
+        import torch
+        x = x.to(torch.int32)  # PyTorch 2.11 has no min/max of uint16 on CUDA
     if x.numel() if library_of(x) == "torch" else x.size:
         smin, smax = int(x.min()), int(x.max())
         if volume.modality_lut is not None:
