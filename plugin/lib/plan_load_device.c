@@ -211,10 +211,21 @@ static dh_status load_files(dh_ctx *ctx, const dh_plan *p, const dh_plan_series 
             st = oom(ctx, g->path);
         }
     }
-    /* The volume's header fields are its first slice read's (the plan checked that the format
-     * agrees across the slices). */
-    dh_volume *v = st == DH_OK && kept ? dh_volume_alloc_header(s->got[first].image, kept, g->path)
-                                       : NULL;
+    /* The volume's header fields are the series' first file's, as dh_plan_load_series takes
+     * them, even when that file's pixels failed (its header read again); else the first slice
+     * read's (the plan checked that the format agrees across the slices). */
+    dh_dicom_image *head = NULL;
+    char head_msg[DH_DICOM_MSG_LEN];
+    if (st == DH_OK && kept && first != 0 &&
+        dh_plan_file_read(&p->files[g->files[0]], 0, NULL, &head, head_msg, sizeof head_msg) !=
+            DH_OK) {
+        dh_dicom_image_free(head);
+        head = NULL;
+    }
+    dh_volume *v = st == DH_OK && kept
+                       ? dh_volume_alloc_header(head ? head : s->got[first].image, kept, g->path)
+                       : NULL;
+    dh_dicom_image_free(head);
     if (st == DH_OK && kept && !v)
         st = oom(ctx, g->path);
     const size_t bytes = v ? dh_volume_slice_bytes(v) : 0;
