@@ -106,8 +106,8 @@ def _lut_values(volume, stored):
 def _as_float(x, dtype):
     if library_of(x) == "torch":
         import torch
-        return x.to({np.dtype(np.float64): torch.float64,
-                     np.dtype(np.float32): torch.float32}[np.dtype(dtype)])
+        return x.to(torch.int32).to({np.dtype(np.float64): torch.float64,  # uint16: via int32
+                                     np.dtype(np.float32): torch.float32}[np.dtype(dtype)])
     return x.astype(dtype)
 
 

@@ -123,6 +123,8 @@ def _same(host, dev, lib):
                 "slice_sources", "slice_locations", "slice_positions", "warnings",
                 "stored_min", "stored_max", "modality_min", "modality_max", "modality_lut"):
         assert getattr(dev, key) == getattr(host, key), f"{dev.path}: {key}"
+    # Modality values computed on the device: the same float64 arithmetic, the same numbers.
+    assert np.array_equal(lib.host(dev.modality_values()), host.modality_values()), dev.path
 
 
 def test_read_all_equals_the_host_read(lib, series_dir):
