@@ -995,6 +995,60 @@ DH_API dh_status dh_ctx_set_read_timing(dh_ctx *ctx, int enabled);
 /* The sums since dh_ctx_set_read_timing; all zero when it is off. */
 DH_API dh_status dh_ctx_read_times(const dh_ctx *ctx, dh_read_times *out);
 
+/* ---- A series straight into GPU memory (issue 24) ---------------------------------------
+ * One planned series (or multi-frame file) decoded into ONE contiguous buffer of GPU memory,
+ * slice after slice in the plan's volume order, for work whose next step runs there. All its
+ * files go to dh_decode_to_device's batch together (every JPEG 2000 / HTJ2K frame of the series
+ * in one nvJPEG2000 queue; other syntaxes read by the CPU decoders and copied in), each file's
+ * values then copied on the GPU into its slice's place: the stored values are always those
+ * dh_plan_load_series gives. The host keeps what a host volume says beside its samples (geometry,
+ * rescale, LUTs, window, UIDs, slice sources, decoders, warnings) as a dh_volume without samples,
+ * and the slices left out as failures naming their files, exactly as dh_plan_load_series records
+ * them. Why one buffer rather than dh_decode_to_device's one per file: the device functions
+ * (dh_hist_compute_device, dh_equalize_device, CLAHE in 3D, a DLPack array in Python) take a volume
+ * as one compact array. Why a buffer the caller may give: an array library (CuPy, PyTorch) then
+ * owns the memory, its pool and lifetime (docs/batch.md). Needs the GPU decoders and CUDA
+ * (DH_ERR_NO_DEVICE, with the reason, where either is absent). Memory: the series' files on the
+ * host during the call; on the GPU its samples, and as much again while the call runs (the
+ * batch's per-file buffers, released before it returns). */
+typedef struct dh_device_volume {
+    /* The host side: dh_volume_set_volume(set, 0) is the volume's metadata (the set holds no
+     * volume when every slice failed), dh_volume_set_failure_* the slices left out. That volume
+     * has no samples on the host: dh_volume_data is NULL, its stored and modality ranges 0, and
+     * dh_hist_compute / dh_equalize refuse it, until dh_device_volume_download copies them down;
+     * the derived writers (dh_equalized_write_dicom and kin) take it as it is. */
+    dh_volume_set *set;
+    /* columns * rows * slices stored values (uint16_t, int16_t when is_signed), slice after slice
+     * in the volume's order, ready on the stream given; NULL when no slice was read. */
+    void *d_samples;
+    int owns_samples; /* 1: allocated by the call (released by dh_device_volume_release) */
+    uint32_t columns, rows, slices, bits_stored;
+    int is_signed;
+    double rescale_slope, rescale_intercept;
+    uint32_t gpu_frames, cpu_frames; /* frames read by nvJPEG2000 and by the CPU decoders */
+} dh_device_volume;
+
+/* Loads series `series` of plan into out on cuda_stream (a cudaStream_t of the current device,
+ * NULL for the legacy default stream); the decode is finished when the call returns, the copies
+ * into place are ordered on the stream. d_samples: NULL, and the call allocates the buffer on
+ * the stream; or the caller's device memory of `capacity` bytes, at least
+ * dh_plan_series_sample_bytes(plan, series) (the slices kept come first). DH_OK whenever the
+ * series was tried (slices that fail are left out, each a failure of out->set; a series that
+ * cannot be built is one failure and no volume); DH_ERR_NO_DEVICE where this process cannot
+ * decode into GPU memory (no CUDA build, GPU decoders absent or too old, no GPU; the reason in
+ * the message); DH_ERR_INVALID_ARGUMENT; DH_ERR_NO_MEMORY; DH_ERR_CUDA for a failed copy. On
+ * failure out is zeroed. The plan must outlive out (its items' bytes, for the writers). */
+DH_API dh_status dh_plan_load_series_device(dh_ctx *ctx, const dh_plan *plan, size_t series,
+                                            void *cuda_stream, void *d_samples, size_t capacity,
+                                            dh_device_volume *out);
+/* Copies v's samples to the host (waiting for cuda_stream) into its set's volume, which from then
+ * on is a whole host volume (dh_volume_data, its ranges, dh_equalize, dh_hist_compute); for work
+ * that runs on the host, such as a histogram in modality units. DH_ERR_CUDA on a failed copy. */
+DH_API dh_status dh_device_volume_download(dh_ctx *ctx, dh_device_volume *v, void *cuda_stream);
+/* Frees v's set and, when the call allocated them, its samples (stream-ordered on cuda_stream);
+ * zeroes v. NULL is ignored. */
+DH_API void dh_device_volume_release(dh_device_volume *v, void *cuda_stream);
+
 #ifdef __cplusplus
 }
 #endif

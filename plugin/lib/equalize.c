@@ -522,6 +522,10 @@ dh_status dh_equalize(dh_ctx *ctx, const dh_volume *v, const dh_equalize_params 
     if (!ctx || !v || !out)
         return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "dh_equalize: NULL argument");
     *out = NULL;
+    if (!v->data) /* a dh_device_volume's: its samples are on the GPU */
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
+                           "dh_equalize: %s has its samples on the GPU "
+                           "(dh_device_volume_download, or dh_equalize_device)", v->path);
     dh_equalize_params defaults;
     if (!params) {
         dh_equalize_params_init(&defaults);

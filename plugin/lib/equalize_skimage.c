@@ -190,6 +190,10 @@ dh_status dh_equalize_skimage_float(dh_ctx *ctx, const dh_volume *v,
     if (!ctx || !v || !p || !out)
         return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
                            "dh_equalize_skimage_float: NULL argument");
+    if (!v->data) /* a dh_device_volume's: its samples are on the GPU */
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
+                           "dh_equalize_skimage_float: %s has its samples on the GPU "
+                           "(dh_device_volume_download)", v->path);
     dh_status st = check(ctx, v, p);
     if (st == DH_OK && (st = run(ctx, v, p, 2, NULL, out)) == DH_OK)
         dh_ctx_clear(ctx);

@@ -394,6 +394,10 @@ dh_status dh_hist_compute(dh_ctx *ctx, const dh_volume *v, const dh_hist_params 
     *out = NULL;
     if (!v)
         return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "dh_hist_compute: volume is NULL");
+    if (!v->data) /* a dh_device_volume's: its samples are on the GPU */
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
+                           "dh_hist_compute: %s has its samples on the GPU "
+                           "(dh_device_volume_download, or dh_hist_compute_device)", v->path);
     dh_hist_params defaults;
     dh_hist_params_init(&defaults);
     const dh_hist_params *p = params ? params : &defaults;

@@ -86,6 +86,14 @@ dh_status dh_volume_set_from_plan(dh_ctx *ctx, const dh_plan *plan, const char *
  * (dh_volume_set_from_plan, messages naming "<count> <what>") and freed. */
 dh_status dh_volume_set_from_scan(dh_ctx *ctx, dh_status scanned, dh_plan *plan,
                                   const char *what, size_t count, dh_volume_set **out);
+/* The whole file at path into *bytes (malloc'ed) and *size; -1 when it cannot be read so (the
+ * caller then reads it the usual way, for the usual message). plan_load.c. */
+int dh_plan_read_whole(const char *path, unsigned char **bytes, size_t *size);
+/* Slice `kept` of v recorded from planned file f of series g (source, position, location,
+ * instance number; the volume marked lossy when f is), as plan_load.c and plan_load_device.c
+ * keep it. Returns 0, or -1 when out of memory. */
+int dh_plan_slice_record(dh_volume *v, uint32_t kept, const dh_plan_series *g,
+                         const dh_plan_file *f);
 /* Worker threads for ctx: its setting, 0 meaning one per online processor; at most `work`. */
 int dh_ctx_worker_threads(const dh_ctx *ctx, size_t work);
 

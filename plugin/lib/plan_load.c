@@ -41,7 +41,7 @@ static double clock_seconds(clockid_t which)
 
 /* The whole file into *bytes (malloc'ed), for a read timed apart from its decode; -1 when it
  * cannot be read so (the caller then reads it the usual way, for the usual message). */
-static int read_whole(const char *path, unsigned char **bytes, size_t *size)
+int dh_plan_read_whole(const char *path, unsigned char **bytes, size_t *size)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat st;
@@ -76,7 +76,7 @@ static dh_status read_timed(const dh_plan_file *f, const dh_dicom_read_options *
     double wall = clock_seconds(CLOCK_MONOTONIC), cpu = clock_seconds(CLOCK_THREAD_CPUTIME_ID);
     unsigned char *bytes = NULL;
     size_t size = 0;
-    int whole = !f->bytes && read_whole(f->path, &bytes, &size) == 0;
+    int whole = !f->bytes && dh_plan_read_whole(f->path, &bytes, &size) == 0;
     double wall2 = clock_seconds(CLOCK_MONOTONIC), cpu2 = clock_seconds(CLOCK_THREAD_CPUTIME_ID);
     t->read_seconds = wall2 - wall;
     t->read_cpu_seconds = cpu2 - cpu;
@@ -127,6 +127,23 @@ static void add_times(dh_read_times *sum, const dh_read_times *t)
     sum->decode_cpu_seconds += t->decode_cpu_seconds;
     sum->files += t->files;
     sum->bytes += t->bytes;
+}
+
+int dh_plan_slice_record(dh_volume *v, uint32_t kept, const dh_plan_series *g,
+                         const dh_plan_file *f)
+{
+    dh_volume_note_lossy(v, f->slice.is_lossy, f->slice.lossy_method);
+    dh_slice_info *s = &v->slice[kept];
+    if (!(s->source = strdup(f->path)))
+        return -1;
+    s->source_bytes = f->bytes;
+    s->source_size = f->bytes ? (size_t)f->size : 0;
+    s->frame = 0;
+    s->has_position = f->slice.has_position;
+    memcpy(s->position, f->slice.position, sizeof s->position);
+    s->location = g->by_location ? f->slice.location : (double)kept;
+    s->instance_number = f->slice.has_instance_number ? f->slice.instance_number : 0;
+    return 0;
 }
 
 /* The header the volume takes its fields from: the first slice's, read again (the plan keeps
@@ -190,20 +207,11 @@ static int load_files(dh_ctx *ctx, const dh_plan *p, const dh_plan_series *g, dh
         if (kept != i)
             memmove((unsigned char *)v->data + kept * bytes, (unsigned char *)v->data + i * bytes,
                     bytes);
-        dh_volume_note_lossy(v, f->slice.is_lossy, f->slice.lossy_method);
         dh_volume_note_decoder(v, job.decoder[i], job.decoder_note[i]);
-        dh_slice_info *s = &v->slice[kept];
         if (kept != i)
-            memcpy(s->sop_uid, v->slice[i].sop_uid, sizeof s->sop_uid);
-        if (!(s->source = strdup(f->path)))
+            memcpy(v->slice[kept].sop_uid, v->slice[i].sop_uid, sizeof v->slice[kept].sop_uid);
+        if (dh_plan_slice_record(v, kept, g, f) != 0)
             goto done;
-        s->source_bytes = f->bytes;
-        s->source_size = f->bytes ? (size_t)f->size : 0;
-        s->frame = 0;
-        s->has_position = f->slice.has_position;
-        memcpy(s->position, f->slice.position, sizeof s->position);
-        s->location = g->by_location ? f->slice.location : (double)kept;
-        s->instance_number = f->slice.has_instance_number ? f->slice.instance_number : 0;
         kept++;
     }
     if (kept == 0) { /* every slice failed, each with its own failure */

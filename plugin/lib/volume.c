@@ -295,8 +295,10 @@ static int compare_frame_keys(const void *pa, const void *pb)
 }
 
 /* Orders the frames of a multi-frame volume by location, moving slices in place along the
- * cycles of the permutation with one slice of scratch. */
-static int sort_frames(dh_volume *v)
+ * cycles of the permutation with one slice of scratch (a volume without samples, whose frames
+ * are elsewhere, only has its slice records ordered). order_out, when not NULL, receives the
+ * permutation: slice i is the file's frame order_out[i]. */
+static int sort_frames(dh_volume *v, uint32_t *order_out)
 {
     uint32_t n = v->slices;
     int sorted = 1;
@@ -308,7 +310,7 @@ static int sort_frames(dh_volume *v)
     unsigned char *done = calloc(n, 1);
     dh_slice_info *info = malloc(n * sizeof *info);
     frame_key *keys = malloc(n * sizeof *keys);
-    size_t bytes = dh_volume_slice_bytes(v);
+    size_t bytes = v->data ? dh_volume_slice_bytes(v) : 1;
     unsigned char *scratch = malloc(bytes);
     if (!order || !done || !info || !keys || !scratch) {
         free(order), free(done), free(info), free(keys), free(scratch);
@@ -321,8 +323,10 @@ static int sort_frames(dh_volume *v)
     for (uint32_t i = 0; i < n; i++)
         order[i] = keys[i].index;
     free(keys);
+    if (order_out)
+        memcpy(order_out, order, n * sizeof *order);
     unsigned char *data = v->data;
-    for (uint32_t start = 0; start < n; start++) {
+    for (uint32_t start = 0; data && start < n; start++) {
         if (done[start] || order[start] == start)
             continue;
         /* Slot `start` receives slice order[start], whose slot receives order[order[start]]... */
@@ -346,11 +350,12 @@ static int sort_frames(dh_volume *v)
     return 0;
 }
 
-dh_status dh_volume_from_image(dh_ctx *ctx, dh_dicom_image *image, const char *path,
-                               dh_volume **out)
+/* dh_volume_from_image, or (take_pixels 0) dh_volume_from_header. */
+static dh_status frames_volume(dh_ctx *ctx, dh_dicom_image *image, const char *path,
+                               int take_pixels, uint32_t *order, dh_volume **out)
 {
     *out = NULL;
-    if (!image->pixels)
+    if (take_pixels && !image->pixels)
         return dh_ctx_fail(ctx, DH_ERR_INTERNAL, "%s: image read without pixels", path);
     if (image->frames == 0)
         return dh_ctx_fail(ctx, DH_ERR_MALFORMED, "%s: no frames", path);
@@ -359,8 +364,12 @@ dh_status dh_volume_from_image(dh_ctx *ctx, dh_dicom_image *image, const char *p
     if (!v)
         return dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "%s: out of memory for %u frames", path,
                            image->frames);
-    v->data = image->pixels;
-    image->pixels = NULL;
+    if (take_pixels) {
+        v->data = image->pixels;
+        image->pixels = NULL;
+    }
+    for (uint32_t f = 0; order && f < v->slices; f++)
+        order[f] = f; /* unless sort_frames orders them */
 
     int has_geometry = image->has_orientation;
     for (uint32_t f = 0; f < v->slices; f++) {
@@ -385,14 +394,32 @@ dh_status dh_volume_from_image(dh_ctx *ctx, dh_dicom_image *image, const char *p
             return dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "%s: out of memory", path);
         }
     }
-    if ((image->frame_positions && has_geometry && sort_frames(v) != 0) ||
+    if ((image->frame_positions && has_geometry && sort_frames(v, order) != 0) ||
         dh_volume_finish_geometry(v) != 0) {
         dh_volume_free(v);
         return dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "%s: out of memory", path);
     }
-    dh_volume_update_range(v);
+    if (v->data)
+        dh_volume_update_range(v);
     *out = v;
     return DH_OK;
+}
+
+dh_status dh_volume_from_image(dh_ctx *ctx, dh_dicom_image *image, const char *path,
+                               dh_volume **out)
+{
+    return frames_volume(ctx, image, path, 1, NULL, out);
+}
+
+dh_status dh_volume_from_header(dh_ctx *ctx, dh_dicom_image *image, const char *path,
+                                uint32_t *order, dh_volume **out)
+{
+    return frames_volume(ctx, image, path, 0, order, out);
+}
+
+dh_volume *dh_volume_alloc_header(const dh_dicom_image *first, uint32_t slices, const char *path)
+{
+    return volume_alloc(first, slices, path, 0);
 }
 
 static dh_status finish_read(dh_ctx *ctx, dh_status st, dh_dicom_image *image, const char *name,

@@ -102,6 +102,14 @@ int dh_volume_finish_geometry(dh_volume *v);
 dh_status dh_volume_from_image(dh_ctx *ctx, dh_dicom_image *image, const char *path,
                                dh_volume **out);
 
+/* The same volume without samples (data NULL, ranges 0), for samples that live elsewhere (the
+ * GPU: plan_load_device.c); order (image->frames entries, may be NULL) receives the frame
+ * order: slice i is the file's frame order[i]. */
+dh_status dh_volume_from_header(dh_ctx *ctx, dh_dicom_image *image, const char *path,
+                                uint32_t *order, dh_volume **out);
+/* dh_volume_alloc without the sample buffer (data NULL). */
+dh_volume *dh_volume_alloc_header(const dh_dicom_image *first, uint32_t slices, const char *path);
+
 /* Slice normal from an orientation (row x column cosines). */
 void dh_orientation_normal(const double orientation[6], double normal[3]);
 

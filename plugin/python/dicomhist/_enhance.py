@@ -3,8 +3,8 @@
 PyTorch, or a Volume) made into a volume, the parameters of dh_equalize from the command's
 spellings, and the result given back as the kind of array that came in, on its device.
 
-Equalization and CLAHE of a compact uint16 or int16 CuPy array or PyTorch CUDA tensor run where
-it lives (dh_equalize_device, on the array library's current stream; the result is made by that
+Equalization and CLAHE of a compact uint16 or int16 CuPy array or PyTorch CUDA tensor (or of a
+Volume read with device='cuda', without a window) run where it lives (dh_equalize_device, on the array library's current stream; the result is made by that
 library on that device). Window/level, a window of the file, device='cpu', other dtypes or
 layouts, and builds without CUDA (with device='auto') go through the host: the array is copied
 there, computed, and the result copied back to the array's device."""
@@ -78,6 +78,9 @@ class Input:
             if bits_stored is not None:
                 raise ValueError("bits_stored is for arrays; a Volume has its own")
             self.volume, self.two_d = x, False
+            if x.device == "cuda":  # computed on its host copy, given back on its device
+                x.host_handle()
+                self.like = x.pixels
             return
         if library_of(x) is not None or is_device_array(x):
             self.like = x
@@ -117,7 +120,15 @@ def _compact(view):
 
 def on_device(x, bits_stored, fields):
     """The result of dh_equalize_device for a CUDA array, the same kind on its device, or None
-    where that path does not apply (see the module's text)."""
+    where that path does not apply (see the module's text). A Volume read with device='cuda'
+    computes on its GPU samples where no window is asked for (a window is in modality units,
+    which only the host path applies); else through the host."""
+    if isinstance(x, Volume):
+        if x.device != "cuda" or "window" in fields:
+            return None
+        if bits_stored is not None:
+            raise ValueError("bits_stored is for arrays; a Volume has its own")
+        return on_device(x.pixels, x.bits_stored, fields)
     lib = library_of(x)
     if lib is None or not is_device_array(x) or fields["operation"] != _core.EQ_EQUALIZE or \
             fields["device"] == _core.DEVICE_CPU or fields.get("window") == _core.WINDOW_FILE or \

@@ -58,7 +58,9 @@ def write_derived(volume, output_dir, operation="equalize", png=None, uids="rand
         raise TypeError("write_derived needs a Volume read from DICOM files (dicomhist.read): "
                         "the derived files copy its sources' tags")
     fields = _choice(_OPERATIONS, operation, "operation")(**options)
-    r = _core.write_derived(ctx(), volume._handle, os.fspath(output_dir),
+    # A volume read with device='cuda' computes and encodes on its host copy (the encoders run
+    # on the host): its samples are copied down once.
+    r = _core.write_derived(ctx(), volume.host_handle(), os.fspath(output_dir),
                             png=None if png is None else os.fspath(png),
                             uids=_choice(_UIDS, uids, "uids"),
                             existing=_choice(_EXISTING, existing, "existing"),

@@ -20,7 +20,8 @@ _INFO_KEYS = ("path", "series_uid", "modality", "rows", "columns", "slices", "bi
 class Volume:
     """One series or multi-frame file: `pixels` is the (slices, rows, columns) NumPy array of
     stored values (uint16, or int16 when signed), read-only and shared with the library (no
-    copy). Metadata are attributes: rows, columns, slices, bits_allocated, bits_stored, signed,
+    copy); read with device='cuda', a CuPy array or PyTorch CUDA tensor in GPU memory instead
+    (`device` says which: 'cpu' or 'cuda'). Metadata are attributes: rows, columns, slices, bits_allocated, bits_stored, signed,
     photometric, rescale_slope, rescale_intercept, modality_lut (None, or entries, first_mapped
     and bits of the Modality LUT Sequence that replaces the rescale; its table as
     modality_lut_table bytes of uint16), window ((center, width) or None), spacing, path,
@@ -29,11 +30,19 @@ class Volume:
     stored_max, modality_min, modality_max, warnings, slice_sources, slice_frames,
     slice_locations, slice_positions."""
 
-    def __init__(self, handle):
+    def __init__(self, handle, device_pixels=None):
         self._handle = handle
         self._meta = _core.volume_info(handle)
         for key, value in self._meta.items():
             setattr(self, key, value)
+        if device_pixels is not None:  # read(..., device="cuda"): the samples stay on the GPU
+            self.device = "cuda"
+            self.pixels = device_pixels
+            self._meta.update(_device.ranges(self))
+            for key in ("stored_min", "stored_max", "modality_min", "modality_max"):
+                setattr(self, key, self._meta[key])
+            return
+        self.device = "cpu"
         dtype = np.int16 if self.signed else np.uint16
         self.pixels = np.frombuffer(_core.volume_pixels(handle), dtype=dtype).reshape(
             self.slices, self.rows, self.columns)
@@ -45,7 +54,9 @@ class Volume:
     def modality_values(self, dtype=np.float64):
         """Modality values for every pixel, a new array: slope * stored + intercept (Hounsfield
         units for CT), or the Modality LUT's entry, stored values below or above its mapped
-        range taking the first or last one."""
+        range taking the first or last one. On the GPU for a volume read with device='cuda'."""
+        if self.device == "cuda":
+            return _device.modality_values(self, dtype)
         if self.modality_lut is not None:
             table = np.frombuffer(self.modality_lut_table, dtype=np.uint16)
             index = np.clip(self.pixels.astype(np.int64) - self.modality_lut["first_mapped"], 0,
@@ -62,10 +73,20 @@ class Volume:
         """The dict `dicomhist info --json` prints for this volume."""
         return {k: self._meta[k] for k in _INFO_KEYS}
 
+    def host_handle(self):
+        """The library's volume with its samples on the host, for the functions that compute
+        there (histogram, window/level, write_derived): a volume read with device='cuda' copies
+        its samples down once (the GPU array stays as it is)."""
+        if self.device == "cuda" and not getattr(self, "_downloaded", False):
+            _core.device_volume_download(ctx(), self._handle, _device.stream_of(self.pixels))
+            self._downloaded = True
+        return self._handle
+
     def __repr__(self):
         return (f"<dicomhist.Volume {self.path!r}: {self.slices}x{self.rows}x{self.columns} "
                 f"{self.modality or '?'} {self.bits_stored}-bit "
-                f"{'signed' if self.signed else 'unsigned'}>")
+                f"{'signed' if self.signed else 'unsigned'}"
+                f"{' on cuda' if self.device == 'cuda' else ''}>")
 
 
 class ReadResult(list):
@@ -83,19 +104,32 @@ def _paths(path_or_paths):
     return tuple(os.fsdecode(p) for p in path_or_paths)
 
 
-def read_all(path_or_paths):
+def read_all(path_or_paths, device="cpu", like=None):
     """Every volume in the files and directories given (series grouped by SeriesInstanceUID,
-    slices ordered along their normal), with the inputs that failed kept beside them."""
+    slices ordered along their normal), with the inputs that failed kept beside them.
+
+    device='cuda': each series decoded straight into GPU memory (dh_plan_load_series_device:
+    JPEG 2000 / HTJ2K by nvJPEG2000, all frames of a series in one batch; other syntaxes by the
+    CPU decoders, copied in), its `pixels` a CuPy array, or a PyTorch CUDA tensor where CuPy is
+    not importable, or of like's library and device when `like` (a CuPy array or PyTorch CUDA
+    tensor) is given; made on that library's current stream and device. The values, metadata
+    and failures are those of device='cpu'. NoDeviceError (with the reason) where no GPU
+    decodes."""
+    if device == "cuda":
+        return _device.read_all(_paths(path_or_paths), like)
+    if device != "cpu":
+        raise ValueError(f"device must be 'cpu' or 'cuda', not {device!r}")
     handles, failures, skipped = _core.read(ctx(), _paths(path_or_paths))
     return ReadResult([Volume(h) for h in handles],
                       [(p, error_for(code, name, msg)) for p, name, code, msg in failures],
                       skipped)
 
 
-def read(path_or_paths):
+def read(path_or_paths, device="cpu", like=None):
     """The one volume in a file, a series folder, or a list of files: raises the library's
-    error when an input fails, and ValueError when the inputs hold several series."""
-    result = read_all(path_or_paths)
+    error when an input fails, and ValueError when the inputs hold several series. device and
+    like as for read_all."""
+    result = read_all(path_or_paths, device, like)
     if result.failures:
         raise result.failures[0][1]
     if len(result) != 1:
@@ -126,5 +160,9 @@ def from_array(x, bits_stored=None):
 def as_volume(x):
     """x itself when it is a Volume, else from_array(x); and whether x was 2D."""
     if isinstance(x, Volume):
+        x.host_handle()  # a volume on the GPU computes here on its host copy
         return x, False
     return from_array(x), np.ndim(x) == 2
+
+
+from . import _device_volume as _device  # noqa: E402  (it builds Volumes: imported last)

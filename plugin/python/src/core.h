@@ -26,6 +26,11 @@ dh_ctx *core_ctx(PyObject *capsule);
  * the buffer is): how volume pixels reach NumPy without a copy. */
 PyObject *core_memory_new(PyObject *owner, void *data, Py_ssize_t len, int readonly);
 
+/* The arguments (ctx, paths) of the calls that read paths: the context, and the tuple of str
+ * paths as UTF-8 strings (valid while the tuple lives), a PyMem_Free'd array; NULL with an
+ * exception set. */
+const char **core_ctx_and_paths(PyObject *args, dh_ctx **ctx, Py_ssize_t *count);
+
 /* A C buffer of an object exporting the buffer protocol, contiguous, at least min_len bytes;
  * writable when asked. Returns 0, or -1 with an exception set. */
 int core_get_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t min_len, int writable,
@@ -55,5 +60,7 @@ int core_memory_type_init(PyObject *module);
  * derived output's table (core_enhance.c). */
 const dh_volume *core_volume(PyObject *capsule);
 extern PyMethodDef core_enhance_methods[];
+/* Series read straight into GPU memory (core_device.c). */
+extern PyMethodDef core_device_methods[];
 
 #endif /* DH_PYTHON_CORE_H */

@@ -41,7 +41,8 @@ PyMODINIT_FUNC PyInit__core(void)
         PyModule_AddFunctions(m, core_mi_methods) < 0 ||
         PyModule_AddFunctions(m, core_parzen_methods) < 0 ||
         PyModule_AddFunctions(m, core_params_methods) < 0 ||
-        PyModule_AddFunctions(m, core_enhance_methods) < 0 || core_memory_type_init(m) < 0 ||
+        PyModule_AddFunctions(m, core_enhance_methods) < 0 ||
+        PyModule_AddFunctions(m, core_device_methods) < 0 || core_memory_type_init(m) < 0 ||
         core_constants_add(m) < 0) {
         Py_DECREF(m);
         return NULL;

@@ -157,3 +157,24 @@ PyMethodDef core_support_methods[] = {
     {"ctx_new", ctx_new, METH_NOARGS, "A new dh_ctx in a capsule."},
     {NULL, NULL, 0, NULL},
 };
+
+const char **core_ctx_and_paths(PyObject *args, dh_ctx **ctx, Py_ssize_t *count)
+{
+    PyObject *ctx_obj, *paths;
+    if (!PyArg_ParseTuple(args, "OO!", &ctx_obj, &PyTuple_Type, &paths))
+        return NULL;
+    if (!(*ctx = core_ctx(ctx_obj)))
+        return NULL;
+    *count = PyTuple_Size(paths);
+    const char **cpaths = PyMem_Calloc(*count ? (size_t)*count : 1, sizeof *cpaths);
+    if (!cpaths) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < *count; i++)
+        if (!(cpaths[i] = PyUnicode_AsUTF8AndSize(PyTuple_GetItem(paths, i), NULL))) {
+            PyMem_Free(cpaths);
+            return NULL;
+        }
+    return cpaths;
+}

@@ -45,21 +45,11 @@ static PyObject *status_tuple(const char *path, dh_status st, const char *msg)
 static PyObject *py_read(PyObject *self, PyObject *args)
 {
     (void)self;
-    PyObject *ctx_obj, *paths;
-    if (!PyArg_ParseTuple(args, "OO!", &ctx_obj, &PyTuple_Type, &paths))
-        return NULL;
-    dh_ctx *ctx = core_ctx(ctx_obj);
-    if (!ctx)
-        return NULL;
-    Py_ssize_t count = PyTuple_Size(paths);
-    const char **cpaths = PyMem_Calloc(count ? (size_t)count : 1, sizeof *cpaths);
+    dh_ctx *ctx;
+    Py_ssize_t count;
+    const char **cpaths = core_ctx_and_paths(args, &ctx, &count);
     if (!cpaths)
-        return PyErr_NoMemory();
-    for (Py_ssize_t i = 0; i < count; i++)
-        if (!(cpaths[i] = PyUnicode_AsUTF8AndSize(PyTuple_GetItem(paths, i), NULL))) {
-            PyMem_Free(cpaths);
-            return NULL;
-        }
+        return NULL;
     dh_volume_set *set = NULL;
     dh_status st;
     Py_BEGIN_ALLOW_THREADS
