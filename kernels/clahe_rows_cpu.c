@@ -192,10 +192,22 @@ __attribute__((target("avx2,fma"))) static void blend_avx2(const dh_clahe_row *r
     const __m256i top = _mm256_set1_epi32(r->top), one = _mm256_set1_epi32(1);
     const __m256i zero = _mm256_setzero_si256(), k = _mm256_set1_epi32(65537);
     const uint32_t width = (uint32_t)((int64_t)r->hi - r->lo + 1);
-    const int one_per_value = r->bins == width;
-    /* m = ceil(bins 2^32 / W) in the even 32-bit lanes, which _mm256_mul_epu32 reads. */
+    /* Where W / bins is a power of two 2^k the bin is u >> k; elsewhere the multiply-high by
+     * m = ceil(bins 2^32 / W), in the even 32-bit lanes, which _mm256_mul_epu32 reads. */
+    int shift = -1;
+    for (int k = 0; k <= 16; k++)
+        if (((uint64_t)r->bins << k) == width)
+            shift = k;
+    const __m128i by = _mm_cvtsi32_si128(shift < 0 ? 0 : shift);
     const __m256i magic = _mm256_set1_epi32(
-        one_per_value ? 0 : (int)(uint32_t)((((uint64_t)r->bins << 32) + width - 1) / width));
+        shift >= 0 ? 0 : (int)(uint32_t)((((uint64_t)r->bins << 32) + width - 1) / width));
+    const uint16_t *raw = r->raw;
+    uint16_t *out = r->out;
+    const int is_signed = r->is_signed;
+    const uint32_t *base = c->base, *den = c->den;
+    const uint64_t *wpair = c->wpair;
+    const float *inv_x = c->inv;
+    const uint32_t n = c->n;
     const __m256i wy0 = _mm256_set1_epi32((int)r->wy0), wy1 = _mm256_set1_epi32((int)r->wy1);
     const __m256i den_y = _mm256_set1_epi32((int)r->den_y);
     const __m256 wy0f = _mm256_set1_ps((float)r->wy0), wy1f = _mm256_set1_ps((float)r->wy1);
@@ -203,28 +215,30 @@ __attribute__((target("avx2,fma"))) static void blend_avx2(const dh_clahe_row *r
     const __m256 offset = _mm256_set1_ps(32768.5f);
     const long long *quads = (const long long *)r->quads;
     uint32_t x = 0;
-    for (; x + 8 <= c->n; x += 8) {
-        __m128i s16 = _mm_loadu_si128((const __m128i *)(r->raw + x));
-        __m256i v = r->is_signed ? _mm256_cvtepi16_epi32(s16) : _mm256_cvtepu16_epi32(s16);
+    for (; x + 8 <= n; x += 8) {
+        __m128i s16 = _mm_loadu_si128((const __m128i *)(raw + x));
+        __m256i v = is_signed ? _mm256_cvtepi16_epi32(s16) : _mm256_cvtepu16_epi32(s16);
         __m256i above = _mm256_cmpgt_epi32(v, hi);
         __m256i outside = _mm256_or_si256(_mm256_cmpgt_epi32(lo, v), above);
         /* Outside the window bin 0 is read (any in-bounds one would do) and dropped. */
         __m256i u = _mm256_andnot_si256(outside, _mm256_sub_epi32(v, lo));
-        __m256i b = u;
-        if (!one_per_value) {
+        __m256i b;
+        if (shift >= 0) {
+            b = _mm256_srl_epi32(u, by);
+        } else {
             __m256i even = _mm256_srli_epi64(_mm256_mul_epu32(u, magic), 32);
             __m256i odd = _mm256_mul_epu32(_mm256_srli_epi64(u, 32), magic);
             b = _mm256_blend_epi32(even, odd, 0xaa);
         }
         int32_t at[8];
         _mm256_storeu_si256((__m256i *)at,
-                            _mm256_add_epi32(b, _mm256_loadu_si256((const __m256i *)(c->base + x))));
+                            _mm256_add_epi32(b, _mm256_loadu_si256((const __m256i *)(base + x))));
         /* Pixels 0 1 4 5 and 2 3 6 7: after the multiply-add, one shuffle of each puts the
          * horizontal blends of all 8 in column order. */
         __m256i qa = _mm256_set_epi64x(quads[at[5]], quads[at[4]], quads[at[1]], quads[at[0]]);
         __m256i qb = _mm256_set_epi64x(quads[at[7]], quads[at[6]], quads[at[3]], quads[at[2]]);
-        __m256i ha = _mm256_madd_epi16(qa, _mm256_loadu_si256((const __m256i *)(c->wpair + x)));
-        __m256i hb = _mm256_madd_epi16(qb, _mm256_loadu_si256((const __m256i *)(c->wpair + x + 4)));
+        __m256i ha = _mm256_madd_epi16(qa, _mm256_loadu_si256((const __m256i *)(wpair + x)));
+        __m256i hb = _mm256_madd_epi16(qb, _mm256_loadu_si256((const __m256i *)(wpair + x + 4)));
         __m256i h0 = _mm256_castps_si256(
             _mm256_shuffle_ps(_mm256_castsi256_ps(ha), _mm256_castsi256_ps(hb), 0x88));
         __m256i h1 = _mm256_castps_si256(
@@ -232,19 +246,19 @@ __attribute__((target("avx2,fma"))) static void blend_avx2(const dh_clahe_row *r
         /* The estimate, then the exact remainder modulo 2^32 (the header's proof). */
         __m256 nf = _mm256_fmadd_ps(wy1f, _mm256_cvtepi32_ps(h1),
                                     _mm256_mul_ps(wy0f, _mm256_cvtepi32_ps(h0)));
-        __m256 inv = _mm256_mul_ps(_mm256_loadu_ps(c->inv + x), inv_y);
+        __m256 inv = _mm256_mul_ps(_mm256_loadu_ps(inv_x + x), inv_y);
         __m256i q = _mm256_cvttps_epi32(_mm256_fmadd_ps(nf, inv, offset));
         __m256i num = _mm256_add_epi32(_mm256_mullo_epi32(h0, wy0), _mm256_mullo_epi32(h1, wy1));
-        __m256i d = _mm256_mullo_epi32(_mm256_loadu_si256((const __m256i *)(c->den + x)), den_y);
+        __m256i d = _mm256_mullo_epi32(_mm256_loadu_si256((const __m256i *)(den + x)), den_y);
         __m256i rem = _mm256_add_epi32(_mm256_add_epi32(num, num),
                                        _mm256_mullo_epi32(d, _mm256_sub_epi32(k, _mm256_add_epi32(q, q))));
         q = _mm256_add_epi32(q, _mm256_cmpgt_epi32(zero, rem)); /* rem < 0: one less */
         q = _mm256_sub_epi32(q, _mm256_cmpgt_epi32(rem, _mm256_sub_epi32(_mm256_add_epi32(d, d), one)));
         q = _mm256_or_si256(_mm256_andnot_si256(outside, q), _mm256_and_si256(above, top));
-        _mm_storeu_si128((__m128i *)(r->out + x),
+        _mm_storeu_si128((__m128i *)(out + x),
                          _mm_packus_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1)));
     }
-    if (x < c->n)
+    if (x < n)
         blend_portable(r, c, x);
 }
 
