@@ -6,8 +6,9 @@
  * Only one unit's tables are held, so 65536 bins per tile over many slices stay bounded.
  *
  * What makes it fast, with the bits of clahe.h unchanged: a bin table indexed by the raw 16-bit
- * sample (the bin, or a mark for below / above the window) replaces a division per pixel in both
- * passes and is rebuilt only when the window changes; a tile's histogram is counted in two halves
+ * sample (the bin, or a mark for below / above the window) replaces a division per pixel in the
+ * tile pass and the portable blend (the AVX2 blend computes it) and is rebuilt only when the
+ * window changes; a tile's histogram is counted in two halves
  * of 32-bit counters (even and odd pixels, so runs of one bin do not wait on each other) and its
  * table built without a division per bin (clahe_table_cpu.h); in 2D the four entries a pixel
  * blends are packed as one 8-byte quad per bin and segment, built band by band as the rows reach
