@@ -13,9 +13,12 @@
  * h' = w0 t'0 + w1 t'1 (|h'| < 2^15 den_x < 2^30 with den_x <= 32767, the weights signed 16-bit
  * too), and num' = wy0 h0' + wy1 h1' = num - 2^15 D. The quotient: an estimate from floats,
  *   f = (wy0 h0' + wy1 h1') / D + 2^15 + 1/2,
- * is within 0.02 of the exact (2 num + D) / (2 D) (each of its 6 roundings is at most 2^-24
- * relative, on terms summing to at most 2^15 D, and the last, at most 2^-8 absolute, near
- * 2^16), so its truncation q is the exact floor or one off either way. The remainder
+ * is within 0.02 of the exact (2 num + D) / (2 D): with u = 2^-24, the numerator's roundings
+ * (two conversions, a product, a fused sum) err by at most 3u times the sum of its terms' sizes,
+ * which is at most 2^15 D, the reciprocal's three (1 / den_x, 1 / den_y, their product) by 3u
+ * relative on a quotient of size at most 2^15, so the product errs by at most 6u 2^15 < 0.012,
+ * and the fused addition's one rounding near 2^16 by at most 2^-9; so its truncation q is the
+ * exact floor or one off either way. The remainder
  *   rem = 2 num + D - 2 D q = 2 num' + D (2^16 + 1 - 2 q)
  * is then in [-2D, 4D), below 2^31 in magnitude with D < 2^29, so its value modulo 2^32, which
  * wrapping 32-bit multiplies give exactly, is its value: rem < 0 means q is one too large,
