@@ -6,13 +6,14 @@
  * Only one unit's tables are held, so 65536 bins per tile over many slices stay bounded.
  *
  * What makes it fast, with the bits of clahe.h unchanged: a bin table indexed by the raw 16-bit
- * sample (the bin, or a mark for below / above the window) replaces a division per pixel in both
- * passes and is rebuilt only when the window changes; a tile's histogram is counted in two halves
+ * sample (the bin, or a mark for below / above the window) replaces a division per pixel in the
+ * tile pass and the portable blend (the AVX2 blend computes it) and is rebuilt only when the
+ * window changes; a tile's histogram is counted in two halves
  * of 32-bit counters (even and odd pixels, so runs of one bin do not wait on each other) and its
- * table built without a division per bin (clahe_table_cpu.h); in 2D the tables of two
- * neighbouring rows of tiles are interleaved as a pair, so the four entries a pixel blends are
- * two 4-byte loads from two tile columns' runs of bins, and the row blend runs 8 pixels at a time
- * in AVX2 where the processor has it (clahe_rows_cpu.h).
+ * table built without a division per bin (clahe_table_cpu.h); in 2D the four entries a pixel
+ * blends are packed as one 8-byte quad per bin and segment, built band by band as the rows reach
+ * it, and the row blend runs 8 pixels at a time in 32-bit AVX2 lanes where the processor has it
+ * (clahe_rows_cpu.h).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "clahe_cpu.h"
@@ -21,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <stdio.h>
+#include <time.h>
 
 #include "clahe_rows_cpu.h"
 #include "clahe_table_cpu.h"
@@ -43,8 +46,7 @@ typedef struct unit {
     uint32_t bins, levels;
     double clip_limit;
     uint16_t *tables; /* 3D: per row of tiles (z, y) bins x tx entries, entry b of tile ix at
-                       * b * tx + ix; 2D: pairs of rows of tiles (clahe_rows_cpu.h) */
-    uint32_t pairs;   /* 2D: how many pairs, tile rows (p, p + 1); one pair (0, 0) when ty is 1 */
+                       * b * tx + ix; 2D: tile (ix, iy)'s table at (iy * tx + ix) * bins */
     const dh_clahe_axis_weight *wx; /* per column */
     const dh_clahe_columns *columns; /* per column, for the 2D blend */
     int fast;                        /* the AVX2 blend */
@@ -92,7 +94,7 @@ typedef struct scratch {
 /* The histogram of a tile of 2^32 pixels or more (only a 3D tile can be) and its table by
  * dh_eq_lut_build itself. */
 static int wide_table(unit *u, scratch *w, uint32_t x0, uint32_t x1, uint32_t y0, uint32_t y1,
-                      uint32_t z0, uint32_t z1)
+                      uint32_t z0, uint32_t z1, uint16_t *table)
 {
     const dh_clahe_shape *s = u->shape;
     const uint32_t bins = u->bins;
@@ -113,7 +115,7 @@ static int wide_table(unit *u, scratch *w, uint32_t x0, uint32_t x1, uint32_t y0
         for (uint32_t b = 0; b < bins; b++)
             w->wide[b] = 1;
     dh_eq_window all = {0, (int32_t)bins - 1};
-    return dh_eq_lut_build(w->wide, 0, bins, all, u->levels, u->clip_limit, w->table);
+    return dh_eq_lut_build(w->wide, 0, bins, all, u->levels, u->clip_limit, table);
 }
 
 /* The table of tile k (x fastest, then y, then z). A tile with no pixel inside the window gets the
@@ -127,8 +129,10 @@ static int tile_table(unit *u, uint32_t k, scratch *w)
     uint32_t y0 = dh_clahe_tile_start(s->ny, s->ty, iy), y1 = dh_clahe_tile_start(s->ny, s->ty, iy + 1);
     uint32_t z0 = dh_clahe_tile_start(u->nz, u->tz, iz), z1 = dh_clahe_tile_start(u->nz, u->tz, iz + 1);
     uint32_t bins = u->bins;
+    /* 2D: the table is built in place; 3D: in the scratch, then spread bin-major. */
+    uint16_t *table = u->tz > 1 ? w->table : u->tables + (size_t)k * bins;
     if ((uint64_t)(x1 - x0) * (y1 - y0) * (z1 - z0) >= ((uint64_t)1 << 32)) {
-        if (wide_table(u, w, x0, x1, y0, y1, z0, z1) != 0)
+        if (wide_table(u, w, x0, x1, y0, y1, z0, z1, table) != 0)
             return -1;
     } else {
         /* The counters are all zero here (zeroed where the last tile counted, below). The
@@ -142,6 +146,11 @@ static int tile_table(unit *u, uint32_t k, scratch *w)
         for (uint32_t z = z0; z < z1; z++)
             for (uint32_t y = y0; y < y1; y++) {
                 const uint16_t *row = raw + ((size_t)(u->z0 + z) * s->ny + y) * s->nx;
+                /* The tile's rows are short runs a row apart, which the processor's own
+                 * prefetching follows poorly: ask for the run two rows ahead. */
+                if (y + 2 < y1)
+                    for (uint32_t x = x0; x < x1; x += 32)
+                        __builtin_prefetch(row + 2 * (size_t)s->nx + x);
                 for (uint32_t x = x0; x < x1; x++) {
                     uint16_t key = row[x] ^ flip;
                     kmin = key < kmin ? key : kmin;
@@ -165,30 +174,17 @@ static int tile_table(unit *u, uint32_t k, scratch *w)
             blo = 1;
             bhi = 0;
         }
-        dh_clahe_table_from_halves(h0, h1, bins, blo, bhi, u->levels, u->clip_limit, w->table);
+        dh_clahe_table_from_halves(h0, h1, bins, blo, bhi, u->levels, u->clip_limit, table);
         if (blo <= bhi) {
             memset(h0 + blo, 0, (bhi - blo + 1) * sizeof *h0);
             memset(h1 + blo, 0, (bhi - blo + 1) * sizeof *h1);
         }
         h0[bins] = h0[bins + 1] = h1[bins] = h1[bins + 1] = 0;
     }
-    const uint16_t *table = w->table;
     if (u->tz > 1) {
         uint16_t *dst = u->tables + ((size_t)iz * s->ty + iy) * bins * s->tx + ix;
         for (uint32_t b = 0; b < bins; b++)
             dst[(size_t)b * s->tx] = table[b];
-        return 0;
-    }
-    /* 2D: the first row of pair iy and the second of pair iy - 1 (both of the one pair of a
-     * single row of tiles); entry (ix, b, dy) of a pair at (ix * bins + b) * 2 + dy. */
-    const size_t pair_len = (size_t)bins * s->tx * 2;
-    for (uint32_t dy = 0; dy < 2; dy++) {
-        uint32_t p = s->ty == 1 ? 0 : iy - dy;
-        if ((s->ty > 1 && iy < dy) || p >= u->pairs)
-            continue;
-        uint16_t *dst = u->tables + p * pair_len + (size_t)ix * bins * 2 + dy;
-        for (uint32_t b = 0; b < bins; b++)
-            dst[2 * (size_t)b] = table[b];
     }
     return 0;
 }
@@ -208,28 +204,43 @@ static void tables_range(unit *u, size_t begin, size_t end)
     free(w.wide);
 }
 
-/* Row r of the unit (r = z * ny + y), blended between the tables of the nearest tile centres. */
-static void blend_row(const unit *u, size_t r)
+/* A thread's quads of one 2D band (clahe_rows_cpu.h), rebuilt when its rows enter another. */
+typedef struct band_quads {
+    uint64_t *quads;
+    uint32_t band; /* UINT32_MAX: none yet */
+} band_quads;
+
+/* A 2D row: its band's quads and the row blend, or, with an empty window, only the marks. */
+static void blend_row_2d(const unit *u, size_t row, uint32_t y, band_quads *bq)
+{
+    const dh_clahe_shape *s = u->shape;
+    const uint16_t *raw = raw_samples(u) + row;
+    const uint16_t top = (uint16_t)(u->levels - 1);
+    if (u->lo > u->hi) {
+        for (uint32_t x = 0; x < s->nx; x++)
+            u->out[row + x] = u->bin_of[raw[x]] == u->bins ? 0 : top;
+        return;
+    }
+    dh_clahe_segment_weight wy = dh_clahe_segment_at(s->ny, s->ty, y);
+    if (bq->band != wy.s) {
+        const size_t tile_row = (size_t)s->tx * u->bins;
+        const uint16_t *row0 = u->tables + wy.s * tile_row;
+        dh_clahe_quads_build(bq->quads, row0, s->ty > 1 ? row0 + tile_row : row0, s->tx,
+                             u->bins);
+        bq->band = wy.s;
+    }
+    dh_clahe_row job = {raw, u->out + row, u->is_signed, u->lo, u->hi, u->bins, u->bin_of,
+                        top, bq->quads, wy.w0, wy.w1, wy.den};
+    dh_clahe_row_blend(&job, u->columns, u->fast);
+}
+
+/* Row r of a 3D unit (r = z * ny + y), blended between the tables of the nearest tile centres. */
+static void blend_row_3d(const unit *u, size_t r)
 {
     const dh_clahe_shape *s = u->shape;
     uint32_t y = (uint32_t)(r % s->ny), z = (uint32_t)(r / s->ny);
     dh_clahe_axis_weight ay = dh_clahe_axis_at(s->ny, s->ty, y);
     size_t row = ((size_t)(u->z0 + z) * s->ny + y) * s->nx;
-    if (u->tz == 1) {
-        /* The pair the row lies in: between centres i0 and i0 + 1 the pair i0; before the first
-         * centre the first row of pair 0, after the last the second row of the last pair. */
-        dh_clahe_row job = {raw_samples(u) + row, u->out + row, u->bin_of, u->bins, s->tx,
-                            (uint16_t)(u->levels - 1), NULL, ay.den - ay.w1, ay.w1, ay.den};
-        uint32_t p = ay.i0;
-        if (ay.i0 == ay.i1 && p >= u->pairs) {
-            p = u->pairs - 1;
-            job.wy0 = 0;
-            job.wy1 = 1;
-        }
-        job.pair = u->tables + (size_t)p * u->bins * s->tx * 2;
-        dh_clahe_row_blend(&job, u->columns, u->fast);
-        return;
-    }
     dh_clahe_axis_weight az = dh_clahe_axis_at(u->nz, u->tz, z);
     size_t tile_row = (size_t)u->bins * s->tx; /* entries of one row of tiles */
     const uint16_t *t[4]; /* the tile rows (y, z) the row blends: k = dy + 2 dz */
@@ -258,8 +269,23 @@ static void blend_row(const unit *u, size_t r)
 
 static void rows_range(unit *u, size_t begin, size_t end)
 {
-    for (size_t r = begin; r < end; r++)
-        blend_row(u, r);
+    const dh_clahe_shape *s = u->shape;
+    if (u->tz > 1) {
+        for (size_t r = begin; r < end; r++)
+            blend_row_3d(u, r);
+        return;
+    }
+    band_quads bq = {NULL, UINT32_MAX};
+    if (u->lo <= u->hi &&
+        !(bq.quads = malloc((size_t)dh_clahe_segments(s->tx) * u->bins * sizeof *bq.quads))) {
+        u->failed = 1;
+        return;
+    }
+    for (size_t r = begin; r < end; r++) {
+        uint32_t y = (uint32_t)(r % s->ny), z = (uint32_t)(r / s->ny);
+        blend_row_2d(u, ((size_t)(u->z0 + z) * s->ny + y) * s->nx, y, &bq);
+    }
+    free(bq.quads);
 }
 
 /* ---- work split over threads ---- */
@@ -341,20 +367,29 @@ static int equalize_unit(unit *u, int threads)
         u->bins = dh_clahe_bins_used(u->bins, (uint32_t)((int64_t)u->hi - u->lo + 1));
     }
     size_t tiles = (size_t)s->tx * s->ty * u->tz;
-    u->pairs = s->ty > 1 ? s->ty - 1 : 1;
-    u->fast = dh_clahe_rows_fast(u->bins, s->tx);
-    size_t entries = u->tz > 1 ? tiles * u->bins
-                               : (size_t)u->pairs * u->bins * s->tx * 2;
+    if (u->tz == 1) {
+        uint32_t max_den_y = 0;
+        for (uint32_t y = 0; y < s->ny; y++) {
+            uint32_t d = dh_clahe_segment_at(s->ny, s->ty, y).den;
+            max_den_y = d > max_den_y ? d : max_den_y;
+        }
+        u->fast = dh_clahe_rows_fast(u->columns, max_den_y);
+    }
     /* Every entry is written by the table pass before the blend reads it (and none is read
-     * when the window is empty), so no zeroing: at 65536 bins the pairs are megabytes. */
-    uint16_t *tables = malloc(entries * sizeof *tables);
+     * when the window is empty), so no zeroing: at 65536 bins the tables are megabytes. */
+    uint16_t *tables = malloc(tiles * u->bins * sizeof *tables);
     if (!tables)
         return -1;
     u->tables = tables;
+    struct timespec t0, t1, t2;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
     if (u->lo <= u->hi && run_shared(u, tables_range, tiles, threads) != 0)
         u->failed = 1;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
     if (!u->failed && run_shared(u, rows_range, rows, threads) != 0)
         u->failed = 1;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t2);
+    fprintf(stderr, "tiles %.2f ms blend %.2f ms\n", (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) * 1e-6, (t2.tv_sec - t1.tv_sec) * 1e3 + (t2.tv_nsec - t1.tv_nsec) * 1e-6);
     free(tables);
     return u->failed ? -1 : 0;
 }
@@ -372,9 +407,8 @@ int dh_clahe_cpu(const void *data, int is_signed, int32_t base, uint32_t len,
     }
     dh_clahe_axis_weight *wx = malloc(shape->nx * sizeof *wx);
     uint32_t *bin_of = malloc(65536 * sizeof *bin_of);
-    dh_clahe_columns columns;
-    if (dh_clahe_columns_init(&columns, shape->nx, shape->tx) != 0 || !wx || !bin_of) {
-        dh_clahe_columns_free(&columns);
+    dh_clahe_columns columns = {0}; /* for the 2D blend: filled per bin count, below */
+    if (!wx || !bin_of) {
         free(wx);
         free(bin_of);
         return -1;
@@ -387,7 +421,7 @@ int dh_clahe_cpu(const void *data, int is_signed, int32_t base, uint32_t len,
     uint32_t built_bins = 0;
     for (uint32_t k = 0; k < units && rc == 0; k++) {
         unit u = {data, is_signed, shape, shape->volume ? 0 : k, shape->volume ? shape->nz : 1,
-                  shape->volume ? shape->tz : 1, 0, 0, bins, levels, clip_limit, NULL, 0, wx,
+                  shape->volume ? shape->tz : 1, 0, 0, bins, levels, clip_limit, NULL, wx,
                   &columns, 0, bin_of, out, 0};
         clamp_window(windows[k], base, len, &u.lo, &u.hi);
         uint32_t used = u.lo > u.hi ? 1
@@ -397,6 +431,13 @@ int dh_clahe_cpu(const void *data, int is_signed, int32_t base, uint32_t len,
             built_lo = u.lo;
             built_hi = u.hi;
             built_bins = used;
+        }
+        if (!columns.w0 || columns.bins != used) { /* the quad index of a segment's bin 0 */
+            dh_clahe_columns_free(&columns);
+            if (dh_clahe_columns_init(&columns, shape->nx, shape->tx, used) != 0) {
+                rc = -1;
+                break;
+            }
         }
         rc = equalize_unit(&u, threads);
     }

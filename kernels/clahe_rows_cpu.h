@@ -2,15 +2,21 @@
 /*
  * clahe_rows_cpu.h: the blend of one 2D row of CLAHE's CPU twin (clahe_rows_cpu.c), apart from
  * the tiling and the tables (clahe_cpu.c) because it is where the time goes and it has two
- * builds: portable C, and AVX2 gathers with double arithmetic chosen at run time on x86-64.
- * Both compute clahe.h's dh_clahe_blend2 exactly, so the bits never depend on the processor.
+ * builds: portable C, and AVX2 in 32-bit integer lanes chosen at run time on x86-64. Both compute
+ * clahe.h's dh_clahe_blend2 exactly, so the bits never depend on the processor.
  *
- * The tables of two neighbouring rows of tiles are laid out as a "pair": tile column by tile
- * column, bin by bin, the entries of tile rows iy (dy 0) and iy + 1 (dy 1) side by side, entry
- * (ix, b, dy) at (ix * bins + b) * 2 + dy. The four entries a pixel blends are two 4-byte loads,
- * at tile columns i0 and i1, and the pixels between two tile centres, which share i0 and i1,
- * read only those two columns' 8 bytes per bin: 32 KiB at 4096 bins, what a level-1 cache holds.
- * (Bin-major, the layout of session 14, spread them over every line of the table.)
+ * Segments and bands: along x the pixels between the centres of tile columns s and s + 1 form
+ * segment s (tx - 1 of them; one, tile column 0 alone, when tx is 1); along y the rows between
+ * the centres of tile rows p and p + 1 form band p. A pixel before the first centre or after the
+ * last one takes the nearest tile alone (clahe.h's clamping); here it joins the segment (band)
+ * next to it with weights (den, 0) or (0, den) over that segment's den, which gives the same
+ * value: the rounding floor((2 num + D) / (2 D)) does not change when num and D are scaled alike.
+ *
+ * Quads: per band, for every segment s and bin b, the four entries a pixel of that segment and
+ * band blends, tiles (s, p), (s + 1, p), (s, p + 1), (s + 1, p + 1), in one 8-byte word
+ * quads[s * bins + b] (16-bit lanes in that order, each entry with its top bit flipped: the
+ * signed form the AVX2 multiply-add takes), so a pixel's entries are one load. The pixels of one
+ * segment read one run of bins: 32 KiB at 4096 bins.
  */
 #ifndef DH_KERNELS_CLAHE_ROWS_CPU_H
 #define DH_KERNELS_CLAHE_ROWS_CPU_H
@@ -18,37 +24,63 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* What every row of an image shares: per column x its two tile columns i0, i1 and its weights
- * along x, w0 = den - w1 for tile i0 and w1 for i1 (clahe.h's dh_clahe_axis_at), as integers and
- * as doubles (exact: below 2^17), with 1 / den. */
+/* Where a pixel of an axis of n pixels and `tiles` tiles blends: segment s, weights w0 (tile s)
+ * and w1 (tile s + 1, or s when tiles is 1) over den, w0 + w1 = den. */
+typedef struct dh_clahe_segment_weight {
+    uint32_t s, w0, w1, den;
+} dh_clahe_segment_weight;
+
+dh_clahe_segment_weight dh_clahe_segment_at(uint32_t n, uint32_t tiles, uint32_t x);
+
+/* The number of segments (bands) of an axis of `tiles` tiles: tiles - 1, or 1. */
+static inline uint32_t dh_clahe_segments(uint32_t tiles)
+{
+    return tiles > 1 ? tiles - 1 : 1;
+}
+
+/* What every row of an image shares: per column x its segment and weights, the quad index of
+ * its segment's bin 0 (s * bins), the weights as the AVX2 build takes them (w0, w1, w0, w1 as
+ * 16-bit lanes, in groups of 8 columns reordered 0 1 4 5 2 3 6 7) and 1 / den as a float. */
 typedef struct dh_clahe_columns {
-    uint32_t n;
-    int32_t *i0, *i1;
+    uint32_t n, tiles, bins;
+    uint32_t max_den; /* the largest den of a segment */
     uint32_t *w0, *w1, *den;
-    double *w0d, *w1d, *dend, *inv;
+    uint32_t *base;
+    uint64_t *wpair;
+    float *inv;
 } dh_clahe_columns;
 
-/* Fills c for an axis of n pixels and `tiles` tiles (clahe.h's weights). Returns 0, or -1 when
- * memory is lacking (c is then empty and safe to free). */
-int dh_clahe_columns_init(dh_clahe_columns *c, uint32_t n, uint32_t tiles);
+/* Fills c for an axis of n pixels, `tiles` tiles and `bins` bins per table. Returns 0, or -1
+ * when memory is lacking (c is then empty and safe to free). */
+int dh_clahe_columns_init(dh_clahe_columns *c, uint32_t n, uint32_t tiles, uint32_t bins);
 void dh_clahe_columns_free(dh_clahe_columns *c);
 
-/* One row's job: its samples and output, the bin of every raw 16-bit sample (bins: below the
- * window, bins + 1: above; those give 0 and top), and the pair table with the row's weights along
- * y (wy0 for dy 0, wy1 for dy 1, over den_y). */
+/* The quads of a band (quads: dh_clahe_segments(tx) * bins words) from the tables of its two
+ * rows of tiles: row0 (tile row p) and row1 (p + 1, or p again for a single row of tiles), each
+ * tx tables of `bins` entries, tile ix's at ix * bins. */
+void dh_clahe_quads_build(uint64_t *quads, const uint16_t *row0, const uint16_t *row1,
+                          uint32_t tx, uint32_t bins);
+
+/* One row's job: its samples (raw 16-bit patterns, signed or not) and output, the window
+ * [lo, hi] in values (lo <= hi) with `bins` bins, the bin of every raw sample as clahe.h's
+ * dh_clahe_bin gives it (bins: below the window, bins + 1: above; those give 0 and top), the
+ * band's quads and the row's weights along y over den_y (dh_clahe_segment_at). */
 typedef struct dh_clahe_row {
     const uint16_t *raw;
     uint16_t *out;
+    int is_signed;
+    int32_t lo, hi;
+    uint32_t bins;
     const uint32_t *bin_of;
-    uint32_t bins, tx;
     uint16_t top;
-    const uint16_t *pair;
+    const uint64_t *quads;
     uint32_t wy0, wy1, den_y;
 } dh_clahe_row;
 
-/* Whether the AVX2 build runs here (x86-64 with AVX2 and FMA, and a pair small enough for its
- * 32-bit offsets). */
-int dh_clahe_rows_fast(uint32_t bins, uint32_t tx);
+/* Whether the AVX2 build runs here: x86-64 with AVX2 and FMA, every product of its 32-bit lanes
+ * in bounds (den of a segment at most 32767, den_x den_y below 2^29: clahe_rows_cpu.c says why)
+ * and the quad indices below 2^31. max_den_y: the largest den of a band. */
+int dh_clahe_rows_fast(const dh_clahe_columns *c, uint32_t max_den_y);
 
 /* Blends the row: out[x] = dh_clahe_blend2 of the pixel's four entries. fast: the AVX2 build
  * (only where dh_clahe_rows_fast said so). */

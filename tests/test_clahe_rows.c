@@ -3,10 +3,12 @@
  * test_clahe_rows.c: the two fast pieces of CLAHE's CPU twin against the definitions they
  * replace. A tile's table from two half histograms (kernels/clahe_table_cpu.h) equals
  * dh_eq_lut_build over the summed histogram, on dense, sparse, spiky, one-value and empty
- * histograms at every clip and bin count; the 2D row blend (kernels/clahe_rows_cpu.h), portable
- * and AVX2 alike (the AVX2 one only where this processor has it), equals clahe.h's
- * dh_clahe_blend2 pixel by pixel, at the largest denominators an axis allows, table entries at 0,
- * 65535 and between, pixels below and above the window, and rows of every length modulo 8.
+ * histograms at every clip and bin count; a band's quads hold the entries they stand for; the 2D
+ * row blend (kernels/clahe_rows_cpu.h), portable and AVX2 alike (the AVX2 one only where this
+ * processor has it), equals clahe.h's dh_clahe_blend2 and dh_clahe_bin pixel by pixel, at the
+ * largest denominators the AVX2 build takes and beyond, table entries at 0, 65535 and between,
+ * signed and unsigned windows with bins a power of two, one per value or neither, pixels below
+ * and above the window, border rows and columns, and rows of every length modulo 8.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -99,8 +101,8 @@ END_TEST
 /* ---- row blend ---- */
 
 /* Table entries: 0, 65535 and anything between; or (small) 0..3; or (binary) 0 and 1 only, where
- * blends land exactly on halves often: the rounding a quotient from a reciprocal gets wrong most
- * easily (its estimate falls just below the exact integer). */
+ * blends land exactly on halves often: the rounding a quotient from an estimate gets wrong most
+ * easily (its estimate falls just beside the exact integer). */
 enum { ENTRIES_ANY, ENTRIES_SMALL, ENTRIES_BINARY, ENTRY_KINDS };
 
 static uint16_t entry(dh_test_rng *rng, int kind)
@@ -111,47 +113,78 @@ static uint16_t entry(dh_test_rng *rng, int kind)
     return (uint16_t)(r == 0 ? 0 : r == 1 ? 65535 : dh_test_rng_below(rng, 65536));
 }
 
-/* One row of n pixels over tx tile columns, row weights ay (as the pair sees them), against
- * dh_clahe_blend2 of the entries the definition takes, in every build this processor runs. */
-static void check_row(uint32_t n, uint32_t tx, uint32_t bins, dh_clahe_axis_weight ay,
-                      int kind, dh_test_rng *rng)
+/* The window of a row: its values, bins over it, and whether samples are signed. */
+typedef struct window {
+    int is_signed;
+    int32_t lo, hi;
+    uint32_t bins;
+} window;
+
+/* A raw 16-bit sample: mostly inside the window, some below and above it when there is room. */
+static uint16_t sample(const window *w, dh_test_rng *rng)
 {
-    size_t pair_len = (size_t)bins * tx * 2;
-    uint16_t *pair = malloc(pair_len * sizeof *pair);
+    uint32_t r = dh_test_rng_below(rng, 16);
+    if (r < 2)
+        return (uint16_t)dh_test_rng_below(rng, 65536);
+    int64_t width = (int64_t)w->hi - w->lo + 1;
+    return (uint16_t)(w->lo + (int64_t)dh_test_rng_below(rng, (uint32_t)width));
+}
+
+/* One row y of an image of ny rows in ty tile rows, n pixels in tx tile columns, against
+ * dh_clahe_blend2 of the entries the definition takes (clahe.h's axes, the tables of the two tile
+ * rows the row lies between), in every build this processor runs. */
+static void check_row(uint32_t n, uint32_t tx, uint32_t ny, uint32_t ty, uint32_t y,
+                      const window *w, int kind, dh_test_rng *rng)
+{
+    const uint32_t width = (uint32_t)((int64_t)w->hi - w->lo + 1);
+    const uint32_t bins = dh_clahe_bins_used(w->bins, width);
+    const size_t row_len = (size_t)tx * bins;
+    uint16_t *rows = malloc(2 * row_len * sizeof *rows); /* tile rows p and p + 1 */
+    uint64_t *quads = malloc((size_t)dh_clahe_segments(tx) * bins * sizeof *quads);
     uint32_t *bin_of = malloc(65536 * sizeof *bin_of);
     uint16_t *raw = malloc(n * sizeof *raw), *out = malloc(n * sizeof *out);
-    for (size_t i = 0; i < pair_len; i++)
-        pair[i] = entry(rng, kind);
-    for (uint32_t v = 0; v < 65536; v++) { /* a few values below and above the window */
-        uint32_t r = dh_test_rng_below(rng, 16);
-        bin_of[v] = r == 0 ? bins : r == 1 ? bins + 1 : dh_test_rng_below(rng, bins);
+    for (size_t i = 0; i < 2 * row_len; i++)
+        rows[i] = entry(rng, kind);
+    for (uint32_t r = 0; r < 65536; r++) { /* the bin of every raw sample, by the definition */
+        int32_t v = w->is_signed ? (int16_t)(uint16_t)r : (int32_t)r;
+        bin_of[r] = v < w->lo ? bins : v > w->hi ? bins + 1 : dh_clahe_bin(v, w->lo, w->hi, bins);
     }
     for (uint32_t x = 0; x < n; x++)
-        raw[x] = (uint16_t)dh_test_rng_below(rng, 65536);
+        raw[x] = sample(w, rng);
+    dh_clahe_segment_weight wy = dh_clahe_segment_at(ny, ty, y);
+    dh_clahe_axis_weight ay = dh_clahe_axis_at(ny, ty, y);
+    ck_assert(ay.i0 >= wy.s && ay.i1 <= wy.s + (ty > 1));
+    const uint16_t *row1 = ty > 1 ? rows + row_len : rows;
+    dh_clahe_quads_build(quads, rows, row1, tx, bins);
     dh_clahe_columns c;
-    ck_assert_int_eq(dh_clahe_columns_init(&c, n, tx), 0);
+    ck_assert_int_eq(dh_clahe_columns_init(&c, n, tx, bins), 0);
     const uint16_t top = 4095;
-    dh_clahe_row row = {raw, out, bin_of, bins, tx, top, pair, ay.den - ay.w1, ay.w1, ay.den};
-    for (int fast = 0; fast <= dh_clahe_rows_fast(bins, tx); fast++) {
+    dh_clahe_row row = {raw,  out,    w->is_signed, w->lo, w->hi, bins,  bin_of,
+                        top,  quads,  wy.w0,        wy.w1, wy.den};
+    for (int fast = 0; fast <= dh_clahe_rows_fast(&c, wy.den); fast++) {
         memset(out, 0xab, n * sizeof *out);
         dh_clahe_row_blend(&row, &c, fast);
         for (uint32_t x = 0; x < n; x++) {
             uint32_t b = bin_of[raw[x]];
-            uint16_t want = b == bins ? 0 : b == bins + 1 ? top : 0;
+            uint16_t want = b == bins ? 0 : top;
             if (b < bins) {
                 dh_clahe_axis_weight ax = dh_clahe_axis_at(n, tx, x);
-                /* entry (ix, b, dy) of the pair at (ix * bins + b) * 2 + dy */
-                const uint16_t *e0 = pair + ((size_t)ax.i0 * bins + b) * 2;
-                const uint16_t *e1 = pair + ((size_t)ax.i1 * bins + b) * 2;
-                want = dh_clahe_blend2(ax, ay, e0[0], e1[0], e0[1], e1[1]);
+                const uint16_t *r0 = ay.i0 == wy.s ? rows : row1;
+                const uint16_t *r1 = ay.i1 == wy.s ? rows : row1;
+                want = dh_clahe_blend2(ax, ay, r0[(size_t)ax.i0 * bins + b],
+                                       r0[(size_t)ax.i1 * bins + b], r1[(size_t)ax.i0 * bins + b],
+                                       r1[(size_t)ax.i1 * bins + b]);
             }
             if (out[x] != want)
-                ck_abort_msg("%s: row of %u, %u tiles, %u bins, den_y %u, pixel %u: %u != %u",
-                             fast ? "avx2" : "portable", n, tx, bins, ay.den, x, out[x], want);
+                ck_abort_msg("%s: row %u of %u in %u tiles, %u pixels in %u tiles, %u bins over "
+                             "[%d, %d], pixel %u: %u != %u",
+                             fast ? "avx2" : "portable", y, ny, ty, n, tx, bins, w->lo, w->hi,
+                             x, out[x], want);
         }
     }
     dh_clahe_columns_free(&c);
-    free(pair);
+    free(rows);
+    free(quads);
     free(bin_of);
     free(raw);
     free(out);
@@ -162,36 +195,79 @@ START_TEST(row_blend_equals_the_definition)
     dh_test_rng rng;
     dh_test_rng_seed(&rng, 2116);
     /* Rows of every length modulo 8 (the AVX2 build's tail), the largest denominators along x
-     * (two tiles of 65535 pixels), one tile, a tile per pixel. */
-    static const uint32_t rows[][2] = {{1, 1},    {7, 2},    {8, 8},     {9, 3},    {17, 4},
-                                       {23, 5},   {40, 8},   {61, 7},    {3000, 8}, {65535, 2},
-                                       {65535, 3}, {4093, 4093}, {1000, 1}};
-    static const uint32_t bins[] = {1, 3, 4096, 65536};
-    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
-        uint32_t b = bins[i % 4];
-        if ((uint64_t)b * rows[i][1] > ((uint64_t)1 << 24)) /* keep the table small */
-            b = 256;
-        /* Row weights: between centres at the largest den_y, a clamped border (den 1), and the
-         * second row of a pair alone (the bottom border). */
-        dh_clahe_axis_weight ays[] = {dh_clahe_axis_at(65535, 2, dh_test_rng_below(&rng, 65535)),
-                                      dh_clahe_axis_at(3000, 8, 1000), {0, 0, 0, 1},
-                                      {0, 1, 1, 1}, {0, 1, 65534, 65535}};
-        for (size_t k = 0; k < sizeof ays / sizeof *ays; k++)
+     * the AVX2 build takes (two tiles of 32767 pixels: den 32767) and beyond it (65535), one
+     * tile, a tile per pixel. */
+    static const uint32_t rows[][2] = {{1, 1},     {7, 2},      {8, 8},     {9, 3},
+                                       {17, 4},    {23, 5},     {40, 8},    {61, 7},
+                                       {3000, 8},  {32767, 2},  {65535, 2}, {65535, 3},
+                                       {4093, 4093}, {1000, 1}, {3001, 9}};
+    /* Windows: the full unsigned range at 4096 bins (a shift), 65536 (one per value), 3 and 1000
+     * (neither); signed ones one bin per value and fewer; one value. */
+    static const window windows[] = {{0, 0, 65535, 4096},      {0, 0, 65535, 65536},
+                                     {0, 100, 60000, 3},       {0, 1000, 5095, 1000},
+                                     {1, -1024, 3071, 0},      {1, -32768, 32767, 777},
+                                     {1, -5, 200, 64},         {0, 7, 7, 0}};
+    /* Rows: between centres, the largest den_y the AVX2 build takes with den_x 32767
+     * (16383: den_x den_y just below 2^29) and a larger one, the top and bottom borders, a
+     * single row of tiles. */
+    static const uint32_t ys[][3] = {{3000, 8, 1000}, {16383, 2, 9000}, {16384, 2, 9000},
+                                     {65535, 2, 40000}, {3000, 8, 0}, {3000, 8, 2999},
+                                     {60, 1, 17}, {60, 2, 22}};
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++)
+        for (size_t k = 0; k < sizeof ys / sizeof *ys; k++) {
+            window w = windows[(i + k) % (sizeof windows / sizeof *windows)];
+            if ((uint64_t)w.bins * rows[i][1] > ((uint64_t)1 << 22)) /* keep the tables small */
+                w.bins = 256;
             for (int kind = 0; kind < ENTRY_KINDS; kind++)
-                check_row(rows[i][0], rows[i][1], b, ays[k], kind, &rng);
-    }
+                check_row(rows[i][0], rows[i][1], ys[k][0], ys[k][1], ys[k][2], &w, kind, &rng);
+        }
     /* Many small shapes with binary entries: exact halves, at even denominators (a 3-pixel row of
      * 2 tiles, row 22 of 60 in 2 tiles, entries 0 1 0 0 is one). */
+    const window small = {0, 0, 15, 16};
     for (uint32_t n = 3; n <= 40; n++)
         for (uint32_t tx = 2; tx <= 4 && tx <= n; tx++)
             for (uint32_t y = 0; y < 60; y++)
-                check_row(n, tx, 16, dh_clahe_axis_at(60, 2, y), ENTRIES_BINARY, &rng);
+                check_row(n, tx, 60, 2, y, &small, ENTRIES_BINARY, &rng);
+}
+END_TEST
+
+/* The quads of a band hold, per segment and bin, the entries of tiles (s, p), (s + 1, p),
+ * (s, p + 1), (s + 1, p + 1) with their top bits flipped, at every bin count modulo 8. */
+START_TEST(quads_hold_the_four_entries)
+{
+    dh_test_rng rng;
+    dh_test_rng_seed(&rng, 2117);
+    static const uint32_t shapes[][2] = {{1, 1}, {1, 9}, {2, 8}, {3, 17}, {8, 4096}, {5, 65536}};
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        uint32_t tx = shapes[i][0], bins = shapes[i][1], segs = dh_clahe_segments(tx);
+        uint16_t *row0 = malloc((size_t)tx * bins * sizeof *row0);
+        uint16_t *row1 = malloc((size_t)tx * bins * sizeof *row1);
+        uint64_t *quads = malloc((size_t)segs * bins * sizeof *quads);
+        for (size_t k = 0; k < (size_t)tx * bins; k++) {
+            row0[k] = entry(&rng, ENTRIES_ANY);
+            row1[k] = entry(&rng, ENTRIES_ANY);
+        }
+        dh_clahe_quads_build(quads, row0, row1, tx, bins);
+        for (uint32_t s = 0; s < segs; s++)
+            for (uint32_t b = 0; b < bins; b++) {
+                uint32_t s1 = tx > 1 ? s + 1 : s;
+                uint64_t q = quads[(size_t)s * bins + b];
+                const uint16_t want[4] = {row0[(size_t)s * bins + b], row0[(size_t)s1 * bins + b],
+                                          row1[(size_t)s * bins + b], row1[(size_t)s1 * bins + b]};
+                for (int k = 0; k < 4; k++)
+                    ck_assert_uint_eq((q >> (16 * k) & 0xffff) ^ 0x8000, want[k]);
+            }
+        free(row0);
+        free(row1);
+        free(quads);
+    }
 }
 END_TEST
 
 int main(void)
 {
     const dh_test tests[] = {DH_TEST(table_from_halves_equals_lut_build),
-                             DH_TEST(row_blend_equals_the_definition)};
+                             DH_TEST(row_blend_equals_the_definition),
+                             DH_TEST(quads_hold_the_four_entries)};
     return dh_test_run(dh_test_suite("clahe_rows", 300, DH_TESTS(tests)));
 }
