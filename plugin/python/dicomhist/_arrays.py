@@ -42,6 +42,18 @@ def _torch_cuda(x):
     return getattr(x, "is_cuda", False) is True and library_of(x) == "torch"
 
 
+def torch_module():
+    """PyTorch, imported where a tensor came in (never at this module's import)."""
+    import torch
+    return torch
+
+
+def is_torch_view(view):
+    """True for a DeviceView read from a PyTorch tensor on its current stream (the fast path):
+    results for it may be made by PyTorch on that stream directly."""
+    return getattr(view, "torch_current", False)
+
+
 def torch_current_stream(device):
     """The cudaStream_t (an int) of PyTorch's current stream on a CUDA device: one C call where
     torch has it (torch.cuda.current_stream() builds a Stream object: several us, issue 22)."""
@@ -178,10 +190,11 @@ class DeviceView:
     """A CUDA array as the library sees it: address, shape, strides in elements, dtype. `keep`
     holds what must stay alive until the work reading it is enqueued."""
 
-    __slots__ = ("ptr", "shape", "strides", "dtype", "keep", "array")
+    __slots__ = ("ptr", "shape", "strides", "dtype", "keep", "array", "torch_current")
 
     def __init__(self, x, stream):
-        if _torch_cuda(x) and self._torch_same_stream(x, stream):
+        self.torch_current = _torch_cuda(x) and self._torch_same_stream(x, stream)
+        if self.torch_current:
             return
         x = _detach(x)
         self.array = x

@@ -245,6 +245,10 @@ class MIFixed:
             if not isinstance(out, DeviceScores) or len(out) != count:
                 raise ValueError(f"out: the DeviceScores of a batch of {count}")
             raw = out.raw
+        elif _arrays.is_torch_view(view):  # on the tensor's current stream: PyTorch allocates
+            torch = _arrays.torch_module()
+            raw = torch.empty((count, SCORE_DTYPE.itemsize), dtype=torch.uint8,
+                              device=view.array.device)
         else:
             raw = _arrays.empty_device_bytes(moving, (count, SCORE_DTYPE.itemsize), s)
         base = _arrays.device_address(raw)

@@ -65,9 +65,9 @@ class _Plan:
     checked once: an optimizer calls the module with the same kinds of tensors each step, so
     what a call costs beyond the C call is two allocations and the autograd node."""
     __slots__ = ("key", "pixels", "count", "ftype", "mtype", "value_like", "grad_like",
-                 "scale_shape", "cuda", "device_index")
+                 "scale_shape", "cuda", "device_index", "native", "engine", "dtype")
 
-    def __init__(self, key, fixed, moving):
+    def __init__(self, key, fixed, moving, engine):
         if fixed.device != moving.device:
             raise ValueError(f"fixed on {fixed.device}, moving on {moving.device}: put both on "
                              "one device")
@@ -80,6 +80,9 @@ class _Plan:
         # other floats are read as float32 (converted on each call)
         self.ftype = _TORCH_TYPES.get(fixed.dtype, _core.SAMPLE_FLOAT32)
         self.mtype = _TORCH_TYPES.get(moving.dtype, _core.SAMPLE_FLOAT32)
+        # both read as they are (no conversion): a compact pair without masks goes straight on
+        self.native = fixed.dtype in _TORCH_TYPES and moving.dtype in _TORCH_TYPES
+        self.engine, self.dtype = engine, moving.dtype
         device = moving.device
         self.cuda = device.type == "cuda"
         self.device_index = device.index if self.cuda else None
@@ -91,11 +94,11 @@ class _Plan:
     @staticmethod
     def of(module, fixed, moving):
         """The module's plan for these tensors: the last one when its key matches."""
-        key = (fixed.shape, fixed.dtype, moving.shape, moving.dtype, moving.device,
-               fixed.device)
+        key = (fixed.shape, fixed.dtype, moving.shape, moving.dtype, moving.get_device(),
+               fixed.get_device())  # device numbers: cheaper than torch.device objects
         plan = module._plan
         if plan is None or plan.key != key:
-            plan = module._plan = _Plan(key, fixed, moving)
+            plan = module._plan = _Plan(key, fixed, moving, module._engine)
         return plan
 
 
@@ -120,13 +123,17 @@ class _LibraryFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, moving, fixed, fixed_mask, moving_mask, module):
         plan = _Plan.of(module, fixed, moving)
-        f, m = _as_read(fixed, plan.ftype), _as_read(moving, plan.mtype)
-        fmp, fm = _mask_address(fixed_mask, f, "fixed_mask")
-        mmp, mm = _mask_address(moving_mask, m, "moving_mask")
+        if plan.native and fixed_mask is None and moving_mask is None and \
+                fixed.is_contiguous() and moving.is_contiguous():  # an optimizer's call
+            f, m, fmp, fm, mmp, mm = fixed, moving, 0, None, 0, None
+        else:
+            f, m = _as_read(fixed, plan.ftype), _as_read(moving, plan.mtype)
+            fmp, fm = _mask_address(fixed_mask, f, "fixed_mask")
+            mmp, mm = _mask_address(moving_mask, m, "moving_mask")
         want_grad = ctx.needs_input_grad[0]  # no gradient pass for a value-only call
         grad = torch.empty_like(plan.grad_like) if want_grad else None
         gptr = grad.data_ptr() if want_grad else 0
-        engine, sign = module._engine, module._sign
+        engine, sign = plan.engine, module._sign
         value = torch.empty_like(plan.value_like)
         if plan.cuda:  # enqueued on the current stream: the signed scores written by the library
             with engine._lock:
@@ -145,7 +152,7 @@ class _LibraryFunction(torch.autograd.Function):
         del fm, mm  # the masks' compact copies, kept alive until the call has them
         if want_grad:
             ctx.save_for_backward(grad)
-            ctx.plan, ctx.engine, ctx.dtype = plan, engine, moving.dtype
+            ctx.plan = plan
         return value
 
     @staticmethod
@@ -157,15 +164,15 @@ class _LibraryFunction(torch.autograd.Function):
             # the PyTorch expression below, with no operation of PyTorch's but the output
             g = torch.empty_like(grad)
             stride = grad_output.stride(0) if grad_output.dim() else 0
-            with ctx.engine._lock:
+            with plan.engine._lock:
                 _core.parzen_scale_gradient_device(
-                    ctx.engine._handle, grad.data_ptr(), plan.pixels, plan.count,
+                    plan.engine._handle, grad.data_ptr(), plan.pixels, plan.count,
                     grad_output.data_ptr(), stride, ctx.sign, g.data_ptr(),
                     _current_stream(plan.device_index))
         else:
             scale = (grad_output * ctx.sign if ctx.sign != 1.0 else grad_output).float()
             g = grad * (scale if scale.dim() == 0 else scale.reshape(plan.scale_shape))
-        return (g if g.dtype == ctx.dtype else g.to(ctx.dtype)), None, None, None, None
+        return (g if g.dtype == plan.dtype else g.to(plan.dtype)), None, None, None, None
 
 
 class MattesMI(torch.nn.Module):
