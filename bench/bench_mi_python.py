@@ -22,7 +22,11 @@ with NumPy arrays, for MIFixed.scores and ParzenMI.evaluate (with and without th
 against the same _core call with its arguments made once (the C call alone): one 8x8 image at
 8 bins (so the C work is small) scored `reps` times, the per-call time the fastest of `trials`
 loops in this thread's CPU time, package and bare call taking turns (the machine's other load
-only adds), and the difference, which issue 22 wants within 5 us.
+only adds), and the difference, which issue 22 wants within 5 us. Where PyTorch is importable,
+dicomhist.torch.MattesMI on CPU (and CUDA) tensors against its C call and PyTorch's floor; on a
+GPU also the split of the CUDA call's host cost piece by piece (cuda_host_split: session 15's
+forward kept beside this one) and MIFixed.scores / ParzenMI.evaluate on PyTorch and CuPy device
+arrays against their bare C calls.
 """
 import statistics
 import sys
