@@ -68,6 +68,11 @@ START_TEST(test_device_entry_points_without_a_gpu_run)
                                                          1.0, NULL, NULL),
                      DH_ERR_INVALID_ARGUMENT);
     ck_assert_ptr_nonnull(strstr(dh_ctx_error(ctx), "d_values"));
+    ck_assert_int_eq(dh_parzen_mi_evaluate_device_signed(ctx, pm, 4, buf, DH_SAMPLE_FLOAT32, NULL,
+                                                         buf, DH_SAMPLE_FLOAT32, NULL, 0, NULL,
+                                                         1.0, &value, NULL),
+                     DH_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(dh_ctx_error(ctx), "count 0"));
     ck_assert_int_eq(dh_parzen_mi_scale_gradient_device(ctx, buf, 4, 1, &value, 0, NAN, buf,
                                                         NULL), DH_ERR_INVALID_ARGUMENT);
     if (!dh_cuda_available()) {

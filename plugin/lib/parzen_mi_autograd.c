@@ -27,6 +27,8 @@ dh_status dh_parzen_mi_evaluate_device_signed(dh_ctx *ctx, dh_parzen_mi *parzen,
     if (!parzen || !d_values || !isfinite(sign))
         return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "parzen mi (signed): parzen and "
                            "d_values are required and sign must be finite (%g)", sign);
+    if (count < 1)
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "parzen mi: no moving image (count 0)");
 #ifdef DH_HAVE_CUDA
     if (count > parzen->records_capacity) { /* the first call, or a larger batch */
         int use_cuda;
