@@ -22,7 +22,11 @@ with NumPy arrays, for MIFixed.scores and ParzenMI.evaluate (with and without th
 against the same _core call with its arguments made once (the C call alone): one 8x8 image at
 8 bins (so the C work is small) scored `reps` times, the per-call time the fastest of `trials`
 loops in this thread's CPU time, package and bare call taking turns (the machine's other load
-only adds), and the difference, which issue 22 wants within 5 us.
+only adds), and the difference, which issue 22 wants within 5 us. Where PyTorch is importable,
+dicomhist.torch.MattesMI on CPU (and CUDA) tensors against its C call and PyTorch's floor; on a
+GPU also the split of the CUDA call's host cost piece by piece (cuda_host_split: session 15's
+forward kept beside this one) and MIFixed.scores / ParzenMI.evaluate on PyTorch and CuPy device
+arrays against their bare C calls.
 """
 import statistics
 import sys
@@ -175,6 +179,7 @@ def host_cost(reps, trials):
         torch_host_cost(fixed, drr, reps, trials, "cpu")
         if torch.cuda.is_available():  # 40 calls a loop: far from filling the launch queue
             torch_host_cost(fixed, drr, 40, trials * 20, "cuda")
+            cuda_host_split(fixed, drr, 40, trials * 20)
     return 0
 
 
@@ -244,6 +249,172 @@ def torch_host_cost(fixed, drr, reps, trials, device):
     for name, mod, fl in (("forward", fwd, floor_fwd), ("forward + backward", both, floor_both)):
         print(f"| {name} | {mod:.2f} | {c_call:.2f} | {fl:.2f} | {mod - c_call:.2f} | "
               f"{mod - c_call - fl:.2f} |", flush=True)
+
+
+class _Session15Function(torch.autograd.Function if torch else object):
+    """MattesMI's CUDA forward as session 15 made it (commit e1ec43e), kept here to time the
+    before and the after in one run: torch.cuda.current_stream(), a record buffer from
+    torch.empty, the C call writing records, then the score column sliced and negated (or
+    cloned) by PyTorch, and a backward of PyTorch operations."""
+
+    @staticmethod
+    def forward(ctx, moving, fixed, module):
+        from dicomhist.torch import _Plan, _as_read
+        plan = _Plan.of(module, fixed, moving)
+        f, m = _as_read(fixed, plan.ftype), _as_read(moving, plan.mtype)
+        grad = torch.empty_like(plan.grad_like) if ctx.needs_input_grad[0] else None
+        gptr = grad.data_ptr() if grad is not None else 0
+        engine, sign = module._engine, module._sign
+        raw = torch.empty((plan.count, dicomhist.SCORE_DTYPE.itemsize // 8), dtype=torch.float64,
+                          device=m.device)
+        stream = torch.cuda.current_stream(m.device).cuda_stream
+        with engine._lock:
+            _core.parzen_evaluate_device(engine._handle, plan.pixels, f.data_ptr(), plan.ftype, 0,
+                                         m.data_ptr(), plan.mtype, 0, plan.count, stream,
+                                         raw.data_ptr(), gptr)
+        value = raw[:, 0]
+        value = (torch.neg(value) if sign != 1.0 else value.clone()).reshape(
+            plan.value_like.shape)
+        ctx.sign = sign
+        if grad is not None:
+            ctx.save_for_backward(grad)
+            ctx.scale_shape = plan.scale_shape
+        return value
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (grad,) = ctx.saved_tensors
+        scale = (grad_output * ctx.sign if ctx.sign != 1.0 else grad_output).float()
+        g = grad * (scale if scale.dim() == 0 else scale.reshape(ctx.scale_shape))
+        return g, None, None
+
+
+def cuda_host_split(fixed, drr, reps, trials):
+    """Issue 22's split of MattesMI's host cost on CUDA tensors: each host-side piece of a
+    forward (and backward) timed alone, in this thread's CPU time per call (the launches are
+    asynchronous: a launch's host cost, not the GPU's time), session 15's forward and this
+    one's, the floor beside them; then MIFixed.scores and ParzenMI.evaluate on PyTorch (and
+    CuPy, where importable) CUDA arrays against their bare C calls. One 8x8 pair at 8 bins, a
+    loss (sign -1) as an optimizer uses it."""
+    import dicomhist.torch as dt
+    dev = torch.device("cuda", torch.cuda.current_device())
+    mattes = dt.MattesMI(8, loss=True)
+    ft = torch.from_numpy(fixed.astype(np.int16)).to(dev)
+    mt = torch.from_numpy(drr).to(dev).requires_grad_(True)
+    mattes(ft, mt).backward()
+    _Session15Function.apply(mt, ft, mattes).backward()
+    torch.cuda.synchronize()
+    plan, h, n, idx = mattes._plan, mattes._engine._handle, fixed.size, dev.index
+    raw = torch.empty((1, dicomhist.SCORE_DTYPE.itemsize // 8), dtype=torch.float64, device=dev)
+    value = torch.empty_like(plan.value_like)
+    grad = torch.empty_like(plan.grad_like)
+    out = torch.empty_like(plan.grad_like)
+    go = torch.ones((), dtype=torch.float64, device=dev)
+    fp, mp, rp, vp, gp = ft.data_ptr(), mt.data_ptr(), raw.data_ptr(), value.data_ptr(), \
+        grad.data_ptr()
+    i16, f32 = _core.SAMPLE_INT16, _core.SAMPLE_FLOAT32
+    stream = torch.cuda.current_stream().cuda_stream
+    empty = _EmptyModule(plan.value_like, plan.grad_like)
+    mf = dicomhist.MIFixed(fixed, bins=8, range_moving=(0.0, 1.0), device="cuda")
+    mi_rec = torch.empty((1, dicomhist.SCORE_DTYPE.itemsize), dtype=torch.uint8, device=dev)
+    mi_out = mf.scores(mt.detach())
+    pm = dicomhist.ParzenMI(8)
+    md = mt.detach()
+    pm.evaluate(ft, md)
+    pieces = [
+        ("torch.cuda.current_stream(dev).cuda_stream (session 15)",
+         lambda: torch.cuda.current_stream(dev).cuda_stream),
+        ("torch._C._cuda_getCurrentRawStream(index) (now)", lambda: dt._current_stream(idx)),
+        ("_Plan.of: the kinds' key built and compared", lambda: dt._Plan.of(mattes, ft, mt)),
+        ("tensor.data_ptr()", lambda: mt.data_ptr()),
+        ("torch.empty((1, 9), float64, cuda): the record buffer (session 15)",
+         lambda: torch.empty((1, 9), dtype=torch.float64, device=dev)),
+        ("torch.empty_like(value_like): the 0-d score", lambda: torch.empty_like(plan.value_like)),
+        ("torch.empty_like(grad_like): the gradient", lambda: torch.empty_like(plan.grad_like)),
+        ("raw[:, 0]: the score column (session 15)", lambda: raw[:, 0]),
+        ("torch.neg(raw[:, 0]).reshape(()): the sign as a kernel (session 15)",
+         lambda: torch.neg(raw[:, 0]).reshape(())),
+        ("C call, records (parzen_evaluate_device, session 15)",
+         lambda: _core.parzen_evaluate_device(h, n, fp, i16, 0, mp, f32, 0, 1, stream, rp, gp)),
+        ("C call, signed scores (parzen_evaluate_device_signed, now)",
+         lambda: _core.parzen_evaluate_device_signed(h, n, fp, i16, 0, mp, f32, 0, 1, stream,
+                                                     -1.0, vp, gp)),
+        ("backward's product, PyTorch: grad * (go * -1).float() (session 15)",
+         lambda: grad * (go * -1.0).float()),
+        ("backward's product, one launch: parzen_scale_gradient_device (now)",
+         lambda: _core.parzen_scale_gradient_device(h, gp, n, 1, go.data_ptr(), 0, -1.0,
+                                                    out.data_ptr(), stream)),
+        ("floor: empty autograd.Function forward", lambda: empty(ft, mt)),
+        ("floor: empty autograd.Function forward + backward", lambda: empty(ft, mt).backward()),
+        ("MattesMI forward, session 15's function", lambda: _Session15Function.apply(mt, ft, mattes)),
+        ("MattesMI forward, now", lambda: mattes(ft, mt)),
+        ("MattesMI forward + backward, session 15's function",
+         lambda: _Session15Function.apply(mt, ft, mattes).backward()),
+        ("MattesMI forward + backward, now", lambda: mattes(ft, mt).backward()),
+        ("tensor.__dlpack__(stream=current): DLPack export (the device path before)",
+         lambda: md.__dlpack__(stream=stream or 1, max_version=(1, 0))),
+        ("MIFixed.scores(cuda tensor)", lambda: mf.scores(md)),
+        ("MIFixed.scores(cuda tensor, out=)", lambda: mf.scores(md, out=mi_out)),
+        ("C call: mi_evaluate_device", lambda: _core.mi_evaluate_device(
+            mf._handle, mp, f32, n, 1, 0, 0, stream, mi_rec.data_ptr())),
+        ("ParzenMI.evaluate(cuda tensors), value + gradient", lambda: pm.evaluate(ft, md)),
+        ("ParzenMI.evaluate(cuda tensors), value", lambda: pm.evaluate(ft, md, gradient=False)),
+        ("C call: parzen_evaluate_device, value", lambda: _core.parzen_evaluate_device(
+            pm._handle, n, fp, i16, 0, mp, f32, 0, 1, stream, rp, 0)),
+    ]
+    try:
+        import cupy
+        fc, mc = cupy.asarray(fixed.astype(np.int16)), cupy.asarray(drr)
+        cstream = cupy.cuda.get_current_stream().ptr
+        pm.evaluate(fc, mc)
+        mf.scores(mc)
+        pieces += [
+            ("CuPy: MIFixed.scores", lambda: mf.scores(mc)),
+            ("CuPy: C call mi_evaluate_device", lambda: _core.mi_evaluate_device(
+                mf._handle, mc.data.ptr, f32, n, 1, 0, 0, cstream, mi_rec.data_ptr())),
+            ("CuPy: ParzenMI.evaluate, value + gradient", lambda: pm.evaluate(fc, mc)),
+            ("CuPy: C call parzen_evaluate_device + gradient", lambda: _core.parzen_evaluate_device(
+                pm._handle, n, fc.data.ptr, i16, 0, mc.data.ptr, f32, 0, 1, cstream, rp, gp)),
+        ]
+    except ImportError:
+        pass
+    torch.cuda.synchronize()
+    times = per_call_us([f for _, f in pieces], reps, trials, torch.cuda.synchronize)
+    t = dict(zip((name for name, _ in pieces), times))
+    print(f"\nThe host cost on CUDA tensors, split ({torch.cuda.get_device_name()}, torch "
+          f"{torch.__version__}): each piece alone, {reps} calls x {trials} trials (fastest), "
+          "this thread's CPU time per call")
+    print("| piece | us/call |")
+    print("|---|---|")
+    for name, us in t.items():
+        print(f"| {name} | {us:.2f} |")
+    floor_f = t["floor: empty autograd.Function forward"]
+    floor_b = t["floor: empty autograd.Function forward + backward"]
+    c15 = t["C call, records (parzen_evaluate_device, session 15)"]
+    cnow = t["C call, signed scores (parzen_evaluate_device_signed, now)"]
+    print("\n| MattesMI on CUDA tensors | module us | its C call us | floor us | "
+          "ours beyond C call and floor us |")
+    print("|---|---|---|---|---|")
+    for name, c, fl in (("forward, session 15's function", c15, floor_f),
+                        ("forward, now", cnow, floor_f),
+                        ("forward + backward, session 15's function", c15, floor_b),
+                        ("forward + backward, now", cnow, floor_b)):
+        mod = t["MattesMI " + name]
+        print(f"| {name} | {mod:.2f} | {c:.2f} | {fl:.2f} | {mod - c - fl:.2f} |")
+    print("\n| device-array call | package us | bare C call us | host cost us |")
+    print("|---|---|---|---|")
+    pairs = [("MIFixed.scores(cuda tensor)", "C call: mi_evaluate_device"),
+             ("MIFixed.scores(cuda tensor, out=)", "C call: mi_evaluate_device"),
+             ("ParzenMI.evaluate(cuda tensors), value", "C call: parzen_evaluate_device, value"),
+             ("ParzenMI.evaluate(cuda tensors), value + gradient",
+              "C call, records (parzen_evaluate_device, session 15)"),
+             ("CuPy: MIFixed.scores", "CuPy: C call mi_evaluate_device"),
+             ("CuPy: ParzenMI.evaluate, value + gradient",
+              "CuPy: C call parzen_evaluate_device + gradient")]
+    for pkg, bare in pairs:
+        if pkg in t:
+            print(f"| {pkg} | {t[pkg]:.2f} | {t[bare]:.2f} | {t[pkg] - t[bare]:.2f} |",
+                  flush=True)
 
 
 def main():

@@ -518,6 +518,30 @@ DH_API dh_status dh_parzen_mi_evaluate_device(dh_ctx *ctx, dh_parzen_mi *parzen,
                                               uint32_t count, void *stream, dh_mi_scores *d_out,
                                               float *d_gradient);
 
+/* For autograd hosts (dicomhist.torch.MattesMI; issue 22, session 16): the call above writing one
+ * signed float64 per image instead of records, so that the host adds no operation of its own:
+ * d_values[i] = sign * the score the gradient is of (params.gradient_of: MI or NMI), sign any
+ * finite number (-1 for a loss). The records go to scratch the dh_parzen_mi keeps on the device
+ * (grown on a larger count, which allocates). d_gradient (or NULL) gets d score / d moving as
+ * above, unsigned: the sign belongs with the incoming gradient, see the next function. The same
+ * bits as the records' field times sign; enqueued on `stream` like the call above. */
+DH_API dh_status dh_parzen_mi_evaluate_device_signed(dh_ctx *ctx, dh_parzen_mi *parzen,
+                                                     size_t pixels, const void *d_fixed,
+                                                     int fixed_type, const uint8_t *d_fixed_mask,
+                                                     const void *d_moving, int moving_type,
+                                                     const uint8_t *d_moving_masks,
+                                                     uint32_t count, void *stream, double sign,
+                                                     double *d_values, float *d_gradient);
+
+/* An autograd backward in one launch on `stream`: d_out[b * pixels + k] = d_gradient[b * pixels
+ * + k] * (float)(sign * d_factors[b * factor_stride]) for count images of `pixels` floats (device
+ * memory; d_out may be d_gradient), factor_stride 0 for one factor shared by all (an expanded or
+ * 0-d incoming gradient). Rounds as PyTorch's (grad_output * sign).float() * gradient does. */
+DH_API dh_status dh_parzen_mi_scale_gradient_device(dh_ctx *ctx, const float *d_gradient,
+                                                    size_t pixels, uint32_t count,
+                                                    const double *d_factors, size_t factor_stride,
+                                                    double sign, float *d_out, void *stream);
+
 /* ---------------------------------------------------------------------------------------------
  * 6. Equalization and windowing
  *

@@ -99,6 +99,7 @@ void dh_parzen_mi_free(dh_parzen_mi *parzen)
         return;
 #ifdef DH_HAVE_CUDA
     dh_parzen_gpu_free(parzen->gpu);
+    dh_parzen_gpu_records_free(parzen->d_records);
 #endif
     free(parzen);
 }

@@ -37,10 +37,38 @@ def _detach(x):
     return x
 
 
+def _torch_cuda(x):
+    """True for a PyTorch CUDA tensor (asked without DLPack: torch's __dlpack_device__ is Python)."""
+    return getattr(x, "is_cuda", False) is True and library_of(x) == "torch"
+
+
+def torch_module():
+    """PyTorch, imported where a tensor came in (never at this module's import)."""
+    import torch
+    return torch
+
+
+def is_torch_view(view):
+    """True for a DeviceView read from a PyTorch tensor on its current stream (the fast path):
+    results for it may be made by PyTorch on that stream directly."""
+    return getattr(view, "torch_current", False)
+
+
+def torch_current_stream(device):
+    """The cudaStream_t (an int) of PyTorch's current stream on a CUDA device: one C call where
+    torch has it (torch.cuda.current_stream() builds a Stream object: several us, issue 22)."""
+    import torch
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    return raw(index) if raw is not None else torch.cuda.current_stream(index).cuda_stream
+
+
 def is_device_array(x):
     """True for arrays in CUDA device (or managed) memory."""
     if isinstance(x, np.ndarray):
         return False
+    if _torch_cuda(x):
+        return True
     get_device = getattr(x, "__dlpack_device__", None)
     if get_device is not None:
         try:
@@ -119,8 +147,7 @@ def stream_handle(stream, like=None):
     if stream is None:
         lib = library_of(like) if like is not None else None
         if lib == "torch":
-            import torch
-            return torch.cuda.current_stream(like.device).cuda_stream
+            return torch_current_stream(like.device)
         if lib == "cupy":
             import cupy
             return cupy.cuda.get_current_stream().ptr
@@ -136,13 +163,39 @@ def stream_handle(stream, like=None):
     raise TypeError(f"stream: an int handle or a CUDA stream object, not {type(stream).__name__}")
 
 
+def _torch_dtypes():
+    """PyTorch dtypes and their NumPy ones (the types the library's device calls read)."""
+    try:
+        import torch
+    except ImportError:
+        return {}
+    return {torch.uint8: np.dtype(np.uint8), torch.bool: np.dtype(np.bool_),
+            torch.int16: np.dtype(np.int16), torch.float32: np.dtype(np.float32),
+            **({torch.uint16: np.dtype(np.uint16)} if hasattr(torch, "uint16") else {})}
+
+
+class _LazyTorchDtypes(dict):
+    """_torch_dtypes() made on first use: torch is imported only when a tensor comes in."""
+
+    def get(self, key, default=None):
+        if not self:
+            self.update(_torch_dtypes())
+        return dict.get(self, key, default)
+
+
+_TORCH_DTYPES = _LazyTorchDtypes()
+
+
 class DeviceView:
     """A CUDA array as the library sees it: address, shape, strides in elements, dtype. `keep`
     holds what must stay alive until the work reading it is enqueued."""
 
-    __slots__ = ("ptr", "shape", "strides", "dtype", "keep", "array")
+    __slots__ = ("ptr", "shape", "strides", "dtype", "keep", "array", "torch_current")
 
     def __init__(self, x, stream):
+        self.torch_current = _torch_cuda(x) and self._torch_same_stream(x, stream)
+        if self.torch_current:
+            return
         x = _detach(x)
         self.array = x
         if hasattr(x, "__dlpack__"):
@@ -187,6 +240,25 @@ class DeviceView:
                 acc *= d
         self.strides = tuple(int(s) for s in strides)
 
+    def _torch_same_stream(self, x, stream):
+        """A PyTorch CUDA tensor read on its device's current stream, that device current: what
+        __dlpack__ would hand over with nothing to order (its cross-stream event is only for
+        another stream) read from the tensor itself, without its Python-level export (tens of
+        us, issue 22). False (the DLPack path) for anything else."""
+        import torch
+        dev = x.device
+        if dev.index != torch.cuda.current_device() or stream != torch_current_stream(dev):
+            return False
+        dtype = _TORCH_DTYPES.get(x.dtype)
+        if dtype is None:
+            return False
+        self.array = self.keep = x
+        self.ptr = x.data_ptr()
+        self.shape = tuple(x.shape)
+        self.strides = tuple(x.stride())
+        self.dtype = dtype
+        return True
+
     def image_layout(self, name):
         """(count, pixels per image, stride between images in elements) of a (H, W) image or a
         (B, H, W) batch whose images are each compact; anything else is refused (no copies)."""
@@ -210,7 +282,7 @@ def empty_device_bytes(like, shape, stream):
     if lib == "torch":
         import torch
         dev = like.device
-        if stream and stream != torch.cuda.current_stream(dev).cuda_stream:
+        if stream and stream != torch_current_stream(dev):
             with torch.cuda.stream(torch.cuda.ExternalStream(stream, device=dev)):
                 return torch.empty(shape, dtype=torch.uint8, device=dev)
         return torch.empty(shape, dtype=torch.uint8, device=dev)

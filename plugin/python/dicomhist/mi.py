@@ -80,15 +80,24 @@ class DeviceScores:
     moving_hi (each of shape (B,)); `raw` is the (B, 72) byte buffer. Nothing here waits for
     the GPU except to_host()."""
 
+    # field: (element type, column in units of it); each view is made on first use (ten views
+    # made per call were most of a device call's host cost, issue 22)
+    _FIELDS = {"mi": (np.float64, 0), "nmi": (np.float64, 1), "ecc": (np.float64, 2),
+               "h_fixed": (np.float64, 3), "h_moving": (np.float64, 4),
+               "h_joint": (np.float64, 5), "n": (np.int64, 6), "status": (np.int32, 14),
+               "moving_lo": (np.int32, 15), "moving_hi": (np.int32, 16)}
+
     def __init__(self, raw):
-        f64 = raw.view(_arrays.device_dtype(raw, np.float64))
-        i64 = raw.view(_arrays.device_dtype(raw, np.int64))
-        i32 = raw.view(_arrays.device_dtype(raw, np.int32))
         self.raw = raw
-        self.mi, self.nmi, self.ecc = f64[:, 0], f64[:, 1], f64[:, 2]
-        self.h_fixed, self.h_moving, self.h_joint = f64[:, 3], f64[:, 4], f64[:, 5]
-        self.n = i64[:, 6]
-        self.status, self.moving_lo, self.moving_hi = i32[:, 14], i32[:, 15], i32[:, 16]
+
+    def __getattr__(self, name):
+        field = DeviceScores._FIELDS.get(name)
+        if field is None:
+            raise AttributeError(f"DeviceScores has no field {name!r}")
+        dtype, column = field
+        view = self.raw.view(_arrays.device_dtype(self.raw, dtype))[:, column]
+        setattr(self, name, view)  # kept: the next access is a plain attribute
+        return view
 
     def __len__(self):
         return int(self.raw.shape[0])
@@ -236,6 +245,10 @@ class MIFixed:
             if not isinstance(out, DeviceScores) or len(out) != count:
                 raise ValueError(f"out: the DeviceScores of a batch of {count}")
             raw = out.raw
+        elif _arrays.is_torch_view(view):  # on the tensor's current stream: PyTorch allocates
+            torch = _arrays.torch_module()
+            raw = torch.empty((count, SCORE_DTYPE.itemsize), dtype=torch.uint8,
+                              device=view.array.device)
         else:
             raw = _arrays.empty_device_bytes(moving, (count, SCORE_DTYPE.itemsize), s)
         base = _arrays.device_address(raw)

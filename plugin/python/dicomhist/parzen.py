@@ -140,6 +140,11 @@ class ParzenMI:
             if len(scores) != count or (gradient and tuple(grad.shape) != mv.shape):
                 raise ValueError(f"out: the (scores, grad) of a batch of {count} images shaped "
                                  f"{mv.shape}")
+        elif _arrays.is_torch_view(mv):  # on the tensor's current stream: PyTorch allocates
+            torch = _arrays.torch_module()
+            dev = mv.array.device
+            scores = DeviceScores(torch.empty((count, _RECORD), dtype=torch.uint8, device=dev))
+            grad = torch.empty(mv.shape, dtype=torch.float32, device=dev) if gradient else None
         else:
             raw = _arrays.empty_device_bytes(moving, (count, _RECORD), s)
             scores = DeviceScores(raw)

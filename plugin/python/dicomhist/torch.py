@@ -12,7 +12,9 @@ the tensors are (the CPU twin for CPU tensors, the CUDA twin on the current stre
 tensors: the same bits). Backward: the library's analytic gradient of that score with respect to
 every moving pixel, computed in the same call as the forward and kept, times the incoming
 gradient: no second pass, no synchronization, no allocation beyond the outputs, so the module
-runs inside torch.cuda.graph after one warm-up call. The kinds of the tensors (shapes, dtypes,
+runs inside torch.cuda.graph after one warm-up call. On CUDA tensors the forward's signed scores
+and the backward's product are the library's own launches on the current stream (read as a raw
+handle), so a call makes no PyTorch operation beyond allocating its outputs. The kinds of the tensors (shapes, dtypes,
 device) are checked once and the check kept while they repeat (an optimizer's loop); the C call
 runs on the tensors' memory (data_ptr), and a call whose moving images need no gradient skips
 the gradient pass.
@@ -29,14 +31,21 @@ import math
 import torch
 
 from . import _core
-from .mi import SCORE_DTYPE
 from .parzen import ParzenMI, _batch_of
 
 _TORCH_TYPES = {torch.float32: _core.SAMPLE_FLOAT32, torch.int16: _core.SAMPLE_INT16}
 if hasattr(torch, "uint16"):
     _TORCH_TYPES[torch.uint16] = _core.SAMPLE_UINT16
-_RECORD = SCORE_DTYPE.itemsize
 _COLUMN = {"mi": 0, "nmi": 1}  # float64 fields of the record
+# The current stream's cudaStream_t as an int in one C call (what torch.cuda.current_stream()
+# .cuda_stream gives after building a Stream object: several us per call, issue 22).
+_RAW_STREAM = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+
+def _current_stream(index):
+    if _RAW_STREAM is not None:
+        return _RAW_STREAM(index)
+    return torch.cuda.current_stream(index).cuda_stream
 
 
 def _mask_tensor(m, like, name):
@@ -56,9 +65,9 @@ class _Plan:
     checked once: an optimizer calls the module with the same kinds of tensors each step, so
     what a call costs beyond the C call is two allocations and the autograd node."""
     __slots__ = ("key", "pixels", "count", "ftype", "mtype", "value_like", "grad_like",
-                 "scale_shape", "cuda")
+                 "scale_shape", "cuda", "device_index", "native", "engine", "dtype")
 
-    def __init__(self, key, fixed, moving):
+    def __init__(self, key, fixed, moving, engine):
         if fixed.device != moving.device:
             raise ValueError(f"fixed on {fixed.device}, moving on {moving.device}: put both on "
                              "one device")
@@ -71,8 +80,12 @@ class _Plan:
         # other floats are read as float32 (converted on each call)
         self.ftype = _TORCH_TYPES.get(fixed.dtype, _core.SAMPLE_FLOAT32)
         self.mtype = _TORCH_TYPES.get(moving.dtype, _core.SAMPLE_FLOAT32)
+        # both read as they are (no conversion): a compact pair without masks goes straight on
+        self.native = fixed.dtype in _TORCH_TYPES and moving.dtype in _TORCH_TYPES
+        self.engine, self.dtype = engine, moving.dtype
         device = moving.device
         self.cuda = device.type == "cuda"
+        self.device_index = device.index if self.cuda else None
         self.value_like = torch.empty(() if single else (self.count,), dtype=torch.float64,
                                       device=device)
         self.grad_like = torch.empty(moving.shape, dtype=torch.float32, device=device)
@@ -81,11 +94,11 @@ class _Plan:
     @staticmethod
     def of(module, fixed, moving):
         """The module's plan for these tensors: the last one when its key matches."""
-        key = (fixed.shape, fixed.dtype, moving.shape, moving.dtype, moving.device,
-               fixed.device)
+        key = (fixed.shape, fixed.dtype, moving.shape, moving.dtype, moving.get_device(),
+               fixed.get_device())  # device numbers: cheaper than torch.device objects
         plan = module._plan
         if plan is None or plan.key != key:
-            plan = module._plan = _Plan(key, fixed, moving)
+            plan = module._plan = _Plan(key, fixed, moving, module._engine)
         return plan
 
 
@@ -110,26 +123,26 @@ class _LibraryFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, moving, fixed, fixed_mask, moving_mask, module):
         plan = _Plan.of(module, fixed, moving)
-        f, m = _as_read(fixed, plan.ftype), _as_read(moving, plan.mtype)
-        fmp, fm = _mask_address(fixed_mask, f, "fixed_mask")
-        mmp, mm = _mask_address(moving_mask, m, "moving_mask")
+        if plan.native and fixed_mask is None and moving_mask is None and \
+                fixed.is_contiguous() and moving.is_contiguous():  # an optimizer's call
+            f, m, fmp, fm, mmp, mm = fixed, moving, 0, None, 0, None
+        else:
+            f, m = _as_read(fixed, plan.ftype), _as_read(moving, plan.mtype)
+            fmp, fm = _mask_address(fixed_mask, f, "fixed_mask")
+            mmp, mm = _mask_address(moving_mask, m, "moving_mask")
         want_grad = ctx.needs_input_grad[0]  # no gradient pass for a value-only call
         grad = torch.empty_like(plan.grad_like) if want_grad else None
         gptr = grad.data_ptr() if want_grad else 0
-        engine, sign = module._engine, module._sign
-        if plan.cuda:
-            raw = torch.empty((plan.count, _RECORD // 8), dtype=torch.float64, device=m.device)
-            stream = torch.cuda.current_stream(m.device).cuda_stream
+        engine, sign = plan.engine, module._sign
+        value = torch.empty_like(plan.value_like)
+        if plan.cuda:  # enqueued on the current stream: the signed scores written by the library
             with engine._lock:
-                _core.parzen_evaluate_device(
+                _core.parzen_evaluate_device_signed(
                     engine._handle, plan.pixels, f.data_ptr(), plan.ftype, fmp, m.data_ptr(),
-                    plan.mtype, mmp, plan.count, stream, raw.data_ptr(), gptr)
-            value = raw[:, _COLUMN[module.score]]
-            value = (torch.neg(value) if sign != 1.0 else value.clone()).reshape(
-                plan.value_like.shape)
-            ctx.sign = sign
+                    plan.mtype, mmp, plan.count, _current_stream(plan.device_index), sign,
+                    value.data_ptr(), gptr)
+            ctx.sign = sign  # the gradient is of the unsigned score: backward signs it
         else:  # the C call straight on the tensors' memory; it writes the signed scores
-            value = torch.empty_like(plan.value_like)
             with engine._lock:
                 _core.parzen_evaluate_pointers(
                     engine._handle, plan.pixels, f.data_ptr(), plan.ftype, fmp, m.data_ptr(),
@@ -139,15 +152,27 @@ class _LibraryFunction(torch.autograd.Function):
         del fm, mm  # the masks' compact copies, kept alive until the call has them
         if want_grad:
             ctx.save_for_backward(grad)
-            ctx.scale_shape, ctx.dtype = plan.scale_shape, moving.dtype
+            ctx.plan = plan
         return value
 
     @staticmethod
     def backward(ctx, grad_output):
         (grad,) = ctx.saved_tensors
-        scale = (grad_output * ctx.sign if ctx.sign != 1.0 else grad_output).float()
-        g = grad * (scale if scale.dim() == 0 else scale.reshape(ctx.scale_shape))
-        return (g if g.dtype == ctx.dtype else g.to(ctx.dtype)), None, None, None, None
+        plan = ctx.plan
+        if plan.cuda and grad_output.dtype == torch.float64 and grad_output.dim() <= 1:
+            # one launch of the library's: grad * (float)(sign * grad_output[item]), the bits of
+            # the PyTorch expression below, with no operation of PyTorch's but the output
+            g = torch.empty_like(grad)
+            stride = grad_output.stride(0) if grad_output.dim() else 0
+            with plan.engine._lock:
+                _core.parzen_scale_gradient_device(
+                    plan.engine._handle, grad.data_ptr(), plan.pixels, plan.count,
+                    grad_output.data_ptr(), stride, ctx.sign, g.data_ptr(),
+                    _current_stream(plan.device_index))
+        else:
+            scale = (grad_output * ctx.sign if ctx.sign != 1.0 else grad_output).float()
+            g = grad * (scale if scale.dim() == 0 else scale.reshape(plan.scale_shape))
+        return (g if g.dtype == plan.dtype else g.to(plan.dtype)), None, None, None, None
 
 
 class MattesMI(torch.nn.Module):

@@ -207,6 +207,95 @@ static PyObject *py_parzen_evaluate_pointers(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* The unsigned integers (addresses, sizes, handles) of a fast call, args[first ..first + n - 1],
+ * into out; 0, or -1 with an exception naming the function. */
+static int unsigned_args(PyObject *const *args, Py_ssize_t first, Py_ssize_t n,
+                         unsigned long long *out, const char *who)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        out[i] = PyLong_AsUnsignedLongLong(args[first + i]);
+        if (out[i] == (unsigned long long)-1 && PyErr_Occurred()) {
+            PyErr_Format(PyExc_TypeError, "%s: argument %zd must be a non-negative int", who,
+                         first + i);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* parzen_evaluate_device_signed(parzen, pixels, fixed_ptr, fixed_type, fixed_mask_ptr,
+ *                               moving_ptr, moving_type, moving_masks_ptr, count, stream, sign,
+ *                               values_ptr, gradient_ptr): dh_parzen_mi_evaluate_device_signed,
+ * for dicomhist.torch on CUDA tensors (only enqueues, so the GIL is kept). A fast call
+ * (positional arguments, no tuple, no format string parsed): this is per optimizer step. */
+static PyObject *py_parzen_evaluate_device_signed(PyObject *self, PyObject *const *args,
+                                                  Py_ssize_t nargs)
+{
+    (void)self;
+    static const char who[] = "parzen_evaluate_device_signed";
+    if (nargs != 13) {
+        PyErr_Format(PyExc_TypeError, "%s takes 13 arguments, not %zd", who, nargs);
+        return NULL;
+    }
+    parzen_box *box = PyCapsule_GetPointer(args[0], PARZEN_NAME);
+    if (!box)
+        return NULL;
+    unsigned long long a[9]; /* pixels, fixed, ftype, fmask, moving, mtype, mmask, count, stream */
+    unsigned long long v[2]; /* values, gradient */
+    if (unsigned_args(args, 1, 9, a, who) < 0 || unsigned_args(args, 11, 2, v, who) < 0)
+        return NULL;
+    const double sign = PyFloat_AsDouble(args[10]);
+    if (sign == -1.0 && PyErr_Occurred())
+        return NULL;
+    if (a[7] > UINT32_MAX || a[2] > 16 || a[5] > 16) {
+        PyErr_Format(PyExc_ValueError, "%s: count or a sample type out of range", who);
+        return NULL;
+    }
+    dh_status st = dh_parzen_mi_evaluate_device_signed(
+        box->ctx, box->parzen, (size_t)a[0], (const void *)(uintptr_t)a[1], (int)a[2],
+        (const uint8_t *)(uintptr_t)a[3], (const void *)(uintptr_t)a[4], (int)a[5],
+        (const uint8_t *)(uintptr_t)a[6], (uint32_t)a[7], (void *)(uintptr_t)a[8], sign,
+        (double *)(uintptr_t)v[0], (float *)(uintptr_t)v[1]);
+    if (st != DH_OK)
+        return core_raise(st, dh_ctx_error(box->ctx));
+    Py_RETURN_NONE;
+}
+
+/* parzen_scale_gradient_device(parzen, gradient_ptr, pixels, count, factors_ptr, factor_stride,
+ *                              sign, out_ptr, stream): dh_parzen_mi_scale_gradient_device (the
+ * parzen handle for its context's message), a fast call as above. */
+static PyObject *py_parzen_scale_gradient_device(PyObject *self, PyObject *const *args,
+                                                 Py_ssize_t nargs)
+{
+    (void)self;
+    static const char who[] = "parzen_scale_gradient_device";
+    if (nargs != 9) {
+        PyErr_Format(PyExc_TypeError, "%s takes 9 arguments, not %zd", who, nargs);
+        return NULL;
+    }
+    parzen_box *box = PyCapsule_GetPointer(args[0], PARZEN_NAME);
+    if (!box)
+        return NULL;
+    unsigned long long a[5]; /* gradient, pixels, count, factors, factor_stride */
+    unsigned long long b[2]; /* out, stream */
+    if (unsigned_args(args, 1, 5, a, who) < 0 || unsigned_args(args, 7, 2, b, who) < 0)
+        return NULL;
+    const double sign = PyFloat_AsDouble(args[6]);
+    if (sign == -1.0 && PyErr_Occurred())
+        return NULL;
+    if (a[2] > UINT32_MAX) {
+        PyErr_Format(PyExc_ValueError, "%s: count out of range", who);
+        return NULL;
+    }
+    dh_status st = dh_parzen_mi_scale_gradient_device(
+        box->ctx, (const float *)(uintptr_t)a[0], (size_t)a[1], (uint32_t)a[2],
+        (const double *)(uintptr_t)a[3], (size_t)a[4], sign, (float *)(uintptr_t)b[0],
+        (void *)(uintptr_t)b[1]);
+    if (st != DH_OK)
+        return core_raise(st, dh_ctx_error(box->ctx));
+    Py_RETURN_NONE;
+}
+
 PyMethodDef core_parzen_methods[] = {
     {"parzen_new", (PyCFunction)(void (*)(void))py_parzen_new, METH_VARARGS | METH_KEYWORDS,
      "dh_parzen_mi_create; keyword arguments are dh_parzen_mi_params fields."},
@@ -215,5 +304,9 @@ PyMethodDef core_parzen_methods[] = {
      "dh_parzen_mi_evaluate_device."},
     {"parzen_evaluate_pointers", py_parzen_evaluate_pointers, METH_VARARGS,
      "dh_parzen_mi_evaluate on host addresses, one score column signed (dicomhist.torch)."},
+    {"parzen_evaluate_device_signed", (PyCFunction)(void (*)(void))py_parzen_evaluate_device_signed,
+     METH_FASTCALL, "dh_parzen_mi_evaluate_device_signed (dicomhist.torch on CUDA tensors)."},
+    {"parzen_scale_gradient_device", (PyCFunction)(void (*)(void))py_parzen_scale_gradient_device,
+     METH_FASTCALL, "dh_parzen_mi_scale_gradient_device (dicomhist.torch's backward on CUDA)."},
     {NULL, NULL, 0, NULL},
 };

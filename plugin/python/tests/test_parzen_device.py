@@ -125,3 +125,62 @@ def test_torch_module_in_cuda_graph():
         e.sum().backward()
         assert torch.equal(out, e.detach())
         assert torch.equal(static.grad, eager.grad)
+
+
+@pytest.mark.parametrize("score", ["mi", "nmi"])
+def test_torch_module_cuda_backward_shapes(score):
+    """The library's one-launch backward on CUDA (session 16) against the CPU module, bit for
+    bit, for every shape of incoming gradient: 0-d (one image), per item (weights), expanded
+    (.sum()), through a cast to float32, and a call needing no gradient."""
+    torch = Torch().t
+    import dicomhist.torch as dt
+    fixed, moving = images(6, 7)
+    f16 = fixed.astype(np.int16)
+    weights = [1.0, -2.0, 0.5, 3.0, -0.25, 1e-3]
+    for loss in (False, True):
+        mod = dt.MattesMI(40, score=score, loss=loss)
+        runs = {}
+        for dev in ("cpu", "cuda"):
+            f = torch.tensor(f16, device=dev)
+            one = torch.tensor(moving[2], device=dev, requires_grad=True)
+            mod(f, one).backward()  # 0-d incoming gradient
+            batch = torch.tensor(moving, device=dev, requires_grad=True)
+            w = torch.tensor(weights, dtype=torch.float64, device=dev)
+            (mod(f, batch) * w).sum().backward()  # one factor per item
+            expanded = torch.tensor(moving, device=dev, requires_grad=True)
+            mod(f, expanded).sum().backward()  # one factor shared (stride 0)
+            as32 = torch.tensor(moving, device=dev, requires_grad=True)
+            (mod(f, as32).float() * w.float()).sum().backward()  # through a float32 cast
+            with torch.no_grad():
+                value_only = mod(f, torch.tensor(moving, device=dev))
+            runs[dev] = [t.detach().cpu().numpy().tobytes() for t in
+                         (one.grad, batch.grad, expanded.grad, as32.grad, value_only)]
+        assert runs["cuda"] == runs["cpu"]
+
+
+def test_torch_tensors_read_without_dlpack_equal_the_dlpack_path():
+    """MIFixed.scores and ParzenMI.evaluate read a CUDA tensor on its current stream from the
+    tensor itself (session 16's fast path; a tensor that wants grad too); on another stream
+    through DLPack. Both give the NumPy path's bits."""
+    torch = Torch().t
+    fixed, moving = images(3, 9)
+    engine = dicomhist.ParzenMI(32)
+    want, want_grad = engine.evaluate(fixed, moving)
+    f = torch.tensor(fixed.astype(np.int16), device="cuda")
+    m = torch.tensor(moving, device="cuda", requires_grad=True)
+    f_np = fixed.astype(np.int16)
+    want, want_grad = engine.evaluate(f_np, moving)
+    side = torch.cuda.Stream()
+    for stream in (None, side):
+        scores, grad = engine.evaluate(f, m, stream=stream)
+        torch.cuda.synchronize()
+        assert scores.to_host().tobytes() == want.tobytes()
+        assert grad.cpu().numpy().tobytes() == want_grad.tobytes()
+    mf = dicomhist.MIFixed(fixed, bins=16, range_moving=(0.0, 1.0), device="cuda")
+    host = mf.scores(np.nan_to_num(moving, nan=2.0))
+    dev = mf.scores(torch.nan_to_num(m.detach(), nan=2.0).requires_grad_(True))
+    assert dev.to_host().tobytes() == host.tobytes()
+    assert torch.equal(dev.mi.cpu(), torch.tensor(host["mi"]))
+    assert torch.equal(dev.moving_hi.cpu(), torch.tensor(host["moving_hi"]))
+    with pytest.raises(AttributeError):
+        dev.no_such_field
