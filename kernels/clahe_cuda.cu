@@ -30,7 +30,8 @@
  * four tables around the pixel in its slice) through the read-only cache, and the blend of
  * clahe.h with its one division replaced by a float quotient corrected to the exact integer
  * (clahe_fast.h). The per-axis weights (dh_clahe_axis_at) are computed once per shape into the
- * workspace.
+ * workspace. A volume (3D tiles) within clahe_cuda_blend.h's bound is mapped by
+ * clahe_cuda_volume.cuh instead: a row per thread group, the y and z weights taken once per row.
  */
 #include <cuda_runtime.h>
 
@@ -44,6 +45,7 @@
 #include "clahe_fast.h"
 #include "cuda_check.h"
 #include "clahe_cuda_tables.cuh"
+#include "clahe_cuda_volume.cuh"
 #include "equalize_cuda.h"
 
 namespace {
@@ -61,10 +63,11 @@ constexpr size_t kBatchBytes = (size_t)256 << 20;
 /* Shared memory the histogram copies may take together before copies stop doubling. */
 constexpr uint32_t kCopyBytes = 64 * 1024;
 
-/* One equalization unit's window (clamped; lo > hi: empty), its bins and the bin multiplier. */
+/* One equalization unit's window (clamped; lo > hi: empty), its bins and the bin multiplier;
+ * ident: a bin per value of the window (the bin is v - lo, no multiply). */
 struct Unit {
     int32_t lo, hi;
-    uint32_t bins, pad;
+    uint32_t bins, ident;
     uint64_t magic;
 };
 
@@ -109,7 +112,8 @@ __device__ __forceinline__ void count_sample(uint32_t *mine, const Unit &u, int3
 {
     if (v < u.lo || v > u.hi)
         return;
-    const uint32_t bin = dh_clahe_bin_fast(v, u.lo, u.bins, u.magic);
+    const uint32_t bin =
+        u.ident ? (uint32_t)(v - u.lo) : dh_clahe_bin_fast(v, u.lo, u.bins, u.magic);
     if (kPacked)
         atomicAdd(mine + (bin >> 1), 1u << ((bin & 1) << 4));
     else
@@ -324,19 +328,8 @@ __device__ __forceinline__ uint16_t map_one(const RowState &s, const dh_clahe_ax
     return blend<kVolume, kWide>(s, ax, e);
 }
 
-static_assert(sizeof(dh_clahe_axis_weight) == 16, "weights load as one 16-byte vector");
-
-/* An axis weight with one 16-byte load (the weights are 16 bytes, the array 256-aligned). */
-__device__ __forceinline__ dh_clahe_axis_weight load_weight(const dh_clahe_axis_weight *w)
-{
-    const uint4 q = __ldg((const uint4 *)w);
-    dh_clahe_axis_weight a;
-    a.i0 = q.x;
-    a.i1 = q.y;
-    a.w1 = q.z;
-    a.den = q.w;
-    return a;
-}
+/* An axis weight with one 16-byte load (shared with the volume mapping). */
+using dh_clahe_volume::load_weight;
 
 /* G samples of one row (x .. x + G - 1) at once: their weights, bins and quads all loaded before
  * the first blend, so each thread keeps G (2D) or 2 G (3D) independent 8-byte loads in flight
@@ -626,11 +619,31 @@ int tables_of_batch(dh_clahe_cuda_workspace *ws, const T *data, const Batch &b, 
                                 levels, clip, ws->d_tables, stream, msg, msg_len);
 }
 
+/* A volume's mapping through clahe_cuda_volume.cuh (its bound and a window that is not empty
+ * checked by the caller): a row of
+ * blocks per slice, the bin by subtraction where the window has one per value. */
+template <typename T>
+void map_volume(const T *data, const Batch &b, const dh_clahe_axis_weight *axes,
+                const uint2 *quads, uint16_t *d_out, cudaStream_t stream)
+{
+    namespace vm = dh_clahe_volume;
+    const Unit &u = b.u[0];
+    const vm::Args a = {u.lo, u.hi, (uint32_t)(u.hi - u.lo), u.bins, b.top, u.magic,
+                        b.nx, b.ny, b.nz, b.tx, b.ty, b.stride};
+    const unsigned rt = vm::row_threads(b.nx), rows = vm::kThreads / rt;
+    const dim3 block(rt, rows), grid((b.ny + rows - 1) / rows, b.nz);
+    const bool ident = (int64_t)u.hi - u.lo + 1 == (int64_t)u.bins;
+    if (ident)
+        vm::map_kernel<T, 1><<<grid, block, 0, stream>>>(data, a, axes, quads, d_out);
+    else
+        vm::map_kernel<T, 0><<<grid, block, 0, stream>>>(data, a, axes, quads, d_out);
+}
+
 template <typename T>
 int run_batches(dh_clahe_cuda_workspace *ws, const T *data, Batch &b, const Unit *units,
                 uint32_t unit_count, uint32_t per_batch, uint32_t levels, double clip,
-                bool narrow, bool packed, bool wide, uint16_t *d_out, cudaStream_t stream,
-                char *msg, size_t msg_len)
+                bool narrow, bool packed, bool wide, bool rows, uint16_t *d_out,
+                cudaStream_t stream, char *msg, size_t msg_len)
 {
     const HistShape h = hist_shape(b.stride, packed);
     if (h.smem > (size_t)ws->smem_optin) {
@@ -652,7 +665,9 @@ int run_batches(dh_clahe_cuda_workspace *ws, const T *data, Batch &b, const Unit
         DH_CUDA_CK(cudaGetLastError(), "table quad kernel");
         const size_t n = (size_t)b.nx * b.ny * b.nz * b.units;
         const size_t blocks = (n + 8 * kMapThreads - 1) / (8 * kMapThreads);
-        if (b.tz > 1) { /* one tile across the slices blends as 2D: the same exact value */
+        if (b.tz > 1 && rows && b.u[0].lo <= b.u[0].hi) { /* not for an empty window */
+            map_volume(data, b, ws->d_axes, ws->d_quads, d_out, stream);
+        } else if (b.tz > 1) { /* one tile across the slices blends as 2D: the same value */
             if (wide)
                 map_kernel<T, 1, 1><<<(unsigned)blocks, kMapThreads, 0, stream>>>(
                     data, b, ws->d_axes, ws->d_quads, d_out);
@@ -734,6 +749,7 @@ int dh_clahe_cuda(dh_clahe_cuda_workspace *ws, const void *d_data, int is_signed
             const uint32_t width = (uint32_t)((int64_t)u.hi - u.lo + 1);
             u.bins = dh_clahe_bins_used(bins, width);
             u.magic = dh_clahe_bin_magic(width);
+            u.ident = u.bins == width;
         }
         stride = u.bins > stride ? u.bins : stride;
         units[k] = u;
@@ -811,16 +827,16 @@ int dh_clahe_cuda(dh_clahe_cuda_workspace *ws, const void *d_data, int is_signed
         else
             memcpy(ws->axes_key, key, sizeof key);
     }
-    const bool wide = s->volume && !dh_clahe_blend3_fast_ok(max_den(s->nx, s->tx),
-                                                            max_den(s->ny, s->ty),
-                                                            max_den(nzu, tz));
+    const uint64_t dx = max_den(s->nx, s->tx), dy = max_den(s->ny, s->ty), dz = max_den(nzu, tz);
+    const bool wide = s->volume && !dh_clahe_blend3_fast_ok(dx, dy, dz);
+    const bool rows = s->volume && dh_clahe_blend3_row_ok(dx, dy, dz);
     if (rc == 0)
         rc = is_signed ? run_batches(ws, (const int16_t *)d_data, b, units, unit_count,
                                      (uint32_t)per_batch, levels, clip_limit, narrow, packed, wide,
-                                     d_out, st, msg, msg_len)
+                                     rows, d_out, st, msg, msg_len)
                        : run_batches(ws, (const uint16_t *)d_data, b, units, unit_count,
                                      (uint32_t)per_batch, levels, clip_limit, narrow, packed, wide,
-                                     d_out, st, msg, msg_len);
+                                     rows, d_out, st, msg, msg_len);
     if (rc != 0)
         memset(ws->axes_key, 0, sizeof ws->axes_key); /* a failed launch may have left them */
     free(units);
