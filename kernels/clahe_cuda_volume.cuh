@@ -38,6 +38,8 @@ struct Args {
 };
 
 constexpr int kThreads = 256;
+/* Blocks per multiprocessor the registers must allow (64 a thread at 4). */
+constexpr int kBlocksPerSm = 4;
 
 /* Threads along a row: a power of two, eight voxels each, at most 64 (a 512-voxel row in one
  * pass); the rest of the block's threads take further rows. */
@@ -117,7 +119,7 @@ __device__ __forceinline__ void map_group(const Args &a, const uint2 *q0, const 
 {
     const dh_clahe_axis_weight first = load_weight(wx), last = load_weight(wx + 7);
     if (first.i0 != last.i0 || first.i1 != last.i1) {
-#pragma unroll 1
+#pragma unroll /* constant indices: v and o stay in registers */
         for (int j = 0; j < 8; j++)
             o[j] = map_voxel<kIdent>(a, q0, q1, yz, load_weight(wx + j), v[j]);
         return;
@@ -153,7 +155,7 @@ __device__ __forceinline__ void map_group(const Args &a, const uint2 *q0, const 
  * (row_threads), eight voxels per thread per step. axes: the x, y and z weights of
  * dh_clahe_axis_at (nx, then ny, then nz of them). */
 template <typename T, int kIdent>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     map_kernel(const T *__restrict__ data, const Args a,
                const dh_clahe_axis_weight *__restrict__ axes, const uint2 *__restrict__ quads,
                uint16_t *__restrict__ out)
