@@ -202,10 +202,11 @@ __global__ void __launch_bounds__(1024)
     const uint32_t total = (r1 - r0) * vmax, step = blockDim.x;
     for (uint32_t f = tid; f < total; f += 2 * step) {
         const uint32_t ra = f / vmax, g = f + step, rb = g / vmax;
-        count_vector<T, kPacked, kIdent>(data, b, box, u, slice0, r0 + ra, f - ra * vmax, mine, count);
+        count_vector<T, kPacked, kIdent>(data, b, box, u, slice0, r0 + ra, f - ra * vmax, mine,
+                                         count);
         if (g < total)
-            count_vector<T, kPacked, kIdent>(data, b, box, u, slice0, r0 + rb, g - rb * vmax, mine,
-                                     count);
+            count_vector<T, kPacked, kIdent>(data, b, box, u, slice0, r0 + rb, g - rb * vmax,
+                                             mine, count);
     }
     __syncthreads();
     const uint32_t slots = kPacked ? 2 * words : words;
@@ -629,8 +630,8 @@ int tables_of_batch(dh_clahe_cuda_workspace *ws, const T *data, const Batch &b, 
 }
 
 /* A volume's mapping through clahe_cuda_volume.cuh (its bound and a window that is not empty
- * checked by the caller): a row of
- * blocks per slice, the bin by subtraction where the window has one per value. */
+ * checked by the caller): a row of blocks per slice, the bin by subtraction where the window has
+ * one per value. */
 template <typename T>
 void map_volume(const T *data, const Batch &b, const dh_clahe_axis_weight *axes,
                 const uint2 *quads, uint16_t *d_out, cudaStream_t stream)
@@ -673,9 +674,9 @@ int run_batches(dh_clahe_cuda_workspace *ws, const T *data, Batch &b, const Unit
         DH_CUDA_CK(cudaGetLastError(), "table quad kernel");
         const size_t n = (size_t)b.nx * b.ny * b.nz * b.units;
         const size_t blocks = (n + 8 * kMapThreads - 1) / (8 * kMapThreads);
-        if (b.tz > 1 && rows && b.u[0].lo <= b.u[0].hi) { /* not for an empty window */
+        if (b.tz > 1 && rows && b.u[0].lo <= b.u[0].hi) { /* a volume, its window not empty */
             map_volume(data, b, ws->d_axes, ws->d_quads, d_out, stream);
-        } else if (b.tz > 1) { /* one tile across the slices blends as 2D: the same value */
+        } else if (b.tz > 1) { /* one tile across the slices blends as 2D: the same exact value */
             if (wide)
                 map_kernel<T, 1, 1><<<(unsigned)blocks, kMapThreads, 0, stream>>>(
                     data, b, ws->d_axes, ws->d_quads, d_out);
