@@ -72,8 +72,9 @@ static inline DH_EQ_HD dh_clahe_span dh_clahe_span_of(uint32_t den_x, uint32_t d
 
 /* Whether dh_clahe_blend3_row equals dh_clahe_blend3 for every voxel of a volume whose axis
  * denominators are at most dx, dy, dz: the sums A and B within 32 bits (den_y den_z 65535 <
- * 2^32) and the doubled denominator too (2 den_x den_y den_z < 2^32). A 512^3 volume of 8x8x8
- * tiles has 128 on every axis: 2^22. */
+ * 2^32) and the doubled denominator too (2 den_x den_y den_z < 2^32). The denominators are in
+ * doubled positions (clahe.h): a 512^3 volume of 8x8x8 tiles, centres 64 voxels apart, has 128
+ * on every axis, 2 x 128^3 = 2^22. */
 static inline int dh_clahe_blend3_row_ok(uint64_t dx, uint64_t dy, uint64_t dz)
 {
     return dx <= 65535 && dy <= 65535 && dz <= 65535 && dy * dz <= 65537 &&

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * clahe_cuda_volume.cuh: the mapping pass of a volume's CLAHE (3D tiles) on the GPU, launched
- * by clahe_cuda.cu where clahe_cuda_blend.h's bound holds (every shape up to spans of 65535 x
- * 256 x 256 voxels; a 512^3 volume of 8x8x8 tiles by far). Equal to clahe.h's dh_clahe_blend3
- * for every voxel; the general mapping of clahe_cuda.cu remains for the rest.
+ * by clahe_cuda.cu where clahe_cuda_blend.h's bound holds (tile centres at most 2^28 voxels
+ * apart in the product of the three axes and 16384 in that of y and z, e.g. 4096 x 128 x 128; a
+ * 512^3 volume of 8x8x8 tiles, 64 x 64 x 64, by far). Equal to clahe.h's dh_clahe_blend3 for
+ * every voxel; the general mapping of clahe_cuda.cu remains for the rest.
  *
  * Why a kernel of its own: that mapping was bound by the instructions it issued per voxel (run
  * 72: 733 us for 512^3, SM 66%, DRAM 21%). Here a thread is given its row by the grid (no
