@@ -30,7 +30,8 @@
  * four tables around the pixel in its slice) through the read-only cache, and the blend of
  * clahe.h with its one division replaced by a float quotient corrected to the exact integer
  * (clahe_fast.h). The per-axis weights (dh_clahe_axis_at) are computed once per shape into the
- * workspace.
+ * workspace. A volume (3D tiles) within clahe_cuda_blend.h's bound is mapped by
+ * clahe_cuda_volume.cuh instead: a row per thread group, the y and z weights taken once per row.
  */
 #include <cuda_runtime.h>
 
@@ -44,6 +45,7 @@
 #include "clahe_fast.h"
 #include "cuda_check.h"
 #include "clahe_cuda_tables.cuh"
+#include "clahe_cuda_volume.cuh"
 #include "equalize_cuda.h"
 
 namespace {
@@ -61,10 +63,11 @@ constexpr size_t kBatchBytes = (size_t)256 << 20;
 /* Shared memory the histogram copies may take together before copies stop doubling. */
 constexpr uint32_t kCopyBytes = 64 * 1024;
 
-/* One equalization unit's window (clamped; lo > hi: empty), its bins and the bin multiplier. */
+/* One equalization unit's window (clamped; lo > hi: empty), its bins and the bin multiplier;
+ * ident: a bin per value of the window (the bin is v - lo, no multiply). */
 struct Unit {
     int32_t lo, hi;
-    uint32_t bins, pad;
+    uint32_t bins, ident;
     uint64_t magic;
 };
 
@@ -102,14 +105,17 @@ __device__ __forceinline__ Box tile_box(const Batch &b, uint32_t k)
 
 /* ---- histograms ---- */
 
-/* Counts one sample into this lane's copy: a 32-bit counter, or a 16-bit half of a packed word. */
-template <int kPacked>
+/* Counts one sample into this lane's copy: a 32-bit counter, or a 16-bit half of a packed word.
+ * kIdent: every unit of the batch has a bin per value (Unit::ident), so the bin is v - lo (a
+ * template flag, not a test per sample: that cost the other windows 5 us of 27 on a 2D image). */
+template <int kPacked, int kIdent>
 __device__ __forceinline__ void count_sample(uint32_t *mine, const Unit &u, int32_t v,
                                              uint32_t &count)
 {
     if (v < u.lo || v > u.hi)
         return;
-    const uint32_t bin = dh_clahe_bin_fast(v, u.lo, u.bins, u.magic);
+    const uint32_t bin =
+        kIdent ? (uint32_t)(v - u.lo) : dh_clahe_bin_fast(v, u.lo, u.bins, u.magic);
     if (kPacked)
         atomicAdd(mine + (bin >> 1), 1u << ((bin & 1) << 4));
     else
@@ -120,7 +126,7 @@ __device__ __forceinline__ void count_sample(uint32_t *mine, const Unit &u, int3
 /* The eight samples of 16-byte vector k of row r of a piece (k counted from the vector holding
  * the row's first sample, which starts `head` samples before it); samples outside the row are
  * left out. Vectors reaching outside the input are read sample by sample. */
-template <typename T, int kPacked>
+template <typename T, int kPacked, int kIdent>
 __device__ __forceinline__ void count_vector(const T *__restrict__ data, const Batch &b,
                                              const Box &box, const Unit &u, size_t slice0,
                                              uint32_t r, uint32_t k, uint32_t *mine,
@@ -144,14 +150,14 @@ __device__ __forceinline__ void count_vector(const T *__restrict__ data, const B
     for (int j = 0; j < 8; j++) {
         const int32_t pos = (int32_t)(8 * k + j) - (int32_t)head;
         if (pos >= 0 && pos < (int32_t)box.w)
-            count_sample<kPacked>(mine, u, (int32_t)x[j], count);
+            count_sample<kPacked, kIdent>(mine, u, (int32_t)x[j], count);
     }
 }
 
 /* Block = (table t of the batch, piece p of its tile): rows r0 .. r1 - 1 of the tile, read as
  * 16-byte vectors, two per thread in flight, counted into `copies` shared histograms of `words`
  * words each, then added to the tile's global counts. */
-template <typename T, int kPacked, typename C>
+template <typename T, int kPacked, typename C, int kIdent>
 __global__ void __launch_bounds__(1024)
     hist_kernel(const T *__restrict__ data, const Batch b, uint32_t copies, uint32_t words,
                 C *__restrict__ hist)
@@ -196,10 +202,11 @@ __global__ void __launch_bounds__(1024)
     const uint32_t total = (r1 - r0) * vmax, step = blockDim.x;
     for (uint32_t f = tid; f < total; f += 2 * step) {
         const uint32_t ra = f / vmax, g = f + step, rb = g / vmax;
-        count_vector<T, kPacked>(data, b, box, u, slice0, r0 + ra, f - ra * vmax, mine, count);
+        count_vector<T, kPacked, kIdent>(data, b, box, u, slice0, r0 + ra, f - ra * vmax, mine,
+                                         count);
         if (g < total)
-            count_vector<T, kPacked>(data, b, box, u, slice0, r0 + rb, g - rb * vmax, mine,
-                                     count);
+            count_vector<T, kPacked, kIdent>(data, b, box, u, slice0, r0 + rb, g - rb * vmax,
+                                             mine, count);
     }
     __syncthreads();
     const uint32_t slots = kPacked ? 2 * words : words;
@@ -324,19 +331,8 @@ __device__ __forceinline__ uint16_t map_one(const RowState &s, const dh_clahe_ax
     return blend<kVolume, kWide>(s, ax, e);
 }
 
-static_assert(sizeof(dh_clahe_axis_weight) == 16, "weights load as one 16-byte vector");
-
-/* An axis weight with one 16-byte load (the weights are 16 bytes, the array 256-aligned). */
-__device__ __forceinline__ dh_clahe_axis_weight load_weight(const dh_clahe_axis_weight *w)
-{
-    const uint4 q = __ldg((const uint4 *)w);
-    dh_clahe_axis_weight a;
-    a.i0 = q.x;
-    a.i1 = q.y;
-    a.w1 = q.z;
-    a.den = q.w;
-    return a;
-}
+/* An axis weight with one 16-byte load (shared with the volume mapping). */
+using dh_clahe_volume::load_weight;
 
 /* G samples of one row (x .. x + G - 1) at once: their weights, bins and quads all loaded before
  * the first blend, so each thread keeps G (2D) or 2 G (3D) independent 8-byte loads in flight
@@ -556,13 +552,20 @@ uint64_t fill_pieces(uint64_t pieces, uint64_t rows_min, uint64_t tables, uint64
     return best;
 }
 
-/* The histogram kernel for this sample type, counter width and packing, with its shared memory
- * allowed. */
+/* The histogram kernel for this sample type, counter width, packing and bin (a bin per value in
+ * every unit of the batch, or not), with its shared memory allowed. */
 template <typename T, typename C>
-int hist_kernel_for(bool packed, size_t smem, void (**k)(const T *, Batch, uint32_t, uint32_t, C *),
-                    char *msg, size_t msg_len)
+int hist_kernel_for(const Batch &b, bool packed, size_t smem,
+                    void (**k)(const T *, Batch, uint32_t, uint32_t, C *), char *msg,
+                    size_t msg_len)
 {
-    *k = packed ? hist_kernel<T, 1, C> : hist_kernel<T, 0, C>;
+    bool ident = true;
+    for (uint32_t i = 0; i < b.units; i++)
+        ident = ident && (b.u[i].ident || b.u[i].lo > b.u[i].hi); /* empty: counts nothing */
+    if (ident)
+        *k = packed ? hist_kernel<T, 1, C, 1> : hist_kernel<T, 0, C, 1>;
+    else
+        *k = packed ? hist_kernel<T, 1, C, 0> : hist_kernel<T, 0, C, 0>;
     if (smem > 48 * 1024)
         DH_CUDA_CK(cudaFuncSetAttribute(*k, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         (int)smem),
@@ -585,7 +588,7 @@ int tables_of_batch(dh_clahe_cuda_workspace *ws, const T *data, const Batch &b, 
                "zeroing histograms");
     if (narrow) {
         void (*k)(const T *, Batch, uint32_t, uint32_t, uint32_t *);
-        if (hist_kernel_for(packed, h.smem, &k, msg, msg_len) != 0)
+        if (hist_kernel_for(b, packed, h.smem, &k, msg, msg_len) != 0)
             return -1;
         k<<<blocks, h.threads, h.smem, stream>>>(data, b, h.copies, h.words,
                                                  (uint32_t *)ws->d_hist);
@@ -614,7 +617,7 @@ int tables_of_batch(dh_clahe_cuda_workspace *ws, const T *data, const Batch &b, 
         return 0;
     }
     void (*k)(const T *, Batch, uint32_t, uint32_t, unsigned long long *);
-    if (hist_kernel_for(packed, h.smem, &k, msg, msg_len) != 0)
+    if (hist_kernel_for(b, packed, h.smem, &k, msg, msg_len) != 0)
         return -1;
     k<<<blocks, h.threads, h.smem, stream>>>(data, b, h.copies, h.words,
                                              (unsigned long long *)ws->d_hist);
@@ -626,11 +629,30 @@ int tables_of_batch(dh_clahe_cuda_workspace *ws, const T *data, const Batch &b, 
                                 levels, clip, ws->d_tables, stream, msg, msg_len);
 }
 
+/* A volume's mapping through clahe_cuda_volume.cuh (its bound and a window that is not empty
+ * checked by the caller): a row of blocks per slice, the bin by subtraction where the window has
+ * one per value. */
+template <typename T>
+void map_volume(const T *data, const Batch &b, const dh_clahe_axis_weight *axes,
+                const uint2 *quads, uint16_t *d_out, cudaStream_t stream)
+{
+    namespace vm = dh_clahe_volume;
+    const Unit &u = b.u[0];
+    const vm::Args a = {u.lo, u.hi, (uint32_t)(u.hi - u.lo), u.bins, b.top, u.magic,
+                        b.nx, b.ny, b.nz, b.tx, b.ty, b.stride};
+    const unsigned rt = vm::row_threads(b.nx), rows = vm::kThreads / rt;
+    const dim3 block(rt, rows), grid((b.ny + rows - 1) / rows, b.nz);
+    if (u.ident)
+        vm::map_kernel<T, 1><<<grid, block, 0, stream>>>(data, a, axes, quads, d_out);
+    else
+        vm::map_kernel<T, 0><<<grid, block, 0, stream>>>(data, a, axes, quads, d_out);
+}
+
 template <typename T>
 int run_batches(dh_clahe_cuda_workspace *ws, const T *data, Batch &b, const Unit *units,
                 uint32_t unit_count, uint32_t per_batch, uint32_t levels, double clip,
-                bool narrow, bool packed, bool wide, uint16_t *d_out, cudaStream_t stream,
-                char *msg, size_t msg_len)
+                bool narrow, bool packed, bool wide, bool rows, uint16_t *d_out,
+                cudaStream_t stream, char *msg, size_t msg_len)
 {
     const HistShape h = hist_shape(b.stride, packed);
     if (h.smem > (size_t)ws->smem_optin) {
@@ -652,7 +674,9 @@ int run_batches(dh_clahe_cuda_workspace *ws, const T *data, Batch &b, const Unit
         DH_CUDA_CK(cudaGetLastError(), "table quad kernel");
         const size_t n = (size_t)b.nx * b.ny * b.nz * b.units;
         const size_t blocks = (n + 8 * kMapThreads - 1) / (8 * kMapThreads);
-        if (b.tz > 1) { /* one tile across the slices blends as 2D: the same exact value */
+        if (b.tz > 1 && rows && b.u[0].lo <= b.u[0].hi) { /* a volume, its window not empty */
+            map_volume(data, b, ws->d_axes, ws->d_quads, d_out, stream);
+        } else if (b.tz > 1) { /* one tile across the slices blends as 2D: the same exact value */
             if (wide)
                 map_kernel<T, 1, 1><<<(unsigned)blocks, kMapThreads, 0, stream>>>(
                     data, b, ws->d_axes, ws->d_quads, d_out);
@@ -734,6 +758,7 @@ int dh_clahe_cuda(dh_clahe_cuda_workspace *ws, const void *d_data, int is_signed
             const uint32_t width = (uint32_t)((int64_t)u.hi - u.lo + 1);
             u.bins = dh_clahe_bins_used(bins, width);
             u.magic = dh_clahe_bin_magic(width);
+            u.ident = u.bins == width;
         }
         stride = u.bins > stride ? u.bins : stride;
         units[k] = u;
@@ -811,16 +836,16 @@ int dh_clahe_cuda(dh_clahe_cuda_workspace *ws, const void *d_data, int is_signed
         else
             memcpy(ws->axes_key, key, sizeof key);
     }
-    const bool wide = s->volume && !dh_clahe_blend3_fast_ok(max_den(s->nx, s->tx),
-                                                            max_den(s->ny, s->ty),
-                                                            max_den(nzu, tz));
+    const uint64_t dx = max_den(s->nx, s->tx), dy = max_den(s->ny, s->ty), dz = max_den(nzu, tz);
+    const bool wide = s->volume && !dh_clahe_blend3_fast_ok(dx, dy, dz);
+    const bool rows = s->volume && dh_clahe_blend3_row_ok(dx, dy, dz);
     if (rc == 0)
         rc = is_signed ? run_batches(ws, (const int16_t *)d_data, b, units, unit_count,
                                      (uint32_t)per_batch, levels, clip_limit, narrow, packed, wide,
-                                     d_out, st, msg, msg_len)
+                                     rows, d_out, st, msg, msg_len)
                        : run_batches(ws, (const uint16_t *)d_data, b, units, unit_count,
                                      (uint32_t)per_batch, levels, clip_limit, narrow, packed, wide,
-                                     d_out, st, msg, msg_len);
+                                     rows, d_out, st, msg, msg_len);
     if (rc != 0)
         memset(ws->axes_key, 0, sizeof ws->axes_key); /* a failed launch may have left them */
     free(units);

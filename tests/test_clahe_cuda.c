@@ -4,7 +4,8 @@
  * bit for bit: random, CT-like, constant, two-value, extreme and radiograph-like data, uint16
  * and int16 at 12 and 16 bits; tile grids from 1x1 to tiles of one pixel, odd sizes and tiles of
  * 2-3 pixels; bins 1, 256, 4096, 65536 and 0 (one per value); clip limits and output levels;
- * per slice (with windows that differ per slice, some empty) and per volume; batches of slices
+ * per slice (with windows that differ per slice, some empty) and per volume (inside and beyond
+ * the bound of the row-factored volume mapping, clahe_cuda_volume.cuh); batches of slices
  * beyond one launch's units and beyond the scratch bound; tiles larger than one histogram piece;
  * unaligned device pointers; tables built in segments (bands across segment boundaries, spikes
  * far above the clip limit); one workspace reused across every shape. The real files of
@@ -265,6 +266,9 @@ START_TEST(large_images_and_batches)
         {97, 95, 33, 8, 8, 8, 1, 1, 16, 65536, CT_LIKE},
         {16, 16, 150, 2, 2, 1, 0, 0, 16, 4096, RANDOM},   /* 64 slices per launch: 3 batches */
         {64, 64, 9, 8, 8, 1, 0, 1, 16, 65536, RADIOGRAPH}, /* 42 MB per slice: batches of 6 */
+        /* y and z spans past clahe_cuda_blend.h's bound (300 x 300 doubled): the general 3D
+         * mapping, not clahe_cuda_volume.cuh's */
+        {5, 300, 300, 1, 2, 2, 1, 0, 12, 4096, CT_LIKE},
     };
     dh_test_rng rng;
     dh_test_rng_seed(&rng, 31);
