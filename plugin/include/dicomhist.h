@@ -993,6 +993,12 @@ DH_API dh_status dh_ctx_set_read_timing(dh_ctx *ctx, int enabled);
 /* The sums since dh_ctx_set_read_timing; all zero when it is off. */
 DH_API dh_status dh_ctx_read_times(const dh_ctx *ctx, dh_read_times *out);
 
+/* ---- A planned file's transfer syntax (issue 24: the batch picks its decoder early) ----------
+ * The transfer syntax UID its header named (inferred where the meta lacks it), read at the scan:
+ * a batch can tell which series the GPU decoders would read before reading any pixels, and leave
+ * the GPU alone for the others. "" for a file that could not be read or an index out of range. */
+DH_API const char *dh_plan_file_transfer_syntax(const dh_plan *plan, size_t file);
+
 #ifdef __cplusplus
 }
 #endif
