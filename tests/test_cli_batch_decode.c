@@ -123,8 +123,10 @@ START_TEST(syntaxes_the_gpu_reads)
     const char *yes[] = {"1.2.840.10008.1.2.4.90", "1.2.840.10008.1.2.4.91",
                          "1.2.840.10008.1.2.4.201", "1.2.840.10008.1.2.4.202",
                          "1.2.840.10008.1.2.4.203"};
-    const char *no[] = {"1.2.840.10008.1.2.4.70", "1.2.840.10008.1.2.1", "1.2.840.10008.1.2.4.80",
-                        "1.2.840.10008.1.2.5", "1.2.840.10008.1.2.4.9", "", "1.2.840.10008.1.2.4.900"};
+    const char *no[] = {"1.2.840.10008.1.2.4.70", "1.2.840.10008.1.2.1",
+                        "1.2.840.10008.1.2.4.80", "1.2.840.10008.1.2.5",
+                        "1.2.840.10008.1.2.4.9",  "",
+                        "1.2.840.10008.1.2.4.900"};
     for (size_t i = 0; i < sizeof yes / sizeof *yes; i++)
         ck_assert_msg(cli_decode_gpu_syntax(yes[i]), "%s", yes[i]);
     for (size_t i = 0; i < sizeof no / sizeof *no; i++)
@@ -134,6 +136,12 @@ START_TEST(syntaxes_the_gpu_reads)
     ck_assert(cli_decode_gpu_syntax("1.2.840.10008.1.2.4.70"));
     setenv("DH_GPU_JPEG_LOSSLESS", "0", 1);
     ck_assert(!cli_decode_gpu_syntax("1.2.840.10008.1.2.4.70"));
+    ck_assert(cli_decode_gpu_refused("1.2.840.10008.1.2.4.70"));
+    ck_assert(!cli_decode_gpu_refused("1.2.840.10008.1.2.4.90"));
+    ck_assert(!cli_decode_gpu_refused("1.2.840.10008.1.2.1"));
+    ck_assert(!cli_decode_gpu_refused(NULL));
+    setenv("DH_GPU_JPEG_LOSSLESS", "1", 1); /* asked for: scheduled like JPEG 2000 instead */
+    ck_assert(!cli_decode_gpu_refused("1.2.840.10008.1.2.4.70"));
     unsetenv("DH_GPU_JPEG_LOSSLESS");
 }
 END_TEST
@@ -161,8 +169,9 @@ END_TEST
 START_TEST(scheduler_shares_the_work)
 {
     cli_gpu_decode g;
-    ck_assert_int_eq(cli_gpu_decode_start(&g, 0), 0); /* nothing pending: no loader */
+    ck_assert_int_eq(cli_gpu_decode_start(&g, 0, 0), 0); /* nothing pending: no loader */
     ck_assert(!g.started);
+    ck_assert(cli_gpu_decode_loaded(&g));
     g.ready = 1; /* as the loader leaves usable decoders */
     g.pending = 100 * 1000;
     const char *note = NULL;
@@ -198,7 +207,7 @@ START_TEST(loader_without_gpu_decoders)
     if (dh_gpu_decoders_available(why, sizeof why))
         return; /* a GPU host: the rule's tests above cover it; the batch runs in test_cli_gpu */
     cli_gpu_decode g;
-    ck_assert_int_eq(cli_gpu_decode_start(&g, 5000), 0);
+    ck_assert_int_eq(cli_gpu_decode_start(&g, 5000, 0), 0);
     const char *note = NULL;
     ck_assert_int_eq(cli_gpu_decode_take(&g, 1000, 4, 0, &note), CLI_DECODE_GPU);
     ck_assert_str_eq(note, "");
@@ -207,6 +216,11 @@ START_TEST(loader_without_gpu_decoders)
     ck_assert_uint_eq(g.busy, 0);
     cli_gpu_decode_done(&g, CLI_DECODE_GPU, 4, 1000, 0.1);
     ck_assert_uint_eq(g.gpu_series, 0);
+    cli_gpu_decode_stop(&g);
+    /* JPEG lossless alone: a loader, nothing pending; after the head start it has finished. */
+    ck_assert_int_eq(cli_gpu_decode_start(&g, 0, 1), 0);
+    ck_assert(g.started);
+    ck_assert(cli_gpu_decode_loaded(&g));
     cli_gpu_decode_stop(&g);
 }
 END_TEST

@@ -156,6 +156,11 @@ void cli_series_stage(cli_series *s, cli_stage stage, cli_stage_clock since)
     s->priv->stage[stage][1] += thread_cpu() - since.cpu;
 }
 
+const char *cli_series_decoder_note(const cli_series *s)
+{
+    return s->priv && s->priv->decoder_note ? s->priv->decoder_note : "";
+}
+
 dh_device cli_series_device(const cli_series *s, const dh_volume *v)
 {
     const batch *b = s->priv->b;
@@ -255,7 +260,8 @@ static void process(batch *b, size_t k, dh_ctx *ctx)
     dh_read_times before, after;
     /* Which decoder reads the series (cli_batch_decode.h): the GPU only for a syntax its
      * decoders read, and only while it has a slot free or is worth waiting for. */
-    const char *syntax = dh_plan_file_transfer_syntax(b->plan, dh_plan_series_file(b->plan, series, 0));
+    const char *syntax =
+        dh_plan_file_transfer_syntax(b->plan, dh_plan_series_file(b->plan, series, 0));
     const char *sched_note = "";
     cli_decode_choice choice = CLI_DECODE_CPU;
     uint64_t bytes = dh_plan_series_sample_bytes(b->plan, series);
@@ -264,8 +270,12 @@ static void process(batch *b, size_t k, dh_ctx *ctx)
     if (gpu_syntax)
         choice = cli_gpu_decode_take(&b->gpu_decode, bytes, slots, cli_decode_cpu_prior(syntax),
                                      &sched_note);
-    /* Any other syntax is read with the GPU decoders off: they would load (0.7 s that every
-     * worker waited for) only to refuse it. */
+    /* JPEG lossless goes to the library with the GPU decoders on only once they are loaded:
+     * it loads them (0.7 s that every worker waited for) only to refuse the stream by default.
+     * Any other syntax is read with them off. */
+    else if (b->gpu_sched && cli_decode_gpu_refused(syntax) &&
+             cli_gpu_decode_loaded(&b->gpu_decode))
+        choice = CLI_DECODE_GPU;
     if (b->gpu_sched)
         dh_ctx_set_gpu_decode(ctx, choice == CLI_DECODE_GPU);
     double load_from = cli_now();
@@ -945,11 +955,15 @@ int cli_run_batch(const cli_command_line *cl, const cli_batch_config *cfg, cli_s
      * where some series is in a syntax they read (cli_batch_decode.h). */
     b.gpu_sched = !o->cpu_decode && cl->device != DH_DEVICE_CPU;
     uint64_t gpu_pending = 0;
-    for (size_t t = 0; b.gpu_sched && t < b.todo_count; t++)
-        if (cli_decode_gpu_syntax(dh_plan_file_transfer_syntax(
-                b.plan, dh_plan_series_file(b.plan, b.todo[t], 0))))
+    int gpu_asked = 0; /* a JPEG lossless series: the library will ask about the decoders */
+    for (size_t t = 0; b.gpu_sched && t < b.todo_count; t++) {
+        const char *syntax = dh_plan_file_transfer_syntax(
+            b.plan, dh_plan_series_file(b.plan, b.todo[t], 0));
+        if (cli_decode_gpu_syntax(syntax))
             gpu_pending += dh_plan_series_sample_bytes(b.plan, b.todo[t]);
-    cli_gpu_decode_start(&b.gpu_decode, gpu_pending);
+        gpu_asked |= cli_decode_gpu_refused(syntax);
+    }
+    cli_gpu_decode_start(&b.gpu_decode, gpu_pending, gpu_asked);
     pthread_mutex_init(&b.lock, NULL);
     pthread_cond_init(&b.changed, NULL);
     pthread_t *ids = calloc(workers, sizeof *ids);

@@ -64,6 +64,11 @@ double cli_decode_cpu_prior(const char *uid)
     return 0;
 }
 
+int cli_decode_gpu_refused(const char *uid)
+{
+    return uid && strcmp(uid, "1.2.840.10008.1.2.4.70") == 0 && !cli_decode_gpu_syntax(uid);
+}
+
 uint32_t cli_decode_slots(const char *uid, uint32_t jobs)
 {
     const char *env = getenv("DICOMHIST_GPU_DECODE_SLOTS");
@@ -100,13 +105,13 @@ static void *load(void *arg)
     return NULL;
 }
 
-int cli_gpu_decode_start(cli_gpu_decode *g, uint64_t pending)
+int cli_gpu_decode_start(cli_gpu_decode *g, uint64_t pending, int want_loader)
 {
     memset(g, 0, sizeof *g);
     pthread_mutex_init(&g->lock, NULL);
     pthread_cond_init(&g->changed, NULL);
     g->pending = pending;
-    if (pending == 0)
+    if (pending == 0 && !want_loader)
         return 0;
     g->loading = 1;
     g->load_start = now();
@@ -187,6 +192,14 @@ void cli_gpu_decode_done(cli_gpu_decode *g, cli_decode_choice choice, uint32_t s
     }
     pthread_cond_broadcast(&g->changed);
     pthread_mutex_unlock(&g->lock);
+}
+
+int cli_gpu_decode_loaded(cli_gpu_decode *g)
+{
+    pthread_mutex_lock(&g->lock);
+    int loaded = !g->loading;
+    pthread_mutex_unlock(&g->lock);
+    return loaded;
 }
 
 void cli_gpu_decode_stop(cli_gpu_decode *g)

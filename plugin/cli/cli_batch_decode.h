@@ -57,6 +57,12 @@ double cli_decode_cpu_prior(const char *transfer_syntax_uid);
  * only where DH_GPU_JPEG_LOSSLESS=1 asks for nvJPEG, as the library does). */
 int cli_decode_gpu_syntax(const char *transfer_syntax_uid);
 
+/* 1 for JPEG lossless SV1 where cli_decode_gpu_syntax is 0: the library asks the GPU decoders
+ * about it, loading them, only to refuse it by default (docs/batch.md). The batch hands such a
+ * series to the library with the GPU decoders on once they are loaded (so that its note is the
+ * one the library gives everywhere), and off while they load (no worker waits for them). */
+int cli_decode_gpu_refused(const char *transfer_syntax_uid);
+
 /* The decode slots for a syntax on `jobs` workers: classic JPEG 2000 at most 8 (the GPU's own
  * J2K decoding is the wall: measured on the H100 host, 16 workers, 8 slots beat 2, 4 and 16),
  * HTJ2K all of them; DICOMHIST_GPU_DECODE_SLOTS overrides both, to measure. */
@@ -79,11 +85,14 @@ typedef struct cli_gpu_decode {
     uint64_t gpu_series, cpu_series;
 } cli_gpu_decode;
 
-/* Prepares g with `pending` GPU-decodable bytes and, when pending > 0, starts loading the GPU
- * decoders on a thread of their own, giving it 50 ms (where no GPU is present it has failed by
- * then, so no series races it). Returns 0, or -1 when the thread cannot start (the decoders then
- * load on the first worker that needs them, as without this). */
-int cli_gpu_decode_start(cli_gpu_decode *g, uint64_t pending);
+/* Prepares g with `pending` GPU-decodable bytes and, when pending > 0 or want_loader, starts
+ * loading the GPU decoders on a thread of their own, giving it 50 ms (where no GPU is present it
+ * has failed by then, so no series races it). Returns 0, or -1 when the thread cannot start (the
+ * decoders then load on the first worker that needs them, as without this). */
+int cli_gpu_decode_start(cli_gpu_decode *g, uint64_t pending, int want_loader);
+
+/* 1 once the loader has finished (the GPU decoders usable or not), or when none was started. */
+int cli_gpu_decode_loaded(cli_gpu_decode *g);
 
 /* The decoder for one GPU-decodable series of `bytes` at `slots` (cpu_prior: its syntax's
  * cli_decode_cpu_prior); waits while the rule says so.

@@ -4,8 +4,8 @@
 
 On the sample data (JPEG 2000, JPEG lossless SV1, JPEG-LS, RLE, uncompressed series): `info
 --json` names the decoder of each (`openjpeg` or, where NVIDIA's nvJPEG2000 runs, `nvjpeg2k`;
-`dcmtk`, `charls`, `native`) with `decoder_note` saying why not the GPU exactly when the command
-offered the syntax to a GPU decoder (JPEG 2000) and the CPU read it; `--decode cpu` gives the CPU decoders with
+`dcmtk`, `charls`, `native`) with `decoder_note` saying why not the GPU exactly when a GPU
+decoder existed for the syntax and the CPU read it; `--decode cpu` gives the CPU decoders with
 no note; the stored values (stored_min/max) do not depend on the choice; `equalize`'s manifest
 carries the same two fields on its `done` lines and writes the same pixels either way; a bad
 `--decode` value is a usage error (exit 2).
@@ -32,10 +32,7 @@ SERIES = {"ct_phantom_jpeg2000": ("openjpeg", "nvjpeg2k"),
           "ct_phantom_jpeg_ls": ("charls", None),
           "ct_phantom_rle": ("dcmtk", None),
           "ct_phantom": ("native", None)}
-# The syntaxes the command offers to the GPU decoders. JPEG lossless is not among them unless
-# DH_GPU_JPEG_LOSSLESS=1 asks (issue 24): the decoders would load, 0.7 s that every worker waited
-# for, only to refuse it, so it is read with them off and its note is empty like any CPU syntax's.
-GPU_SYNTAXES = ("ct_phantom_jpeg2000",)
+GPU_SYNTAXES = ("ct_phantom_jpeg2000", "ct_phantom_jpeg_lossless")
 
 
 def info(binary, c, *args):
