@@ -5,6 +5,7 @@
  */
 #define _XOPEN_SOURCE 700
 #include "cli_batch.h"
+#include "cli_batch_decode.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -64,7 +65,10 @@ typedef struct batch {
     size_t next_take, next_emit;
     pthread_mutex_t lock;
     pthread_cond_t changed;
-    int cuda_usable; /* a GPU answers: --device auto may choose it */
+    int cuda_usable;  /* a GPU answers: --device auto may choose it */
+    int cuda_checked; /* cuda_usable asked (under lock), first when a volume needs it */
+    int gpu_sched;    /* the GPU decoders may read series: gpu_decode chooses per series */
+    cli_gpu_decode gpu_decode;
     uint32_t jobs, decode_threads;
     uint32_t alive; /* workers still running */
     dh_existing existing;
@@ -152,6 +156,11 @@ void cli_series_stage(cli_series *s, cli_stage stage, cli_stage_clock since)
     s->priv->stage[stage][1] += thread_cpu() - since.cpu;
 }
 
+const char *cli_series_decoder_note(const cli_series *s)
+{
+    return s->priv && s->priv->decoder_note ? s->priv->decoder_note : "";
+}
+
 dh_device cli_series_device(const cli_series *s, const dh_volume *v)
 {
     const batch *b = s->priv->b;
@@ -160,9 +169,20 @@ dh_device cli_series_device(const cli_series *s, const dh_volume *v)
     /* The rule of --device auto (docs/batch.md): the GPU computes only a volume large enough
      * that its copies there and back cost less than the CPU passes they replace (measured on
      * an H100 host, bench/NOTES.md, session 15); else the worker's own core does it, beside
-     * the others, with no copy. */
+     * the others, with no copy. CUDA is asked about only then: a run that never computes on
+     * the GPU never starts its runtime. */
     uint64_t samples = (uint64_t)dh_volume_rows(v) * dh_volume_columns(v) * dh_volume_slices(v);
-    return b->cuda_usable && samples >= CLI_AUTO_GPU_MIN_SAMPLES ? DH_DEVICE_CUDA : DH_DEVICE_CPU;
+    if (samples < CLI_AUTO_GPU_MIN_SAMPLES)
+        return DH_DEVICE_CPU;
+    batch *shared = (batch *)b; /* the lock and the one answer are the batch's */
+    pthread_mutex_lock(&shared->lock);
+    if (!shared->cuda_checked) {
+        shared->cuda_usable = dh_cuda_available();
+        shared->cuda_checked = 1;
+    }
+    int usable = shared->cuda_usable;
+    pthread_mutex_unlock(&shared->lock);
+    return usable ? DH_DEVICE_CUDA : DH_DEVICE_CPU;
 }
 
 /* ------------------------------------------------------------------ one series */
@@ -238,9 +258,32 @@ static void process(batch *b, size_t k, dh_ctx *ctx)
     s->json = &json;
     dh_volume_set *set = NULL;
     dh_read_times before, after;
+    /* Which decoder reads the series (cli_batch_decode.h): the GPU only for a syntax its
+     * decoders read, and only while it has a slot free or is worth waiting for. */
+    const char *syntax =
+        dh_plan_file_transfer_syntax(b->plan, dh_plan_series_file(b->plan, series, 0));
+    const char *sched_note = "";
+    cli_decode_choice choice = CLI_DECODE_CPU;
+    uint64_t bytes = dh_plan_series_sample_bytes(b->plan, series);
+    uint32_t slots = cli_decode_slots(syntax, b->jobs);
+    int gpu_syntax = b->gpu_sched && cli_decode_gpu_syntax(syntax);
+    if (gpu_syntax)
+        choice = cli_gpu_decode_take(&b->gpu_decode, bytes, slots, cli_decode_cpu_prior(syntax),
+                                     &sched_note);
+    /* JPEG lossless goes to the library with the GPU decoders on only once they are loaded:
+     * it loads them (0.7 s that every worker waited for) only to refuse the stream by default.
+     * Any other syntax is read with them off. */
+    else if (b->gpu_sched && cli_decode_gpu_refused(syntax) &&
+             cli_gpu_decode_loaded(&b->gpu_decode))
+        choice = CLI_DECODE_GPU;
+    if (b->gpu_sched)
+        dh_ctx_set_gpu_decode(ctx, choice == CLI_DECODE_GPU);
+    double load_from = cli_now();
     dh_ctx_read_times(ctx, &before);
     dh_status loaded = dh_plan_load_series(ctx, b->plan, series, &set);
     dh_ctx_read_times(ctx, &after);
+    if (gpu_syntax)
+        cli_gpu_decode_done(&b->gpu_decode, choice, slots, bytes, cli_now() - load_from);
     p->stage[CLI_STAGE_READ][0] = after.read_seconds - before.read_seconds;
     p->stage[CLI_STAGE_READ][1] = after.read_cpu_seconds - before.read_cpu_seconds;
     p->stage[CLI_STAGE_DECODE][0] = after.decode_seconds - before.decode_seconds;
@@ -254,7 +297,7 @@ static void process(batch *b, size_t k, dh_ctx *ctx)
         if (dh_volume_set_count(set) == 1) {
             const char *note = "";
             p->decoder = dup_or_null(dh_volume_decoder(dh_volume_set_volume(set, 0), &note));
-            p->decoder_note = dup_or_null(note);
+            p->decoder_note = dup_or_null(*note ? note : sched_note);
             b->work(b->state, b->cl, s, dh_volume_set_volume(set, 0));
         }
     }
@@ -279,8 +322,9 @@ static void *worker(void *arg)
     dh_ctx *ctx = dh_ctx_create();
     if (ctx) {
         dh_ctx_set_threads(ctx, (int)b->decode_threads);
-        /* --device cpu keeps everything on the CPU, the decoders too. */
-        dh_ctx_set_gpu_decode(ctx, !b->cl->batch.cpu_decode && b->cl->device != DH_DEVICE_CPU);
+        /* --device cpu keeps everything on the CPU, the decoders too; otherwise each series'
+         * decoder is chosen when it is taken (process). */
+        dh_ctx_set_gpu_decode(ctx, 0);
         dh_ctx_set_read_timing(ctx, b->cl->batch.stats);
     }
     double busy = 0, idle = 0;
@@ -774,6 +818,11 @@ static void stats(const batch *b)
             other > 0 ? other : 0.0, "", b->busy > 0 && other > 0 ? 100.0 * other / b->busy : 0.0);
     fprintf(stderr, "dicomhist: stats: workers busy %.3f s, waiting for the output order %.3f s\n",
             b->busy, b->idle);
+    if (b->gpu_decode.gpu_series + b->gpu_decode.cpu_series > 0)
+        fprintf(stderr, "dicomhist: stats: series the GPU decoders could read: %llu on the GPU, "
+                "%llu on the CPU beside it; %.3f s waiting for a GPU slot or the decoders' load\n",
+                (unsigned long long)b->gpu_decode.gpu_series,
+                (unsigned long long)b->gpu_decode.cpu_series, b->gpu_decode.waited);
     /* The CPU columns count the worker threads alone; OpenJPEG decodes on a thread of its own
      * while the worker waits, and the scan and the GPU driver have theirs. */
     struct rusage ru;
@@ -879,7 +928,6 @@ int cli_run_batch(const cli_command_line *cl, const cli_batch_config *cfg, cli_s
     /* Workers: a series each; a large series alone gets the cores to decode its slices. */
     b.existing = o->force ? DH_EXISTING_REPLACE : DH_EXISTING_KEEP;
     b.created = creation_time();
-    b.cuda_usable = cl->device == DH_DEVICE_AUTO && dh_cuda_available();
     uint32_t workers = b.jobs;
     if (workers > b.todo_count)
         workers = b.todo_count ? (uint32_t)b.todo_count : 1;
@@ -903,6 +951,19 @@ int cli_run_batch(const cli_command_line *cl, const cli_batch_config *cfg, cli_s
         sort_priv = s->priv;
         qsort(s->priv->by_path, s->priv->file_count, sizeof *s->priv->by_path, by_source_path);
     }
+    /* The GPU decoders load on a thread of their own while the first series decode, and only
+     * where some series is in a syntax they read (cli_batch_decode.h). */
+    b.gpu_sched = !o->cpu_decode && cl->device != DH_DEVICE_CPU;
+    uint64_t gpu_pending = 0;
+    int gpu_asked = 0; /* a JPEG lossless series: the library will ask about the decoders */
+    for (size_t t = 0; b.gpu_sched && t < b.todo_count; t++) {
+        const char *syntax = dh_plan_file_transfer_syntax(
+            b.plan, dh_plan_series_file(b.plan, b.todo[t], 0));
+        if (cli_decode_gpu_syntax(syntax))
+            gpu_pending += dh_plan_series_sample_bytes(b.plan, b.todo[t]);
+        gpu_asked |= cli_decode_gpu_refused(syntax);
+    }
+    cli_gpu_decode_start(&b.gpu_decode, gpu_pending, gpu_asked);
     pthread_mutex_init(&b.lock, NULL);
     pthread_cond_init(&b.changed, NULL);
     pthread_t *ids = calloc(workers, sizeof *ids);
@@ -941,6 +1002,7 @@ int cli_run_batch(const cli_command_line *cl, const cli_batch_config *cfg, cli_s
     for (uint32_t w = 0; w < started; w++)
         pthread_join(ids[w], NULL);
     free(ids);
+    cli_gpu_decode_stop(&b.gpu_decode);
     pthread_mutex_destroy(&b.lock);
     pthread_cond_destroy(&b.changed);
     b.want_summary = cfg->outdir || b.progress.enabled || o->stats;

@@ -77,6 +77,10 @@ cli_stage_clock cli_stage_start(void);
 /* Adds the time since `since` to the series' stage. */
 void cli_series_stage(cli_series *s, cli_stage stage, cli_stage_clock since);
 
+/* The series' decoder_note as its manifest lines have it: the library's, else why the batch
+ * decoded on a core a series the GPU could read (cli_batch_decode.h); "" when none. */
+const char *cli_series_decoder_note(const cli_series *s);
+
 /* Where the series' computation runs: --device as given, except that under auto the GPU only
  * where it is the faster for this volume (the rule is in docs/batch.md, "--device auto"). */
 dh_device cli_series_device(const cli_series *s, const dh_volume *v);

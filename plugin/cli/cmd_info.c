@@ -123,8 +123,9 @@ static void info_text(report_sink *s, const dh_volume *v, int first) {
 static int info_series(void *state, const cli_command_line *cl, cli_series *s,
                        const dh_volume *v) {
     (void)state;
+    report_names names = {.decoder_note = cli_series_decoder_note(s)};
     if (cl->json)
-        report_info_record(s->json, v, NULL), report_json_end_line(s->json);
+        report_info_record(s->json, v, &names), report_json_end_line(s->json);
     else
         info_text(s->out, v, 1);
     return 0;

@@ -1072,6 +1072,11 @@ DH_API dh_status dh_device_volume_download(dh_ctx *ctx, dh_device_volume *v, voi
 /* Frees v's set and, when the call allocated them, its samples (stream-ordered on cuda_stream);
  * zeroes v. NULL is ignored. */
 DH_API void dh_device_volume_release(dh_device_volume *v, void *cuda_stream);
+/* ---- A planned file's transfer syntax (issue 24: the batch picks its decoder early) ----------
+ * The transfer syntax UID its header named (inferred where the meta lacks it), read at the scan:
+ * a batch can tell which series the GPU decoders would read before reading any pixels, and leave
+ * the GPU alone for the others. "" for a file that could not be read or an index out of range. */
+DH_API const char *dh_plan_file_transfer_syntax(const dh_plan *plan, size_t file);
 
 #ifdef __cplusplus
 }

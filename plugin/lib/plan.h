@@ -24,6 +24,7 @@ typedef struct dh_plan_slice {
     double orientation[6];
     int32_t instance_number;
     double location; /* along the series' normal, once grouped */
+    char transfer_syntax[DH_DICOM_UID_LEN]; /* the file's, so a batch knows its decoder early */
 } dh_plan_slice;
 
 typedef struct dh_plan_file {

@@ -269,6 +269,7 @@ void dh_plan_slice_from_image(dh_plan_slice *s, const dh_dicom_image *m)
     memcpy(s->position, m->position, sizeof s->position);
     memcpy(s->orientation, m->orientation, sizeof s->orientation);
     s->instance_number = m->instance_number;
+    memcpy(s->transfer_syntax, m->transfer_syntax_uid, sizeof s->transfer_syntax);
 }
 
 int dh_plan_same_format(const dh_plan_slice *a, const dh_plan_slice *b)
@@ -727,4 +728,10 @@ uint64_t dh_plan_series_sample_bytes(const dh_plan *p, size_t k)
 {
     const dh_plan_series *g = series_at(p, k);
     return g ? g->sample_bytes : 0;
+}
+
+const char *dh_plan_file_transfer_syntax(const dh_plan *p, size_t i)
+{
+    const dh_plan_file *f = file_at(p, i);
+    return f && f->state != DH_PLAN_FILE_FAILED ? f->slice.transfer_syntax : "";
 }

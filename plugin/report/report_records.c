@@ -67,6 +67,8 @@ void report_info_record(report_json *j, const dh_volume *v, const report_names *
     report_json_key(j, "lossy_method"), report_json_string(j, lossy_method);
     const char *decoder_note = "";
     report_json_key(j, "decoder"), report_json_string(j, dh_volume_decoder(v, &decoder_note));
+    if (!*decoder_note && names && names->decoder_note)
+        decoder_note = names->decoder_note;
     report_json_key(j, "decoder_note"), report_json_string(j, decoder_note);
     report_json_key(j, "stored_min"), report_json_i64(j, smin);
     report_json_key(j, "stored_max"), report_json_i64(j, smax);

@@ -22,6 +22,10 @@ typedef struct report_names {
      * it. Warnings name files; a host that read them under other names renames them here. */
     void (*warning)(void *arg, const char *warning, char *out, size_t len);
     void *arg;
+    /* The record's decoder_note where the library's is empty: why the host itself had a slice
+     * the GPU could read decoded on the CPU (the command's batch, cli_batch_decode.h); NULL:
+     * none. */
+    const char *decoder_note;
 } report_names;
 
 /* `dicomhist info --json`: path, series_uid, modality, rows, columns, slices, bits_allocated,

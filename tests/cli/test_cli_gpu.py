@@ -10,7 +10,8 @@ For every file and series folder of ../shared/dicom and ../shared/dicom-jpeg2000
 - `equalize` and `window` (per volume and per slice, several windows and clip limits): the
   derived files' pixel data is identical (the UIDs differ by design, so only PixelData is
   compared, read straight from the explicit little endian files written);
-- `equalize` of the whole folder as one batch on 8 workers sharing the GPU: --device cuda and
+- `equalize` of the whole folder as one batch on 8 workers sharing the GPU (cuda also with one
+  GPU decode slot, the other JPEG 2000 series decoded by the cores beside it): --device cuda and
   auto write the pixels --device cpu writes;
 - `mi` between images of the same shape: identical JSON records but for the `device` field
   (the GPU promises the same bits).
@@ -124,15 +125,19 @@ def compare_derived(c, exe, paths, tmp):
 def compare_batch(c, exe, shared, tmp):
     """The whole folder as one batch on 8 workers, each with its own GPU stream and staging and
     no lock between them (issue 24): --device cuda and auto write the pixels --device cpu
-    writes, with the same exit status (the folder holds files that fail on purpose)."""
+    writes, with the same exit status (the folder holds files that fail on purpose). "cuda1":
+    cuda with one GPU decode slot (DICOMHIST_GPU_DECODE_SLOTS=1), so that JPEG 2000 series also
+    go to the cores beside a busy GPU (plugin/cli/cli_batch_decode.c): the same pixels."""
     outs = {}
-    for dev in ("cpu", "cuda", "auto"):
+    for dev in ("cpu", "cuda", "auto", "cuda1"):
         d = os.path.join(tmp, f"batch_{dev}")
+        env = {"DICOMHIST_GPU_DECODE_SLOTS": "1"} if dev == "cuda1" else None
         for job in (["equalize"], ["equalize", "--mode", "slice", "--window", "percentile:1"]):
-            r = t.run(exe, *job, "--jobs", "8", "--device", dev, "-o", d, shared)
+            r = t.run(exe, *job, "--jobs", "8", "--device", dev.rstrip("1"), "-o", d, shared,
+                      env=env)
             outs[(dev, job[-1])] = (r.rc, derived_pixels(d) if os.path.isdir(d) else {})
             shutil.rmtree(d, ignore_errors=True)
-    for dev in ("cuda", "auto"):
+    for dev in ("cuda", "auto", "cuda1"):
         for job in ("equalize", "percentile:1"):
             c.check(outs[(dev, job)] == outs[("cpu", job)],
                     f"batch {job} --jobs 8 --device {dev}: rc {outs[(dev, job)][0]} against "

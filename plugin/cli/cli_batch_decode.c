@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: MIT
+/*
+ * cli_batch_decode.c: the choice of each series' decoder in a batch, and the GPU decoders loaded
+ * on a thread of their own (cli_batch_decode.h).
+ */
+#define _XOPEN_SOURCE 700
+#include "cli_batch_decode.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "dicomhist.h"
+
+/* Classic JPEG 2000: the GPU's own decoding is the wall; 16 workers on the H100 host, one series
+ * per slot (bench/NOTES.md, "Session 16, gpu-pipeline"): 2 slots 8.08 s, 4 5.47 s, 8 5.12 s,
+ * 16 5.24 s, the cores beside the slots decoding on the CPU. */
+#define J2K_GPU_SLOTS 8
+
+/* How long the workers wait for a loader that fails at once (cli_gpu_decode_start). */
+#define LOADER_HEAD_START_NS 50000000
+
+cli_decode_choice cli_decode_choose(const cli_decode_view *v)
+{
+    if (!v->loading && !v->ready)
+        return CLI_DECODE_GPU; /* unusable: the library reads it and says why not on the GPU */
+    if (v->ready && v->busy < v->slots)
+        return CLI_DECODE_GPU;
+    double per_core = v->cpu_rate > 0 ? v->cpu_rate : v->cpu_prior;
+    if (v->loading && per_core > 0 && (double)v->bytes / per_core <= v->load_left)
+        return CLI_DECODE_CPU; /* done on a core before the GPU is there */
+    if (v->loading && v->busy + v->waiting < v->slots)
+        return CLI_DECODE_WAIT; /* the GPU's feeders, ready when the decoders are */
+    /* One core takes bytes / cpu_rate; the GPU drains (after + bytes) / gpu_rate. */
+    double ratio = v->gpu_rate > 0 && v->cpu_rate > 0 ? v->gpu_rate / v->cpu_rate
+                                                      : CLI_DECODE_PRIOR_RATIO;
+    return (double)(v->after + v->bytes) >= ratio * (double)v->bytes ? CLI_DECODE_CPU
+                                                                       : CLI_DECODE_WAIT;
+}
+
+int cli_decode_gpu_syntax(const char *uid)
+{
+    static const char *const gpu[] = {"1.2.840.10008.1.2.4.90", "1.2.840.10008.1.2.4.91",
+                                      "1.2.840.10008.1.2.4.201", "1.2.840.10008.1.2.4.202",
+                                      "1.2.840.10008.1.2.4.203"};
+    if (!uid)
+        return 0;
+    for (size_t i = 0; i < sizeof gpu / sizeof *gpu; i++)
+        if (strcmp(uid, gpu[i]) == 0)
+            return 1;
+    const char *lossless = getenv("DH_GPU_JPEG_LOSSLESS");
+    return strcmp(uid, "1.2.840.10008.1.2.4.70") == 0 && lossless && strcmp(lossless, "1") == 0;
+}
+
+double cli_decode_cpu_prior(const char *uid)
+{
+    if (!uid)
+        return 0;
+    if (strcmp(uid, "1.2.840.10008.1.2.4.90") == 0 || strcmp(uid, "1.2.840.10008.1.2.4.91") == 0)
+        return 10.6e6;
+    if (strncmp(uid, "1.2.840.10008.1.2.4.20", 22) == 0 && strlen(uid) == 23)
+        return 74e6; /* HTJ2K: .201, .202, .203 */
+    return 0;
+}
+
+int cli_decode_gpu_refused(const char *uid)
+{
+    return uid && strcmp(uid, "1.2.840.10008.1.2.4.70") == 0 && !cli_decode_gpu_syntax(uid);
+}
+
+uint32_t cli_decode_slots(const char *uid, uint32_t jobs)
+{
+    const char *env = getenv("DICOMHIST_GPU_DECODE_SLOTS");
+    uint32_t slots = jobs;
+    char *end = NULL;
+    unsigned long n = env && *env ? strtoul(env, &end, 10) : 0;
+    if (end && *end == '\0' && n > 0)
+        slots = n < jobs ? (uint32_t)n : jobs;
+    else if (uid && (strcmp(uid, "1.2.840.10008.1.2.4.90") == 0 ||
+                     strcmp(uid, "1.2.840.10008.1.2.4.91") == 0))
+        slots = jobs < J2K_GPU_SLOTS ? jobs : J2K_GPU_SLOTS;
+    return slots ? slots : 1;
+}
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static void *load(void *arg)
+{
+    cli_gpu_decode *g = arg;
+    char reason[sizeof g->reason];
+    int usable = dh_gpu_decoders_available(reason, sizeof reason);
+    pthread_mutex_lock(&g->lock);
+    g->loading = 0;
+    g->ready = usable;
+    if (!usable)
+        memcpy(g->reason, reason, sizeof reason);
+    pthread_cond_broadcast(&g->changed);
+    pthread_mutex_unlock(&g->lock);
+    return NULL;
+}
+
+int cli_gpu_decode_start(cli_gpu_decode *g, uint64_t pending, int want_loader)
+{
+    memset(g, 0, sizeof *g);
+    pthread_mutex_init(&g->lock, NULL);
+    pthread_cond_init(&g->changed, NULL);
+    g->pending = pending;
+    if (pending == 0 && !want_loader)
+        return 0;
+    g->loading = 1;
+    g->load_start = now();
+    if (pthread_create(&g->loader, NULL, load, g) != 0) {
+        g->loading = 0;
+        g->ready = 1; /* the library loads them on first use, as it always could */
+        return -1;
+    }
+    g->started = 1;
+    /* Where no GPU or no decoder is present the load fails at once (the driver's dlopen): given
+     * that long before the workers start, every series then goes to the library as before, and
+     * what the batch writes (decoders, notes) does not depend on a race with the loader. */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += LOADER_HEAD_START_NS;
+    if (until.tv_nsec >= 1000000000)
+        until.tv_sec++, until.tv_nsec -= 1000000000;
+    pthread_mutex_lock(&g->lock);
+    while (g->loading && pthread_cond_timedwait(&g->changed, &g->lock, &until) == 0)
+        ;
+    pthread_mutex_unlock(&g->lock);
+    return 0;
+}
+
+cli_decode_choice cli_gpu_decode_take(cli_gpu_decode *g, uint64_t bytes, uint32_t slots,
+                                      double cpu_prior, const char **note)
+{
+    pthread_mutex_lock(&g->lock);
+    g->pending -= bytes < g->pending ? bytes : g->pending;
+    cli_decode_choice c;
+    int waited = 0, was_loading = g->loading;
+    double from = now();
+    for (;;) {
+        cli_decode_view v = {
+            .loading = g->loading, .ready = g->ready, .busy = g->busy, .waiting = g->waiting,
+            .slots = slots, .bytes = bytes, .after = g->pending,
+            .gpu_rate = g->gpu_seconds > 0 ? g->gpu_bytes / g->gpu_seconds * g->gpu_slots_seen
+                                           : 0,
+            .cpu_rate = g->cpu_seconds > 0 ? g->cpu_bytes / g->cpu_seconds : 0,
+            .cpu_prior = cpu_prior};
+        double loaded_in = g->load_start + CLI_DECODE_PRIOR_LOAD_SECONDS - now();
+        v.load_left = g->loading && loaded_in > 0 ? loaded_in : 0;
+        c = cli_decode_choose(&v);
+        if (c != CLI_DECODE_WAIT)
+            break;
+        was_loading |= g->loading;
+        g->waiting++;
+        waited = 1;
+        pthread_cond_wait(&g->changed, &g->lock);
+        g->waiting--;
+    }
+    if (waited)
+        g->waited += now() - from;
+    if (c == CLI_DECODE_GPU && g->ready)
+        g->busy++;
+    *note = c == CLI_DECODE_GPU ? ""
+            : was_loading ? "decoded on the CPU while the GPU decoders loaded (docs/batch.md)"
+                          : "decoded on the CPU beside the GPU, whose decode slots were all busy "
+                            "(docs/batch.md)";
+    pthread_mutex_unlock(&g->lock);
+    return c;
+}
+
+void cli_gpu_decode_done(cli_gpu_decode *g, cli_decode_choice choice, uint32_t slots,
+                         uint64_t bytes, double seconds)
+{
+    pthread_mutex_lock(&g->lock);
+    if (choice == CLI_DECODE_GPU && g->ready) {
+        g->busy--;
+        g->gpu_bytes += (double)bytes;
+        g->gpu_seconds += seconds;
+        g->gpu_slots_seen = slots;
+        g->gpu_series++;
+    } else if (choice == CLI_DECODE_CPU) {
+        g->cpu_bytes += (double)bytes;
+        g->cpu_seconds += seconds;
+        g->cpu_series++;
+    }
+    pthread_cond_broadcast(&g->changed);
+    pthread_mutex_unlock(&g->lock);
+}
+
+int cli_gpu_decode_loaded(cli_gpu_decode *g)
+{
+    pthread_mutex_lock(&g->lock);
+    int loaded = !g->loading;
+    pthread_mutex_unlock(&g->lock);
+    return loaded;
+}
+
+void cli_gpu_decode_stop(cli_gpu_decode *g)
+{
+    if (g->started)
+        pthread_join(g->loader, NULL);
+    g->started = 0;
+    pthread_mutex_destroy(&g->lock);
+    pthread_cond_destroy(&g->changed);
+}

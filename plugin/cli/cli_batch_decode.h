@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: MIT
+/*
+ * cli_batch_decode.h: which decoder reads each series of a batch (issue 24). The GPU decoders
+ * (nvJPEG2000) are loaded once per process on a thread of their own, and only where some series
+ * of the batch is in a syntax they read, so a run that never decodes on the GPU never pays for
+ * them (their load, CUDA's context, their handles: about 0.7 s that every worker waited for).
+ * Meanwhile, and whenever the GPU's decode slots are all taken, a worker decodes its series on
+ * its own core if it would be done before the GPU could have drained the queue, else it waits for
+ * a slot: the GPU and the idle cores share the decoding, and the values are the same either way
+ * (lossless streams decode to the same stored values on both; the tests check it).
+ */
+#ifndef DH_CLI_BATCH_DECODE_H
+#define DH_CLI_BATCH_DECODE_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+/* The choice for one series. */
+typedef enum cli_decode_choice {
+    CLI_DECODE_CPU,  /* the CPU decoders, on the worker's own core */
+    CLI_DECODE_GPU,  /* the GPU decoders (the library falls back to the CPU per frame) */
+    CLI_DECODE_WAIT, /* wait for a GPU slot, or for the decoders to load */
+} cli_decode_choice;
+
+/* What the rule looks at (cli_decode_choose): a snapshot under the scheduler's lock. */
+typedef struct cli_decode_view {
+    int loading, ready;   /* the GPU decoders are loading / loaded and usable */
+    uint32_t busy;        /* series decoding on the GPU now */
+    uint32_t waiting;     /* workers already waiting for a GPU slot */
+    uint32_t slots;       /* the most series the GPU decodes at once for this syntax */
+    uint64_t bytes;       /* this series' decoded bytes */
+    uint64_t after;       /* GPU-decodable bytes of the series not yet taken, this one excluded */
+    double gpu_rate;      /* bytes per second of the GPU with its slots busy; 0: not measured */
+    double cpu_rate;      /* bytes per second of one worker decoding alone; 0: not measured */
+    double cpu_prior;     /* cpu_rate's prior for this syntax (cli_decode_cpu_prior); 0: none */
+    double load_left;     /* seconds the decoders' load is still expected to take */
+} cli_decode_view;
+
+/* The rule (docs/batch.md, "GPU decoders in a batch"): a free slot of ready decoders takes the
+ * series; while the decoders load, a series one core decodes before they are expected to be
+ * loaded goes to the CPU, else the first `slots` workers wait for the GPU; otherwise the CPU
+ * takes the series when one core would finish it no later than the GPU would finish it and every
+ * GPU-decodable series after it, else the worker waits. Pure: unit-tested without a GPU. */
+cli_decode_choice cli_decode_choose(const cli_decode_view *v);
+
+/* The GPU's throughput over one core's, for J2K and HTJ2K, until both are measured in the run. */
+#define CLI_DECODE_PRIOR_RATIO 24.0
+/* How long the GPU decoders take to load (CUDA's context, nvJPEG2000's and nvJPEG's handles):
+ * 0.63 s on the H100 host (bench/NOTES.md, "Session 16, gpu-pipeline"). */
+#define CLI_DECODE_PRIOR_LOAD_SECONDS 0.6
+
+/* Decoded bytes per second of one core for a syntax, until measured in the run: OpenJPEG with 16
+ * workers busy on the H100 host (same notes): J2K 10.6 MB/s, HTJ2K 74 MB/s; 0 for others. */
+double cli_decode_cpu_prior(const char *transfer_syntax_uid);
+
+/* 1 when the GPU decoders read this transfer syntax (JPEG 2000 and HTJ2K; JPEG lossless SV1
+ * only where DH_GPU_JPEG_LOSSLESS=1 asks for nvJPEG, as the library does). */
+int cli_decode_gpu_syntax(const char *transfer_syntax_uid);
+
+/* 1 for JPEG lossless SV1 where cli_decode_gpu_syntax is 0: the library asks the GPU decoders
+ * about it, loading them, only to refuse it by default (docs/batch.md). The batch hands such a
+ * series to the library with the GPU decoders on once they are loaded (so that its note is the
+ * one the library gives everywhere), and off while they load (no worker waits for them). */
+int cli_decode_gpu_refused(const char *transfer_syntax_uid);
+
+/* The decode slots for a syntax on `jobs` workers: classic JPEG 2000 at most 8 (the GPU's own
+ * J2K decoding is the wall: measured on the H100 host, 16 workers, 8 slots beat 2, 4 and 16),
+ * HTJ2K all of them; DICOMHIST_GPU_DECODE_SLOTS overrides both, to measure. */
+uint32_t cli_decode_slots(const char *transfer_syntax_uid, uint32_t jobs);
+
+/* The scheduler of one batch. */
+typedef struct cli_gpu_decode {
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    pthread_t loader;
+    int started;         /* the loader thread runs or ran */
+    int loading, ready;  /* as in cli_decode_view; neither: unusable (reason) */
+    char reason[256];    /* why the GPU decoders are unusable */
+    uint32_t busy, waiting;
+    uint64_t pending;    /* GPU-decodable bytes of series not yet taken */
+    double gpu_bytes, gpu_seconds, cpu_bytes, cpu_seconds; /* measured, per series */
+    uint32_t gpu_slots_seen;                               /* the slots of the series measured */
+    double waited;       /* workers' seconds spent waiting for a slot or the load */
+    double load_start;   /* when the loader started (CLOCK_MONOTONIC seconds) */
+    uint64_t gpu_series, cpu_series;
+} cli_gpu_decode;
+
+/* Prepares g with `pending` GPU-decodable bytes and, when pending > 0 or want_loader, starts
+ * loading the GPU decoders on a thread of their own, giving it 50 ms (where no GPU is present it
+ * has failed by then, so no series races it). Returns 0, or -1 when the thread cannot start (the
+ * decoders then load on the first worker that needs them, as without this). */
+int cli_gpu_decode_start(cli_gpu_decode *g, uint64_t pending, int want_loader);
+
+/* 1 once the loader has finished (the GPU decoders usable or not), or when none was started. */
+int cli_gpu_decode_loaded(cli_gpu_decode *g);
+
+/* The decoder for one GPU-decodable series of `bytes` at `slots` (cpu_prior: its syntax's
+ * cli_decode_cpu_prior); waits while the rule says so.
+ * *note is set to why a series the GPU could read goes to the CPU ("" otherwise). */
+cli_decode_choice cli_gpu_decode_take(cli_gpu_decode *g, uint64_t bytes, uint32_t slots,
+                                      double cpu_prior, const char **note);
+
+/* The series taken with `choice` is read, in `seconds` of wall time. */
+void cli_gpu_decode_done(cli_gpu_decode *g, cli_decode_choice choice, uint32_t slots,
+                         uint64_t bytes, double seconds);
+
+/* Waits for the loader and releases g. */
+void cli_gpu_decode_stop(cli_gpu_decode *g);
+
+#endif /* DH_CLI_BATCH_DECODE_H */

@@ -1,0 +1,242 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_cli_batch_decode.c: the batch's choice of decoder per series (plugin/cli/cli_batch_decode.h)
+ * without a GPU: the rule against the arithmetic it states (the CPU takes a series when one core,
+ * at bytes / cpu_rate, is done no later than the GPU draining everything left at gpu_rate), the
+ * syntaxes and slots, and the scheduler's bookkeeping over a batch whose decoders are marked
+ * ready; plus the real loader where no GPU decoder is usable (every series then goes to the
+ * library's own fallback, which names why).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_batch_decode.h"
+#include "dicomhist.h"
+#include "test_support.h"
+
+static cli_decode_view view(int loading, int ready, uint32_t busy, uint32_t waiting,
+                            uint32_t slots, uint64_t bytes, uint64_t after)
+{
+    return (cli_decode_view){.loading = loading, .ready = ready, .busy = busy,
+                             .waiting = waiting, .slots = slots, .bytes = bytes,
+                             .after = after};
+}
+
+START_TEST(unusable_decoders_leave_it_to_the_library)
+{
+    cli_decode_view v = view(0, 0, 0, 0, 4, 100, 1000000);
+    ck_assert_int_eq(cli_decode_choose(&v), CLI_DECODE_GPU);
+}
+END_TEST
+
+START_TEST(a_free_slot_takes_the_series)
+{
+    for (uint32_t busy = 0; busy < 4; busy++) {
+        cli_decode_view v = view(0, 1, busy, 0, 4, 100, 0);
+        ck_assert_int_eq(cli_decode_choose(&v), CLI_DECODE_GPU);
+    }
+}
+END_TEST
+
+START_TEST(while_loading_the_first_slots_wait_for_the_gpu)
+{
+    /* However long the queue: the GPU's feeders wait for it. */
+    cli_decode_view v = view(1, 0, 0, 3, 4, 100, 1u << 30);
+    ck_assert_int_eq(cli_decode_choose(&v), CLI_DECODE_WAIT);
+    v = view(1, 0, 0, 4, 4, 100, 1u << 30); /* feeders enough: a long queue goes to the CPU */
+    ck_assert_int_eq(cli_decode_choose(&v), CLI_DECODE_CPU);
+    v = view(1, 0, 0, 4, 4, 100, 100); /* a short one waits */
+    ck_assert_int_eq(cli_decode_choose(&v), CLI_DECODE_WAIT);
+}
+END_TEST
+
+/* The boundary of the prior: CPU exactly when after + bytes >= ratio * bytes. */
+START_TEST(busy_slots_follow_the_prior_ratio)
+{
+    const uint64_t bytes = 1000;
+    const uint64_t edge = (uint64_t)(CLI_DECODE_PRIOR_RATIO * bytes) - bytes;
+    cli_decode_view v = view(0, 1, 4, 0, 4, bytes, edge);
+    ck_assert_int_eq(cli_decode_choose(&v), CLI_DECODE_CPU);
+    v.after = edge - 1;
+    ck_assert_int_eq(cli_decode_choose(&v), CLI_DECODE_WAIT);
+    /* One rate measured is not a ratio: the prior still holds. */
+    v.cpu_rate = 1e9;
+    ck_assert_int_eq(cli_decode_choose(&v), CLI_DECODE_WAIT);
+}
+END_TEST
+
+/* Measured rates replace the prior, in seconds: 10 MB on a 10 MB/s core takes 1 s; a 50 MB/s GPU
+ * drains after + 10 MB in (after + 10 MB) / 50 MB/s, so the CPU from after = 40 MB on. */
+START_TEST(measured_rates_decide_in_seconds)
+{
+    const uint64_t mb = 1000000;
+    cli_decode_view v = view(0, 1, 2, 0, 2, 10 * mb, 40 * mb);
+    v.cpu_rate = 10.0 * mb;
+    v.gpu_rate = 50.0 * mb;
+    ck_assert_int_eq(cli_decode_choose(&v), CLI_DECODE_CPU);
+    v.after = 40 * mb - 1;
+    ck_assert_int_eq(cli_decode_choose(&v), CLI_DECODE_WAIT);
+    v.gpu_rate = 5.0 * mb; /* a GPU slower than a core: the CPU whatever is left */
+    v.after = 0;
+    ck_assert_int_eq(cli_decode_choose(&v), CLI_DECODE_CPU);
+}
+END_TEST
+
+/* While the decoders load: a series a core finishes before they are expected is the CPU's, from
+ * the measured rate or else the syntax's prior; a longer one waits as a feeder. */
+START_TEST(while_loading_short_series_go_to_the_cpu)
+{
+    cli_decode_view v = view(1, 0, 0, 0, 16, 21000000, 0);
+    v.cpu_prior = 70e6; /* 0.3 s on a core */
+    v.load_left = 0.31;
+    ck_assert_int_eq(cli_decode_choose(&v), CLI_DECODE_CPU);
+    v.load_left = 0.29;
+    ck_assert_int_eq(cli_decode_choose(&v), CLI_DECODE_WAIT);
+    v.cpu_rate = 100e6; /* measured: 0.21 s */
+    ck_assert_int_eq(cli_decode_choose(&v), CLI_DECODE_CPU);
+    v.cpu_rate = v.cpu_prior = 0; /* no rate at all: the feeders' rule */
+    ck_assert_int_eq(cli_decode_choose(&v), CLI_DECODE_WAIT);
+    /* Loaded: no load left, a free slot takes it. */
+    v = view(0, 1, 0, 0, 16, 21000000, 0);
+    v.cpu_prior = 70e6;
+    ck_assert_int_eq(cli_decode_choose(&v), CLI_DECODE_GPU);
+}
+END_TEST
+
+START_TEST(cpu_priors_per_syntax)
+{
+    ck_assert(cli_decode_cpu_prior("1.2.840.10008.1.2.4.90") == 10.6e6);
+    ck_assert(cli_decode_cpu_prior("1.2.840.10008.1.2.4.91") == 10.6e6);
+    ck_assert(cli_decode_cpu_prior("1.2.840.10008.1.2.4.201") == 74e6);
+    ck_assert(cli_decode_cpu_prior("1.2.840.10008.1.2.4.203") == 74e6);
+    ck_assert(cli_decode_cpu_prior("1.2.840.10008.1.2.4.20") == 0);
+    ck_assert(cli_decode_cpu_prior("1.2.840.10008.1.2.4.2011") == 0);
+    ck_assert(cli_decode_cpu_prior("1.2.840.10008.1.2.4.70") == 0);
+    ck_assert(cli_decode_cpu_prior(NULL) == 0);
+}
+END_TEST
+
+START_TEST(syntaxes_the_gpu_reads)
+{
+    unsetenv("DH_GPU_JPEG_LOSSLESS");
+    const char *yes[] = {"1.2.840.10008.1.2.4.90", "1.2.840.10008.1.2.4.91",
+                         "1.2.840.10008.1.2.4.201", "1.2.840.10008.1.2.4.202",
+                         "1.2.840.10008.1.2.4.203"};
+    const char *no[] = {"1.2.840.10008.1.2.4.70", "1.2.840.10008.1.2.1",
+                        "1.2.840.10008.1.2.4.80", "1.2.840.10008.1.2.5",
+                        "1.2.840.10008.1.2.4.9",  "",
+                        "1.2.840.10008.1.2.4.900"};
+    for (size_t i = 0; i < sizeof yes / sizeof *yes; i++)
+        ck_assert_msg(cli_decode_gpu_syntax(yes[i]), "%s", yes[i]);
+    for (size_t i = 0; i < sizeof no / sizeof *no; i++)
+        ck_assert_msg(!cli_decode_gpu_syntax(no[i]), "%s", no[i]);
+    ck_assert(!cli_decode_gpu_syntax(NULL));
+    setenv("DH_GPU_JPEG_LOSSLESS", "1", 1);
+    ck_assert(cli_decode_gpu_syntax("1.2.840.10008.1.2.4.70"));
+    setenv("DH_GPU_JPEG_LOSSLESS", "0", 1);
+    ck_assert(!cli_decode_gpu_syntax("1.2.840.10008.1.2.4.70"));
+    ck_assert(cli_decode_gpu_refused("1.2.840.10008.1.2.4.70"));
+    ck_assert(!cli_decode_gpu_refused("1.2.840.10008.1.2.4.90"));
+    ck_assert(!cli_decode_gpu_refused("1.2.840.10008.1.2.1"));
+    ck_assert(!cli_decode_gpu_refused(NULL));
+    setenv("DH_GPU_JPEG_LOSSLESS", "1", 1); /* asked for: scheduled like JPEG 2000 instead */
+    ck_assert(!cli_decode_gpu_refused("1.2.840.10008.1.2.4.70"));
+    unsetenv("DH_GPU_JPEG_LOSSLESS");
+}
+END_TEST
+
+START_TEST(slots_per_syntax)
+{
+    unsetenv("DICOMHIST_GPU_DECODE_SLOTS");
+    ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.90", 16), 8);
+    ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.91", 2), 2);
+    ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.91", 5), 5);
+    ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.201", 16), 16);
+    ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.90", 1), 1);
+    setenv("DICOMHIST_GPU_DECODE_SLOTS", "8", 1);
+    ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.90", 16), 8);
+    ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.201", 4), 4);
+    setenv("DICOMHIST_GPU_DECODE_SLOTS", "x", 1); /* not a number: the defaults */
+    ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.90", 16), 8);
+    setenv("DICOMHIST_GPU_DECODE_SLOTS", "0", 1);
+    ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.201", 16), 16);
+    unsetenv("DICOMHIST_GPU_DECODE_SLOTS");
+}
+END_TEST
+
+/* The bookkeeping over ready decoders: two slots, a long queue, then a short one. */
+START_TEST(scheduler_shares_the_work)
+{
+    cli_gpu_decode g;
+    ck_assert_int_eq(cli_gpu_decode_start(&g, 0, 0), 0); /* nothing pending: no loader */
+    ck_assert(!g.started);
+    ck_assert(cli_gpu_decode_loaded(&g));
+    g.ready = 1; /* as the loader leaves usable decoders */
+    g.pending = 100 * 1000;
+    const char *note = NULL;
+    ck_assert_int_eq(cli_gpu_decode_take(&g, 1000, 2, 0, &note), CLI_DECODE_GPU);
+    ck_assert_str_eq(note, "");
+    ck_assert_int_eq(cli_gpu_decode_take(&g, 1000, 2, 0, &note), CLI_DECODE_GPU);
+    ck_assert_uint_eq(g.busy, 2);
+    /* 97 000 bytes left after it: well over 24 series' worth, so a core takes it. */
+    ck_assert_int_eq(cli_gpu_decode_take(&g, 1000, 2, 0, &note), CLI_DECODE_CPU);
+    ck_assert_ptr_nonnull(strstr(note, "beside the GPU"));
+    ck_assert_uint_eq(g.pending, 97 * 1000);
+    cli_gpu_decode_done(&g, CLI_DECODE_GPU, 2, 1000, 0.5);
+    cli_gpu_decode_done(&g, CLI_DECODE_CPU, 2, 1000, 2.0);
+    ck_assert_uint_eq(g.busy, 1);
+    ck_assert_uint_eq(g.gpu_series, 1);
+    ck_assert_uint_eq(g.cpu_series, 1);
+    /* A slot is free again. */
+    ck_assert_int_eq(cli_gpu_decode_take(&g, 1000, 2, 0, &note), CLI_DECODE_GPU);
+    /* Both busy, measured: the GPU 1000 B in 0.5 s a series x 2 slots = 4000 B/s, a core
+     * 1000 B in 2 s = 500 B/s: ratio 8. With 7000 bytes after this 1000-byte series the core
+     * (2 s) is done when the GPU would be (8000 B at 4000 B/s): the CPU takes it. */
+    g.pending = 8000;
+    ck_assert_int_eq(cli_gpu_decode_take(&g, 1000, 2, 0, &note), CLI_DECODE_CPU);
+    ck_assert_uint_eq(g.pending, 7000);
+    cli_gpu_decode_stop(&g);
+}
+END_TEST
+
+/* The real loader, where the GPU decoders cannot run (CI): every series goes to the library. */
+START_TEST(loader_without_gpu_decoders)
+{
+    char why[256];
+    if (dh_gpu_decoders_available(why, sizeof why))
+        return; /* a GPU host: the rule's tests above cover it; the batch runs in test_cli_gpu */
+    cli_gpu_decode g;
+    ck_assert_int_eq(cli_gpu_decode_start(&g, 5000, 0), 0);
+    const char *note = NULL;
+    ck_assert_int_eq(cli_gpu_decode_take(&g, 1000, 4, 0, &note), CLI_DECODE_GPU);
+    ck_assert_str_eq(note, "");
+    ck_assert(!g.loading && !g.ready);
+    ck_assert_str_eq(g.reason, why);
+    ck_assert_uint_eq(g.busy, 0);
+    cli_gpu_decode_done(&g, CLI_DECODE_GPU, 4, 1000, 0.1);
+    ck_assert_uint_eq(g.gpu_series, 0);
+    cli_gpu_decode_stop(&g);
+    /* JPEG lossless alone: a loader, nothing pending; after the head start it has finished. */
+    ck_assert_int_eq(cli_gpu_decode_start(&g, 0, 1), 0);
+    ck_assert(g.started);
+    ck_assert(cli_gpu_decode_loaded(&g));
+    cli_gpu_decode_stop(&g);
+}
+END_TEST
+
+int main(void)
+{
+    dh_test tests[] = {DH_TEST(unusable_decoders_leave_it_to_the_library),
+                       DH_TEST(a_free_slot_takes_the_series),
+                       DH_TEST(while_loading_the_first_slots_wait_for_the_gpu),
+                       DH_TEST(busy_slots_follow_the_prior_ratio),
+                       DH_TEST(measured_rates_decide_in_seconds),
+                       DH_TEST(while_loading_short_series_go_to_the_cpu),
+                       DH_TEST(cpu_priors_per_syntax),
+                       DH_TEST(syntaxes_the_gpu_reads),
+                       DH_TEST(slots_per_syntax),
+                       DH_TEST(scheduler_shares_the_work),
+                       DH_TEST(loader_without_gpu_decoders)};
+    return dh_test_run(dh_test_suite("cli_batch_decode", 0, DH_TESTS(tests)));
+}
