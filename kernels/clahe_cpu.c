@@ -22,8 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <stdio.h>
-#include <time.h>
 
 #include "clahe_rows_cpu.h"
 #include "clahe_table_cpu.h"
@@ -381,15 +379,10 @@ static int equalize_unit(unit *u, int threads)
     if (!tables)
         return -1;
     u->tables = tables;
-    struct timespec t0, t1, t2;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
     if (u->lo <= u->hi && run_shared(u, tables_range, tiles, threads) != 0)
         u->failed = 1;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
     if (!u->failed && run_shared(u, rows_range, rows, threads) != 0)
         u->failed = 1;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t2);
-    fprintf(stderr, "tiles %.2f ms blend %.2f ms\n", (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) * 1e-6, (t2.tv_sec - t1.tv_sec) * 1e3 + (t2.tv_nsec - t1.tv_nsec) * 1e-6);
     free(tables);
     return u->failed ? -1 : 0;
 }

@@ -340,10 +340,15 @@ static size_t check_series(dh_ctx *ctx, const dh_plan *plan, size_t k)
         const dh_volume *h = dh_volume_set_volume(host, 0), *d = dh_volume_set_volume(dev.set, 0);
         const char *diff = metadata_difference(h, d);
         CHECK(diff == NULL, "%s: %s differs", what, diff);
-        CHECK(strcmp(dh_volume_decoder(h, NULL), dh_volume_decoder(d, NULL)) == 0 ||
-                  dev.gpu_frames > 0,
-              "%s: decoders %s and %s", what, dh_volume_decoder(h, NULL),
-              dh_volume_decoder(d, NULL));
+        /* The same decoder, except where the batch read frames the one-file path gives
+         * nvJPEG2000 on the CPU, saying why in its note (a code stream whose depth or sign is not
+         * the dataset's: docs/batch.md); the values are compared below either way. */
+        const char *device_note = NULL;
+        const char *device_decoder = dh_volume_decoder(d, &device_note);
+        CHECK(strcmp(dh_volume_decoder(h, NULL), device_decoder) == 0 || dev.gpu_frames > 0 ||
+                  (device_note && strstr(device_note, "nvJPEG2000 read") != NULL),
+              "%s: decoders %s and %s (note: %s)", what, dh_volume_decoder(h, NULL),
+              device_decoder, device_note ? device_note : "none");
         CHECK(dev.slices == dh_volume_slices(h) && dev.rows == dh_volume_rows(h) &&
                   dev.columns == dh_volume_columns(h) && dev.is_signed == dh_volume_is_signed(h) &&
                   dev.bits_stored == dh_volume_bits_stored(h),
