@@ -26,8 +26,8 @@
 #                                  SLICES x SIZE^2 CT slices, then encoded copies of them by
 #                                  opj_compress, ojph_compress and dcmcjpeg on every core)
 #   DEVICES ["cpu cuda auto"], JOBS [16]: each archive equalized with each --device at that
-#   --jobs, REPEAT times, with --stats: the workers' time split into read, decode, compute and
-#   write per device, printed beside the table. Every device's outputs are compared with the
+#   --jobs, REPEAT times (the devices interleaved run by run), with --stats: the workers' time
+#   split into read, decode, compute and write per device, printed beside the table. Every device's outputs are compared with the
 #   first one's, pixel for pixel (bench/batch_compare.py), before any figure is printed.
 #   SERIES=52 SLICES=40 KINDS="uncompressed j2k htj2k jpll" REPEAT=1 \
 #       bench/bench_batch.sh build/dicomhist /tmp/bench-batch     (2080 slices, 1.09 GB)
@@ -95,10 +95,15 @@ device_table() {
     : > "$table"
     : > "$stats"
     for k in $KINDS; do
-        local first=""
-        for d in $devices; do
-            local out="$WORK/out-$k-$d" times=() cpus=() log
-            for _ in $(seq "$REPEAT"); do
+        # Repetitions interleave the devices (cpu, cuda, auto, cpu, ...): each run deletes and
+        # writes an archive's worth of files, and the file system's background work grows run
+        # after run (session 16, run 77: the third device's write stage 11 -> 17 s over its three
+        # runs in a row), so a device's runs back to back would pay for the ones before them.
+        local -A times_of=() cpus_of=()
+        local r
+        for r in $(seq "$REPEAT"); do
+            for d in $devices; do
+                local out="$WORK/out-$k-$d" log
                 rm -rf "$out"
                 sync
                 log=$(mktemp)
@@ -112,14 +117,17 @@ device_table() {
                 s1=$(date +%s.%N)
                 times >"$WORK/times.txt"
                 c1=$(children_cpu "$WORK/times.txt")
-                times+=("$(calc "$s1 - $s0")")
-                cpus+=("$(calc "$c1 - $c0")")
-                { echo "## $k, --device $d, --jobs $jobs"; grep 'stats:\|decoder' "$log"; } >> "$stats"
+                times_of[$d]+="$(calc "$s1 - $s0") "
+                cpus_of[$d]+="$(calc "$c1 - $c0") "
+                { echo "## $k, --device $d, --jobs $jobs, run $r"; grep 'stats:\|decoder' "$log"; } >> "$stats"
                 rm -f "$log"
             done
-            local t c
-            t=$(printf '%s\n' "${times[@]}" | sort -g | sed -n "$(( (REPEAT + 1) / 2 ))p")
-            c=$(printf '%s\n' "${cpus[@]}" | sort -g | sed -n "$(( (REPEAT + 1) / 2 ))p")
+        done
+        local first=""
+        for d in $devices; do
+            local out="$WORK/out-$k-$d" t c
+            t=$(printf '%s\n' ${times_of[$d]} | sort -g | sed -n "$(( (REPEAT + 1) / 2 ))p")
+            c=$(printf '%s\n' ${cpus_of[$d]} | sort -g | sed -n "$(( (REPEAT + 1) / 2 ))p")
             printf '%s\t%s\t%s\t%s\t%s\n' "$k" "$d" "$t" "$c" \
                 "$(grep -o '"decoder":"[^"]*"' "$out/dicomhist-manifest.jsonl" | sort | uniq -c |
                    sort -rn | head -1 | sed 's/.*"decoder":"\([^"]*\)"/\1/')" >> "$table"
