@@ -59,6 +59,8 @@ int core_memory_type_init(PyObject *module);
 /* The dh_volume inside a volume capsule (core_volume.c), or NULL with an exception set; and the
  * derived output's table (core_enhance.c). */
 const dh_volume *core_volume(PyObject *capsule);
+/* A failed input as the package lists it: (path, status name, status code, message). */
+PyObject *core_status_tuple(const char *path, dh_status st, const char *msg);
 extern PyMethodDef core_enhance_methods[];
 /* Series read straight into GPU memory (core_device.c). */
 extern PyMethodDef core_device_methods[];

@@ -31,11 +31,6 @@ static void volume_destroy(PyObject *capsule)
     Py_XDECREF((PyObject *)PyCapsule_GetContext(capsule));
 }
 
-static PyObject *failure_tuple(const char *path, dh_status st, const char *msg)
-{
-    return Py_BuildValue("(ssis)", path, dh_status_name(st), (int)st, msg);
-}
-
 static int append(PyObject *list, PyObject *item)
 {
     int bad = !item || PyList_Append(list, item);
@@ -78,8 +73,8 @@ static PyObject *py_plan_scan(PyObject *self, PyObject *args)
             const char *m = dh_plan_file_message(plan, i);
             PyObject *msg = PyUnicode_FromFormat("%s: %s", path, m[0] ? m : "failed");
             const char *text = msg ? PyUnicode_AsUTF8AndSize(msg, NULL) : NULL;
-            int bad = !text ||
-                      append(failures, failure_tuple(path, dh_plan_file_status(plan, i), text));
+            int bad = !text || append(failures, core_status_tuple(
+                                                    path, dh_plan_file_status(plan, i), text));
             Py_XDECREF(msg);
             if (bad)
                 goto done;
@@ -135,9 +130,9 @@ static PyObject *py_plan_load_device(PyObject *self, PyObject *args)
     if (!failures)
         goto done;
     for (size_t i = 0; i < dh_volume_set_failure_count(dv->set); i++)
-        if (append(failures, failure_tuple(dh_volume_set_failure_path(dv->set, i),
-                                           dh_volume_set_failure_status(dv->set, i),
-                                           dh_volume_set_failure_message(dv->set, i))))
+        if (append(failures, core_status_tuple(dh_volume_set_failure_path(dv->set, i),
+                                               dh_volume_set_failure_status(dv->set, i),
+                                               dh_volume_set_failure_message(dv->set, i))))
             goto done;
     if (dh_volume_set_count(dv->set) == 1) {
         Py_DECREF(volume);

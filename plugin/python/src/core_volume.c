@@ -36,7 +36,7 @@ const dh_volume *core_volume(PyObject *capsule)
     return volume_of(capsule);
 }
 
-static PyObject *status_tuple(const char *path, dh_status st, const char *msg)
+PyObject *core_status_tuple(const char *path, dh_status st, const char *msg)
 {
     return Py_BuildValue("(ssis)", path, dh_status_name(st), (int)st, msg);
 }
@@ -80,7 +80,7 @@ static PyObject *py_read(PyObject *self, PyObject *args)
             goto done;
     }
     for (size_t i = 0; i < dh_volume_set_failure_count(set); i++) {
-        PyObject *t = status_tuple(dh_volume_set_failure_path(set, i),
+        PyObject *t = core_status_tuple(dh_volume_set_failure_path(set, i),
                                    dh_volume_set_failure_status(set, i),
                                    dh_volume_set_failure_message(set, i));
         if (!t || PyList_Append(failures, t)) {
