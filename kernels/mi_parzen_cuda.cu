@@ -8,7 +8,7 @@
  *   2. pz_range_kernel (only for a range not given): min/max keys of every image's valid pixels;
  *   3. pz_axes_kernel: every axis, with mi_parzen.h's arithmetic, and its width's reciprocal;
  *   4. pz_fixed_kernel: the fixed pixels' indices (and positions for the cubic window), once for
- *      the whole batch;
+ *      the whole batch (a one-item call with the cubic window: in step 5 instead);
  *   5. pz_hist_kernel: the joint histograms, uint64 sums of quantized weights, privatized in
  *      shared memory where bins x bins x 8 bytes fit (then one merge of the non-zero cells), else
  *      global atomics; exact integers, so the order of the atomics changes no bit;
@@ -145,24 +145,34 @@ uint32_t pz_blocks_per_item(const dh_parzen_cuda_workspace *ws, size_t pixels, u
     return (uint32_t)p;
 }
 
+/* Whether an item's joint histogram fits a block's shared memory (bins x bins x 8 bytes plus the
+ * kernel's static words): then each block adds into a private copy (pz_hist_kernel's PRIVATE). */
+bool pz_private_fits(const dh_parzen_cuda_workspace *ws, uint32_t bins)
+{
+    return (size_t)bins * bins * sizeof(unsigned long long) + 256 <= (size_t)ws->smem_optin;
+}
+
+/* The histogram, score and gradient passes; `fused`: a one-item call with the cubic window whose
+ * histogram pass computes the fixed rows and positions itself (no pz_fixed_kernel before it). */
 template <dh_parzen_sample S, bool CUBIC>
 int pz_launch_pixels(const dh_parzen_cuda_workspace *ws, const pz_args &a, cudaStream_t stream,
-                     bool gradient, char *msg, size_t msg_len)
+                     bool gradient, bool fused, char *msg, size_t msg_len)
 {
     const size_t cells = (size_t)a.bins * a.bins;
     const size_t hist_smem = cells * sizeof(unsigned long long);
-    const bool priv = hist_smem + 256 <= (size_t)ws->smem_optin; /* + the static words */
+    const bool priv = pz_private_fits(ws, a.bins);
     /* a private histogram costs two passes over its cells: give each block as many pixels */
     const size_t hist_per_block = priv ? (cells > 4096 ? cells : 4096) : 4096;
     const dim3 hist_grid(a.count, pz_blocks_per_item(ws, a.pixels, a.count, hist_per_block));
     if (priv) {
-        auto k = pz_hist_kernel<S, CUBIC, true>;
+        auto k = CUBIC && fused ? pz_hist_kernel<S, CUBIC, true, CUBIC>
+                                : pz_hist_kernel<S, CUBIC, true, false>;
         PZ_CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                    (int)hist_smem),
               "cudaFuncSetAttribute (histogram)");
         k<<<hist_grid, PZ_HIST_THREADS, hist_smem, stream>>>(a);
     } else {
-        pz_hist_kernel<S, CUBIC, false><<<hist_grid, PZ_HIST_THREADS, 0, stream>>>(a);
+        pz_hist_kernel<S, CUBIC, false, false><<<hist_grid, PZ_HIST_THREADS, 0, stream>>>(a);
     }
     PZ_CK(cudaGetLastError(), "the histogram kernel's launch");
     pz_score_kernel<<<a.count, PZ_SCORE_THREADS, 0, stream>>>(a, gradient ? 1 : 0);
@@ -183,11 +193,11 @@ int pz_launch_pixels(const dh_parzen_cuda_workspace *ws, const pz_args &a, cudaS
 
 template <dh_parzen_sample S>
 int pz_launch_sample(const dh_parzen_cuda_workspace *ws, const pz_args &a, cudaStream_t stream,
-                     bool gradient, char *msg, size_t msg_len)
+                     bool gradient, bool fused, char *msg, size_t msg_len)
 {
     return a.fixed_window == DH_PARZEN_FIXED_CUBIC
-               ? pz_launch_pixels<S, true>(ws, a, stream, gradient, msg, msg_len)
-               : pz_launch_pixels<S, false>(ws, a, stream, gradient, msg, msg_len);
+               ? pz_launch_pixels<S, true>(ws, a, stream, gradient, fused, msg, msg_len)
+               : pz_launch_pixels<S, false>(ws, a, stream, gradient, fused, msg, msg_len);
 }
 
 } // namespace
@@ -290,25 +300,31 @@ extern "C" int dh_parzen_mi_cuda(dh_parzen_cuda_workspace *ws, const dh_parzen_p
     }
     pz_axes_kernel<<<(count + 1 + 255) / 256, 256, 0, stream>>>(a);
     PZ_CK(cudaGetLastError(), "the axes kernel's launch");
-    size_t fixed_blocks = (pixels + PZ_PIXEL_THREADS * 4 - 1) / (PZ_PIXEL_THREADS * 4);
-    if (fixed_blocks > (size_t)ws->sms * PZ_BLOCKS_PER_SM)
-        fixed_blocks = (size_t)ws->sms * PZ_BLOCKS_PER_SM;
-    if (fixed->sample == DH_PARZEN_FLOAT32)
-        pz_fixed_kernel<DH_PARZEN_FLOAT32>
-            <<<(unsigned)fixed_blocks, PZ_PIXEL_THREADS, 0, stream>>>(a);
-    else if (fixed->sample == DH_PARZEN_UINT16)
-        pz_fixed_kernel<DH_PARZEN_UINT16>
-            <<<(unsigned)fixed_blocks, PZ_PIXEL_THREADS, 0, stream>>>(a);
-    else
-        pz_fixed_kernel<DH_PARZEN_INT16>
-            <<<(unsigned)fixed_blocks, PZ_PIXEL_THREADS, 0, stream>>>(a);
-    PZ_CK(cudaGetLastError(), "the fixed kernel's launch");
+    /* one item, the cubic window, a private histogram: the histogram pass computes the fixed rows
+     * and positions on its way (pz_hist_kernel's FUSED says why the box window does not); else
+     * the fixed pass, once for the batch */
+    const bool fused = count == 1 && cubic && pz_private_fits(ws, params->bins);
+    if (!fused) {
+        size_t fixed_blocks = (pixels + PZ_PIXEL_THREADS * 4 - 1) / (PZ_PIXEL_THREADS * 4);
+        if (fixed_blocks > (size_t)ws->sms * PZ_BLOCKS_PER_SM)
+            fixed_blocks = (size_t)ws->sms * PZ_BLOCKS_PER_SM;
+        if (fixed->sample == DH_PARZEN_FLOAT32)
+            pz_fixed_kernel<DH_PARZEN_FLOAT32>
+                <<<(unsigned)fixed_blocks, PZ_PIXEL_THREADS, 0, stream>>>(a);
+        else if (fixed->sample == DH_PARZEN_UINT16)
+            pz_fixed_kernel<DH_PARZEN_UINT16>
+                <<<(unsigned)fixed_blocks, PZ_PIXEL_THREADS, 0, stream>>>(a);
+        else
+            pz_fixed_kernel<DH_PARZEN_INT16>
+                <<<(unsigned)fixed_blocks, PZ_PIXEL_THREADS, 0, stream>>>(a);
+        PZ_CK(cudaGetLastError(), "the fixed kernel's launch");
+    }
     switch (moving->sample) {
     case DH_PARZEN_FLOAT32:
-        return pz_launch_sample<DH_PARZEN_FLOAT32>(ws, a, stream, gradient, msg, msg_len);
+        return pz_launch_sample<DH_PARZEN_FLOAT32>(ws, a, stream, gradient, fused, msg, msg_len);
     case DH_PARZEN_UINT16:
-        return pz_launch_sample<DH_PARZEN_UINT16>(ws, a, stream, gradient, msg, msg_len);
+        return pz_launch_sample<DH_PARZEN_UINT16>(ws, a, stream, gradient, fused, msg, msg_len);
     default:
-        return pz_launch_sample<DH_PARZEN_INT16>(ws, a, stream, gradient, msg, msg_len);
+        return pz_launch_sample<DH_PARZEN_INT16>(ws, a, stream, gradient, fused, msg, msg_len);
     }
 }

@@ -283,21 +283,34 @@ __global__ void pz_axes_kernel(pz_args a)
 }
 
 /* Each fixed pixel's index i on its axis (PZ_NO_ROW where it does not count) and, for the cubic
- * window, its position t: computed once per call, read by every batch item. Four pixels' loads
- * in flight per thread. */
-template <dh_parzen_sample S>
-__device__ __forceinline__ void pz_fixed_pixel(const pz_args &a, const dh_parzen_axis &ax,
-                                               double rcp, size_t k, bool valid, double v)
+ * window, its position t (also returned): computed once per call, read by every batch item.
+ * Four pixels' loads in flight per thread. */
+__device__ __forceinline__ uint8_t pz_fixed_pixel(const pz_args &a, const dh_parzen_axis &ax,
+                                                  double rcp, size_t k, bool valid, double v,
+                                                  double *t)
 {
     double f;
     uint8_t row = PZ_NO_ROW;
     if (valid) {
-        const double t = pz_position(ax, rcp, v);
-        row = (uint8_t)pz_index(a.bins, t, &f);
+        *t = pz_position(ax, rcp, v);
+        row = (uint8_t)pz_index(a.bins, *t, &f);
         if (a.fixed_window == DH_PARZEN_FIXED_CUBIC)
-            a.fixed_t[k] = t;
+            a.fixed_t[k] = *t;
     }
     a.fixed_row[k] = row;
+    return row;
+}
+
+/* Fixed element k as a double and whether it counts, its sample type chosen at run time (uniform
+ * over the grid): for the histogram pass of a one-item call, which computes the fixed rows
+ * itself (pz_hist_kernel's FUSED). */
+__device__ __forceinline__ bool pz_read_fixed(const pz_args &a, size_t k, double *v)
+{
+    if (a.fixed_sample == DH_PARZEN_FLOAT32)
+        return pz_read_eager<DH_PARZEN_FLOAT32>(a.fixed, a.fixed_mask, k, v);
+    if (a.fixed_sample == DH_PARZEN_UINT16)
+        return pz_read_eager<DH_PARZEN_UINT16>(a.fixed, a.fixed_mask, k, v);
+    return pz_read_eager<DH_PARZEN_INT16>(a.fixed, a.fixed_mask, k, v);
 }
 
 template <dh_parzen_sample S>
@@ -307,6 +320,7 @@ __global__ void __launch_bounds__(PZ_PIXEL_THREADS) pz_fixed_kernel(pz_args a)
     const double rcp = a.rcp[a.count];
     const size_t stride = (size_t)gridDim.x * blockDim.x;
     size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    double t;
     for (; k + 3 * stride < a.pixels; k += 4 * stride) {
         double v[4];
         bool valid[4];
@@ -315,12 +329,12 @@ __global__ void __launch_bounds__(PZ_PIXEL_THREADS) pz_fixed_kernel(pz_args a)
             valid[u] = pz_read_eager<S>(a.fixed, a.fixed_mask, k + u * stride, &v[u]);
 #pragma unroll
         for (int u = 0; u < 4; u++)
-            pz_fixed_pixel<S>(a, ax, rcp, k + u * stride, valid[u], v[u]);
+            pz_fixed_pixel(a, ax, rcp, k + u * stride, valid[u], v[u], &t);
     }
     for (; k < a.pixels; k += stride) {
         double v;
         const bool valid = pz_read_eager<S>(a.fixed, a.fixed_mask, k, &v);
-        pz_fixed_pixel<S>(a, ax, rcp, k, valid, v);
+        pz_fixed_pixel(a, ax, rcp, k, valid, v, &t);
     }
 }
 
@@ -364,8 +378,15 @@ __device__ __forceinline__ void pz_add_private_wide(uint32_t *lo, uint32_t *hi, 
 /* The joint histogram of item x: its y-th share of the pixels, into a private histogram in
  * shared memory (PRIVATE: low words then high words, cells x 8 bytes; then one merge of the
  * non-zero cells) or straight into the item's histogram. Box window: moving weights at 2^32, the
- * fixed pixel's row; cubic: both at 2^16 and their products (accumulate of mi_parzen_cpu.c). */
-template <dh_parzen_sample S, bool CUBIC, bool PRIVATE>
+ * fixed pixel's row; cubic: both at 2^16 and their products (accumulate of mi_parzen_cpu.c).
+ * FUSED (a one-item call with the cubic window): the fixed rows and positions are computed here
+ * from the fixed image and written for the gradient pass, instead of by pz_fixed_kernel in a pass
+ * of its own: one item visits each fixed pixel once, so the batch's reason for that pass (compute
+ * once, read by every item) does not hold, and the 8-byte positions are written once and not
+ * read back. Session 17 measured it (docs/performance.md): the 512^3 pair's cubic call 7.81 ->
+ * 6.62 ms; for the box window it lost (2.70-2.83 -> 2.87 ms: the fused kernel's 58 registers
+ * against 38 cost more occupancy than the 0.36 ms pass saved), so the box window keeps the pass. */
+template <dh_parzen_sample S, bool CUBIC, bool PRIVATE, bool FUSED>
 __global__ void __launch_bounds__(PZ_HIST_THREADS) pz_hist_kernel(pz_args a)
 {
     extern __shared__ uint32_t s_words[];
@@ -381,6 +402,8 @@ __global__ void __launch_bounds__(PZ_HIST_THREADS) pz_hist_kernel(pz_args a)
     __syncthreads();
     const dh_parzen_axis ax = a.axes[b];
     const double rcp = a.rcp[b];
+    const dh_parzen_axis fax = a.axes[a.count]; /* FUSED: the fixed image's axis */
+    const double frcp = a.rcp[a.count];
     const void *moving = pz_item<S>(a.moving, b, a.pixels);
     const uint8_t *mask = a.moving_mask ? a.moving_mask + (size_t)b * a.pixels : nullptr;
     const uint64_t one_m = CUBIC ? (uint64_t)1 << 16 : DH_PARZEN_UNIT;
@@ -393,11 +416,18 @@ __global__ void __launch_bounds__(PZ_HIST_THREADS) pz_hist_kernel(pz_args a)
          k0 += (size_t)gridDim.y * blockDim.x) {
         const size_t k = k0 + lane;
         uint8_t row = PZ_NO_ROW;
-        double v = 0.0, f, wm[4];
+        double v = 0.0, f, wm[4], ft = 0.0;
         bool valid = false;
         if (k < a.pixels) { /* both loads in flight at once */
-            row = a.fixed_row[k];
-            valid = pz_read_eager<S>(moving, mask, k, &v);
+            if (FUSED) {
+                double fv;
+                const bool fixed_valid = pz_read_fixed(a, k, &fv);
+                valid = pz_read_eager<S>(moving, mask, k, &v);
+                row = pz_fixed_pixel(a, fax, frcp, k, fixed_valid, fv, &ft);
+            } else {
+                row = a.fixed_row[k];
+                valid = pz_read_eager<S>(moving, mask, k, &v);
+            }
         }
         const bool in = row != PZ_NO_ROW && valid;
         uint32_t c = 0xFFFFFFFFu; /* the first cell: fixed row (first of four: cubic), moving im */
@@ -409,7 +439,7 @@ __global__ void __launch_bounds__(PZ_HIST_THREADS) pz_hist_kernel(pz_args a)
             uint32_t first = row;
             if (CUBIC) {
                 double ff, wf[4];
-                first = pz_index(B, a.fixed_t[k], &ff) - 1;
+                first = pz_index(B, FUSED ? ft : a.fixed_t[k], &ff) - 1;
                 dh_parzen_bspline(ff, wf);
                 pz_quantize(wf, one_f, qf);
             }

@@ -346,6 +346,39 @@ START_TEST(test_runs)
 }
 END_TEST
 
+/* One-item calls, whose histogram pass computes the fixed rows and positions itself with the
+ * cubic window (pz_hist_kernel's FUSED, where the histogram fits shared memory: 64 and 128 bins;
+ * 200 takes the fixed pass, as the box window does): every fixed sample type against every
+ * moving one, both windows, masks, specials and given ranges, images of many blocks; then noise
+ * on an odd side (a block's last warp partly past the end). */
+START_TEST(test_one_item)
+{
+    static const dh_parzen_sample samples[] = {DH_PARZEN_FLOAT32, DH_PARZEN_UINT16,
+                                               DH_PARZEN_INT16};
+    static const uint32_t bins[] = {64, 128, 200};
+    for (int fs = 0; fs < 3; fs++)
+        for (int ms = 0; ms < 3; ms++) {
+            pz_case c = base_case(ms == 1 ? SMOOTH : CT_LIKE, bins[(fs + ms) % 3], 1);
+            c.side = 300;
+            c.fixed_sample = samples[fs];
+            c.moving_sample = samples[ms];
+            c.window = (uint32_t)(fs + ms) % 2;
+            c.grad_of = (uint32_t)fs % 2;
+            c.masks = (fs + 2 * ms) % 3 != 0;
+            c.specials = fs == 0 && ms == 0;
+            c.ranges = ms == 2;
+            compare(&c, 1500 + 7 * fs + ms);
+        }
+    pz_case c = base_case(RANDOM, 64, 1);
+    c.side = 97;
+    c.masks = 1;
+    c.window = 1;
+    compare(&c, 1600);
+    c.window = 0;
+    compare(&c, 1601);
+}
+END_TEST
+
 /* A single pixel, every pixel masked off, one item of a batch entirely masked. */
 START_TEST(test_degenerate)
 {
@@ -532,7 +565,7 @@ int main(void)
         return DH_TEST_SKIP;
     const dh_test tests[] = {DH_TEST_LOOP(test_grid, TWO_VALUE + 1),
                              DH_TEST(test_samples_and_ranges), DH_TEST(test_large),
-                             DH_TEST(test_runs),
+                             DH_TEST(test_runs), DH_TEST(test_one_item),
                              DH_TEST(test_division_paths),
                              DH_TEST(test_degenerate), DH_TEST(test_arguments)};
     dh_test_in_one_process();
