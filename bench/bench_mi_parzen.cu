@@ -6,14 +6,16 @@
  *      box and cubic fixed windows, range found and given: us per call, evaluations/s, and the
  *      workspace's device memory (O(pixels + batch x bins^2));
  *   2. the same batch of 1024 pairs on smooth images and on noise (uniform over the range: no two
- *      neighbours share a histogram cell), so that a histogram that gains on smooth images is
- *      seen not to lose on noise;
+ *      neighbours share a histogram cell), box window (range found and given) and cubic (found),
+ *      so that a histogram that gains on smooth images is seen not to lose on noise;
  *   3. a 512^3 volume pair, value + gradient, against the floor of reading both volumes and
  *      writing the gradient once (16-byte loads and stores), measured in the same run.
  * Every configuration is first checked bit for bit against the CPU twin (dh_parzen_mi_cpu) on a
  * few items (the volume: on a 512 x 512 x 48 slab, same kernels); a mismatch prints MISMATCH and
- * the program exits 1. Usage: bench_mi_parzen [--quick | --profile] (--quick: batches up to
- * 1024; --profile: a few calls of the two headline shapes alone, for nsys or ncu)
+ * the program exits 1. Usage: bench_mi_parzen [--quick | --headline | --profile [noise]]
+ * (--quick: batches up to 1024; --headline: tables 2 and 3 alone, the volume at 64 bins only, to
+ * compare builds of the kernels in one run; --profile: a few calls of the two headline shapes
+ * alone, for nsys or ncu, on the noise table's images with `noise`)
  */
 #define BENCH_CUDA_ERROR_EXIT 2
 #include "bench_common.cuh"
@@ -53,6 +55,14 @@ __global__ static void noise_kernel(float *out, size_t n, uint32_t seed)
          i += (size_t)gridDim.x * blockDim.x)
         out[i] = -200.0f + 2400.0f * (float)(bench_mix32(i * 2654435761ull + seed) % 65536) /
                                65536.0f;
+}
+
+/* Table 2's noise: a fixed image and `count` moving ones of n pixels, each its own seed. */
+static void noise_images(float *d_fixed, float *d_moving, size_t n, uint32_t count, cudaStream_t s)
+{
+    noise_kernel<<<1024, 256, 0, s>>>(d_fixed, n, 1);
+    noise_kernel<<<4096, 256, 0, s>>>(d_moving, (size_t)count * n, 7);
+    CK(cudaGetLastError());
 }
 
 static void phantom(float *d, size_t side, size_t n, float dx, float dy, float noise,
@@ -186,7 +196,7 @@ static void batches(cudaStream_t s, bool quick, const char *gpu)
     CK(cudaFree(d_out));
 }
 
-/* Table 2: 1024 pairs, box window, smooth images against noise. */
+/* Table 2: 1024 pairs, box window, smooth images against noise; the cubic window on both. */
 static void data_kinds(cudaStream_t s, const char *gpu)
 {
     const size_t side = 256, n = side * side;
@@ -198,23 +208,22 @@ static void data_kinds(cudaStream_t s, const char *gpu)
     CK(cudaMalloc(&d_grad, (size_t)count * n * 4));
     CK(cudaMalloc(&d_out, count * sizeof *d_out));
     printf("\n### Parzen MI value + gradient by image content, %u pairs of 256x256 float32, 64 "
-           "bins, box window (%s)\n\n",
+           "bins (%s)\n\n",
            count, gpu);
-    printf("| images | range | check | us per call | evaluations/s | value only, us |\n"
-           "|---|---|---|---|---|---|\n");
+    printf("| images | fixed window | range | check | us per call | evaluations/s | value only, "
+           "us |\n|---|---|---|---|---|---|---|\n");
     for (int noise = 0; noise < 2; noise++) {
         if (noise) {
-            noise_kernel<<<1024, 256, 0, s>>>(d_fixed, n, 1);
-            noise_kernel<<<4096, 256, 0, s>>>(d_moving, (size_t)count * n, 7);
-            CK(cudaGetLastError());
+            noise_images(d_fixed, d_moving, n, count, s);
         } else {
             phantom(d_fixed, side, n, 0.0f, 0.0f, 20.0f, 1, s);
             for (uint32_t b = 0; b < count; b++)
                 phantom(d_moving + (size_t)b * n, side, n, 0.002f * (b % 17), -0.001f * (b % 13),
                         20.0f, 100 + b, s);
         }
-        for (int given = 0; given < 2; given++) {
-            const dh_parzen_params p = params_of(64, 0, given);
+        for (int config = 0; config < 3; config++) { /* box found, box given, cubic found */
+            const int given = config == 1, window = config == 2;
+            const dh_parzen_params p = params_of(64, (uint32_t)window, given);
             dh_parzen_cuda_workspace *ws = dh_parzen_cuda_workspace_new();
             const bool ok = check(ws, p, n, d_fixed, d_moving, 2, s);
             const double ms = bench_median_ms(s, 20, [&](int) {
@@ -223,8 +232,9 @@ static void data_kinds(cudaStream_t s, const char *gpu)
             const double value_ms = bench_median_ms(s, 20, [&](int) {
                 call(ws, p, n, d_fixed, d_moving, count, d_out, nullptr, s);
             });
-            printf("| %s | %s | %s | %.1f | %.3g | %.1f |\n",
-                   noise ? "noise" : "smooth (table 1's)", given ? "given" : "found",
+            printf("| %s | %s | %s | %s | %.1f | %.3g | %.1f |\n",
+                   noise ? "noise" : "smooth (table 1's)", window ? "cubic" : "box",
+                   given ? "given" : "found",
                    ok ? "ok" : "MISMATCH", ms * 1000.0, count / (ms * 1e-3), value_ms * 1000.0);
             dh_parzen_cuda_workspace_free(ws);
         }
@@ -235,8 +245,8 @@ static void data_kinds(cudaStream_t s, const char *gpu)
     CK(cudaFree(d_out));
 }
 
-/* Table 3: a 512^3 float32 volume pair against the floor. */
-static void volume(cudaStream_t s, const char *gpu)
+/* Table 3: a 512^3 float32 volume pair against the floor (headline: 64 bins only). */
+static void volume(cudaStream_t s, const char *gpu, bool headline)
 {
     const size_t side = 512, n = side * side * side;
     float *d_fixed, *d_moving, *d_grad;
@@ -262,6 +272,8 @@ static void volume(cudaStream_t s, const char *gpu)
     for (uint32_t b : bins)
         for (uint32_t window = 0; window < 2; window++)
             for (int given = 0; given < 2; given++) {
+                if (headline && (b != 64 || (window && given)))
+                    continue;
                 const dh_parzen_params p = params_of(b, window, given);
                 dh_parzen_cuda_workspace *ws = dh_parzen_cuda_workspace_new();
                 const bool ok = check(ws, p, side * side * 48, d_fixed, d_moving, 1, s);
@@ -279,8 +291,9 @@ static void volume(cudaStream_t s, const char *gpu)
     CK(cudaFree(d_out));
 }
 
-/* --profile: a few calls of the two headline shapes alone, for a profiler's per-kernel times. */
-static void profile(cudaStream_t s)
+/* --profile: a few calls of the two headline shapes alone, for a profiler's per-kernel times;
+ * `noise`: the 1024 pairs are table 2's noise. */
+static void profile(cudaStream_t s, bool noise)
 {
     const size_t side = 256, n = side * side, vn = (size_t)512 * 512 * 512;
     const uint32_t count = 1024;
@@ -290,8 +303,12 @@ static void profile(cudaStream_t s)
     CK(cudaMalloc(&d_moving, vn * 4));
     CK(cudaMalloc(&d_grad, vn * 4));
     CK(cudaMalloc(&d_out, count * sizeof *d_out));
-    phantom(d_fixed, side, vn, 0.0f, 0.0f, 20.0f, 1, s);
-    phantom(d_moving, side, vn, 0.002f, -0.001f, 20.0f, 2, s);
+    if (noise) {
+        noise_images(d_fixed, d_moving, n, count, s);
+    } else {
+        phantom(d_fixed, side, vn, 0.0f, 0.0f, 20.0f, 1, s);
+        phantom(d_moving, side, vn, 0.002f, -0.001f, 20.0f, 2, s);
+    }
     dh_parzen_cuda_workspace *ws = dh_parzen_cuda_workspace_new();
     const dh_parzen_params p = params_of(64, 0, 0);
     for (int i = 0; i < 3; i++)
@@ -311,16 +328,18 @@ static void profile(cudaStream_t s)
 int main(int argc, char **argv)
 {
     const bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    const bool headline = argc > 1 && strcmp(argv[1], "--headline") == 0;
     const cudaDeviceProp prop = bench_device();
     cudaStream_t s;
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     if (argc > 1 && strcmp(argv[1], "--profile") == 0) {
-        profile(s);
+        profile(s, argc > 2 && strcmp(argv[2], "noise") == 0);
         return 0;
     }
-    batches(s, quick, prop.name);
+    if (!headline)
+        batches(s, quick, prop.name);
     data_kinds(s, prop.name);
-    volume(s, prop.name);
+    volume(s, prop.name, headline);
     CK(cudaStreamDestroy(s));
     if (g_failed)
         fprintf(stderr, "bench_mi_parzen: GPU results differ from the CPU twin\n");
