@@ -266,6 +266,11 @@ __global__ void __launch_bounds__(kThreads) seg_table_kernel(const uint32_t *__r
     }
 }
 
+/* Blocks of 256 threads per table along its bins for quad_kernel and pair_kernel: the reach is
+ * known on the device only, so each block walks it in steps of the grid rather than the grid
+ * covering every bin; 16 cover a 4096-bin reach in one step. */
+constexpr uint32_t kQuadBlocks = 16;
+
 /* The bins [lo, hi) to build: the reach within the tables (all of them without a reach: the
  * 64-bit counters' path, which has no segment records). */
 __device__ __forceinline__ uint2 bins_to_build(const uint32_t *reach, uint32_t stride)
