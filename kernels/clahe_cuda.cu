@@ -23,7 +23,10 @@
  * histograms and windows in a small launch, then dh_eq_lut_build_cuda, the global
  * equalization's own table kernel (one block per table). Either way the CPU twin's formula
  * (dh_eq_lut_build: base 0, length = bins, window the whole table). Then the quads: each tile's
- * entries beside those of its neighbours along x and y, 8 bytes per bin.
+ * entries beside those of its neighbours along x and y, 8 bytes per bin (a volume within
+ * clahe_cuda_blend.h's bound: the pairs, both z neighbours' quads in 16 bytes). With 32-bit
+ * counters the table scan, the quads and the pairs cover only the bins some sample of the batch
+ * has (the reach, clahe_cuda_tables.cuh).
  *
  * Mapping. One pass over the batch's samples, eight consecutive samples per thread with 16-byte
  * loads and stores where aligned: bin by multiply-high, one 8-byte quad per z neighbour (the
@@ -477,7 +480,8 @@ uint64_t max_den(uint32_t n, uint32_t tiles)
 struct dh_clahe_cuda_workspace {
     void *d_hist; /* 32-bit counters, or 64-bit for tiles of 2^32 samples or more */
     uint16_t *d_tables;
-    uint2 *d_quads; /* the tables as the mapping reads them (clahe_cuda_tables.cuh) */
+    uint2 *d_quads; /* the tables as the mapping reads them: quads, or a volume's pairs
+                     * (16 bytes a tile and bin: clahe_cuda_tables.cuh) */
     dh_clahe_tables::Seg *d_segs;
     dh_eq_window *d_windows;
     dh_clahe_axis_weight *d_axes;
@@ -573,9 +577,16 @@ int hist_kernel_for(const Batch &b, bool packed, size_t smem,
     return 0;
 }
 
+/* The reach's two words (clahe_cuda_tables.cuh) after the batch's 32-bit histograms. */
+uint32_t *reach_words(const dh_clahe_cuda_workspace *ws, const Batch &b)
+{
+    return (uint32_t *)ws->d_hist + (size_t)b.units * b.tiles * b.pitch;
+}
+
 /* The batch's tile histograms and tables: 32-bit counters and the segmented table kernels of
- * clahe_cuda_tables.cuh (narrow), or, for tiles of 2^32 samples or more, 64-bit counters and
- * the global equalization's table kernel (dh_eq_lut_build_cuda). Tables into ws->d_tables. */
+ * clahe_cuda_tables.cuh (narrow; their reach too), or, for tiles of 2^32 samples or more,
+ * 64-bit counters and the global equalization's table kernel (dh_eq_lut_build_cuda). Tables
+ * into ws->d_tables. */
 template <typename T>
 int tables_of_batch(dh_clahe_cuda_workspace *ws, const T *data, const Batch &b, bool narrow,
                     bool packed, uint32_t levels, double clip, cudaStream_t stream, char *msg,
@@ -583,8 +594,8 @@ int tables_of_batch(dh_clahe_cuda_workspace *ws, const T *data, const Batch &b, 
 {
     const HistShape h = hist_shape(b.stride, packed);
     const uint32_t tables = b.units * b.tiles, blocks = tables * b.pieces;
-    const size_t counter = narrow ? 4 : 8;
-    DH_CUDA_CK(cudaMemsetAsync(ws->d_hist, 0, (size_t)tables * b.pitch * counter, stream),
+    const size_t counter = narrow ? 4 : 8, reach = narrow ? 2 * sizeof(uint32_t) : 0;
+    DH_CUDA_CK(cudaMemsetAsync(ws->d_hist, 0, (size_t)tables * b.pitch * counter + reach, stream),
                "zeroing histograms");
     if (narrow) {
         void (*k)(const T *, Batch, uint32_t, uint32_t, uint32_t *);
@@ -605,13 +616,15 @@ int tables_of_batch(dh_clahe_cuda_workspace *ws, const T *data, const Batch &b, 
         a.clip = clip;
         const uint32_t *hist = (const uint32_t *)ws->d_hist;
         const unsigned grid = tables * a.segs;
-        tk::seg_span_kernel<<<grid, tk::kThreads, 0, stream>>>(hist, a, ws->d_segs);
+        tk::seg_span_kernel<<<grid, tk::kThreads, 0, stream>>>(hist, a, ws->d_segs,
+                                                               reach_words(ws, b));
         DH_CUDA_CK(cudaGetLastError(), "table span kernel");
         if (clip > 0) {
             tk::seg_capped_kernel<<<grid, tk::kThreads, 0, stream>>>(hist, a, ws->d_segs);
             DH_CUDA_CK(cudaGetLastError(), "table clipping kernel");
         }
         tk::seg_table_kernel<<<grid, tk::kThreads, 0, stream>>>(hist, a, ws->d_segs,
+                                                                reach_words(ws, b),
                                                                 ws->d_tables);
         DH_CUDA_CK(cudaGetLastError(), "table kernel");
         return 0;
@@ -634,7 +647,7 @@ int tables_of_batch(dh_clahe_cuda_workspace *ws, const T *data, const Batch &b, 
  * one per value. */
 template <typename T>
 void map_volume(const T *data, const Batch &b, const dh_clahe_axis_weight *axes,
-                const uint2 *quads, uint16_t *d_out, cudaStream_t stream)
+                const uint4 *pairs, uint16_t *d_out, cudaStream_t stream)
 {
     namespace vm = dh_clahe_volume;
     const Unit &u = b.u[0];
@@ -643,9 +656,9 @@ void map_volume(const T *data, const Batch &b, const dh_clahe_axis_weight *axes,
     const unsigned rt = vm::row_threads(b.nx), rows = vm::kThreads / rt;
     const dim3 block(rt, rows), grid((b.ny + rows - 1) / rows, b.nz);
     if (u.ident)
-        vm::map_kernel<T, 1><<<grid, block, 0, stream>>>(data, a, axes, quads, d_out);
+        vm::map_kernel<T, 1><<<grid, block, 0, stream>>>(data, a, axes, pairs, d_out);
     else
-        vm::map_kernel<T, 0><<<grid, block, 0, stream>>>(data, a, axes, quads, d_out);
+        vm::map_kernel<T, 0><<<grid, block, 0, stream>>>(data, a, axes, pairs, d_out);
 }
 
 template <typename T>
@@ -667,16 +680,29 @@ int run_batches(dh_clahe_cuda_workspace *ws, const T *data, Batch &b, const Unit
         if (tables_of_batch(ws, data, b, narrow, packed, levels, clip, stream, msg, msg_len) != 0)
             return -1;
         const uint32_t tables = b.units * b.tiles;
-        const dim3 qgrid((b.stride + 255) / 256, tables < 65535 ? tables : 65535);
-        dh_clahe_tables::quad_kernel<<<qgrid, 256, 0, stream>>>(ws->d_tables, b.tx, b.ty,
-                                                                 b.tiles, b.stride, tables,
-                                                                 ws->d_quads);
-        DH_CUDA_CK(cudaGetLastError(), "table quad kernel");
+        /* Blocks per table along the bins: at most kQuadBlocks, each walking the reach (a grid
+         * over the whole table, mostly outside the reach, cost 82 us of block starts for a
+         * 512-tile volume at 65536 bins; session 17). */
+        const uint32_t qx = (b.stride + 255) / 256;
+        const dim3 qgrid(qx < dh_clahe_tables::kQuadBlocks ? qx : dh_clahe_tables::kQuadBlocks,
+                         tables < 65535 ? tables : 65535);
+        const uint32_t *reach = narrow ? reach_words(ws, b) : nullptr;
         const size_t n = (size_t)b.nx * b.ny * b.nz * b.units;
         const size_t blocks = (n + 8 * kMapThreads - 1) / (8 * kMapThreads);
         if (b.tz > 1 && rows && b.u[0].lo <= b.u[0].hi) { /* a volume, its window not empty */
-            map_volume(data, b, ws->d_axes, ws->d_quads, d_out, stream);
-        } else if (b.tz > 1) { /* one tile across the slices blends as 2D: the same exact value */
+            uint4 *pairs = (uint4 *)ws->d_quads;
+            dh_clahe_tables::pair_kernel<<<qgrid, 256, 0, stream>>>(
+                ws->d_tables, b.tx, b.ty, b.tz, b.stride, reach, pairs);
+            DH_CUDA_CK(cudaGetLastError(), "table pair kernel");
+            map_volume(data, b, ws->d_axes, pairs, d_out, stream);
+            DH_CUDA_CK(cudaGetLastError(), "mapping kernel");
+            continue;
+        }
+        dh_clahe_tables::quad_kernel<<<qgrid, 256, 0, stream>>>(ws->d_tables, b.tx, b.ty,
+                                                                 b.tiles, b.stride, tables,
+                                                                 reach, ws->d_quads);
+        DH_CUDA_CK(cudaGetLastError(), "table quad kernel");
+        if (b.tz > 1) { /* one tile across the slices blends as 2D: the same exact value */
             if (wide)
                 map_kernel<T, 1, 1><<<(unsigned)blocks, kMapThreads, 0, stream>>>(
                     data, b, ws->d_axes, ws->d_quads, d_out);
@@ -770,9 +796,15 @@ int dh_clahe_cuda(dh_clahe_cuda_workspace *ws, const void *d_data, int is_signed
     const bool narrow = tile_max <= UINT32_MAX;
     const uint32_t pitch = narrow ? (stride + 1 + 7) / 8 * 8 : stride + 2;
     const uint32_t segs = (stride + dh_clahe_tables::kSeg - 1) / dh_clahe_tables::kSeg;
+    /* The volume mapping: the exact 64-bit blend (wide), clahe_cuda_volume.cuh's row-factored
+     * one (rows; its tables read as 16-byte pairs), or clahe.h's fast one. */
+    const uint64_t dx = max_den(s->nx, s->tx), dy = max_den(s->ny, s->ty), dz = max_den(nzu, tz);
+    const bool wide = s->volume && !dh_clahe_blend3_fast_ok(dx, dy, dz);
+    const bool rows = s->volume && dh_clahe_blend3_row_ok(dx, dy, dz);
+    const uint64_t quad = rows ? sizeof(uint4) : sizeof(uint2);
     /* Scratch for a batch of units, bounded by kBatchBytes (one unit at least). */
     const uint64_t per_unit =
-        tiles * ((uint64_t)pitch * (narrow ? 4 : 8) + (uint64_t)stride * (2 + 8) +
+        tiles * ((uint64_t)pitch * (narrow ? 4 : 8) + (uint64_t)stride * (2 + quad) +
                  sizeof(dh_eq_window) + segs * sizeof(dh_clahe_tables::Seg));
     uint64_t per_batch = kBatchBytes / per_unit;
     per_batch = per_batch < 1 ? 1 : per_batch > kMaxUnits ? kMaxUnits : per_batch;
@@ -811,11 +843,12 @@ int dh_clahe_cuda(dh_clahe_cuda_workspace *ws, const void *d_data, int is_signed
 
     const size_t axes = (size_t)s->nx + s->ny + nzu;
     int rc = 0;
-    if (grow((void **)&ws->d_hist, &ws->hist_bytes, batch_tables * pitch * (narrow ? 4 : 8),
+    if (grow((void **)&ws->d_hist, &ws->hist_bytes,
+             batch_tables * pitch * (narrow ? 4 : 8) + 2 * sizeof(uint32_t) /* the reach */,
              "allocating tile histograms", msg, msg_len) != 0 ||
         grow((void **)&ws->d_tables, &ws->table_bytes, batch_tables * stride * 2,
              "allocating tile tables", msg, msg_len) != 0 ||
-        grow((void **)&ws->d_quads, &ws->quad_bytes, batch_tables * stride * sizeof(uint2),
+        grow((void **)&ws->d_quads, &ws->quad_bytes, batch_tables * stride * quad,
              "allocating tile table quads", msg, msg_len) != 0 ||
         grow((void **)&ws->d_segs, &ws->seg_bytes,
              batch_tables * segs * sizeof(dh_clahe_tables::Seg), "allocating table segments",
@@ -836,9 +869,6 @@ int dh_clahe_cuda(dh_clahe_cuda_workspace *ws, const void *d_data, int is_signed
         else
             memcpy(ws->axes_key, key, sizeof key);
     }
-    const uint64_t dx = max_den(s->nx, s->tx), dy = max_den(s->ny, s->ty), dz = max_den(nzu, tz);
-    const bool wide = s->volume && !dh_clahe_blend3_fast_ok(dx, dy, dz);
-    const bool rows = s->volume && dh_clahe_blend3_row_ok(dx, dy, dz);
     if (rc == 0)
         rc = is_signed ? run_batches(ws, (const int16_t *)d_data, b, units, unit_count,
                                      (uint32_t)per_batch, levels, clip_limit, narrow, packed, wide,

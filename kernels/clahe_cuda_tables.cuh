@@ -23,7 +23,18 @@
  * quad of tile (ix, iy) holds, per bin, the entries of tiles (ix, iy), (ix + 1, iy), (ix, iy + 1)
  * and (ix + 1, iy + 1) in one 8-byte word (a neighbour past the last tile repeats the last, where
  * its blend weight is 0), so a pixel reads one word per z neighbour instead of four scattered
- * 2-byte entries.
+ * 2-byte entries. A volume's row mapping (clahe_cuda_volume.cuh) reads pairs instead: the quads of
+ * tile layers iz and iz + 1 side by side in one 16-byte word, one gather per voxel rather than two
+ * (that mapping is bound by its L1 requests).
+ *
+ * The reach. A sample only ever reads its bin, and its bin is present in its own tile's
+ * histogram, so the quads, the pairs and the tables are needed only over the bins present in
+ * some tile of the batch: [first, end). seg_span_kernel gathers that range into two device words
+ * (`reach`: ~first and end, both by atomicMax, so zeroed words mean "none"); the table scan skips
+ * segments outside it and the quads and pairs are built inside it alone. A 12-bit CT in a 16-bit
+ * table reaches 4096 of 65536 bins: a sixteenth of the table and quad work. Entries outside the
+ * reach are left unwritten: nothing reads them (the mapping's loads for samples outside the window
+ * read bin 0 and discard what they get).
  */
 #ifndef DH_KERNELS_CLAHE_CUDA_TABLES_CUH
 #define DH_KERNELS_CLAHE_CUDA_TABLES_CUH
@@ -97,7 +108,8 @@ struct SpanOp {
 
 /* Launch 1, block (table t, segment s): the segment's count and first and last bin present. */
 __global__ void __launch_bounds__(kThreads) seg_span_kernel(const uint32_t *__restrict__ hist,
-                                                            const Args a, Seg *__restrict__ segs)
+                                                            const Args a, Seg *__restrict__ segs,
+                                                            uint32_t *__restrict__ reach)
 {
     using Reduce = cub::BlockReduce<uint3, kThreads>;
     __shared__ typename Reduce::TempStorage tmp;
@@ -105,7 +117,8 @@ __global__ void __launch_bounds__(kThreads) seg_span_kernel(const uint32_t *__re
     const uint32_t *h = hist + (size_t)t * a.pitch;
     const uint32_t i0 = s * kSeg + threadIdx.x * kItems;
     uint32_t c[kItems];
-    load8(h, i0, table_bins(a, t), h[a.stride] == 0, c);
+    const bool flat = h[a.stride] == 0;
+    load8(h, i0, table_bins(a, t), flat, c);
     uint3 mine = make_uint3(0, UINT32_MAX, 0); /* count, first, end */
 #pragma unroll
     for (int k = 0; k < kItems; k++)
@@ -118,7 +131,17 @@ __global__ void __launch_bounds__(kThreads) seg_span_kernel(const uint32_t *__re
     if (threadIdx.x == 0) {
         Seg r = {all.x, all.y, all.z, 0};
         segs[blockIdx.x] = r;
+        if (!flat && all.x) { /* bins samples have (a flat tile's ones are no sample's) */
+            atomicMax(reach, ~all.y);
+            atomicMax(reach + 1, all.z);
+        }
     }
+}
+
+/* The batch's reach [first, end) from the words seg_span_kernel left (first >= end: none). */
+__device__ __forceinline__ uint2 reach_of(const uint32_t *reach)
+{
+    return make_uint2(~reach[0], reach[1]);
 }
 
 /* The plan of table t from its segment records, computed by warp 0 (lane s reads segment s);
@@ -148,6 +171,8 @@ __global__ void __launch_bounds__(kThreads) seg_capped_kernel(const uint32_t *__
     __shared__ Plan plan_s;
     const uint32_t t = blockIdx.x / a.segs, s = blockIdx.x % a.segs;
     Seg *mine_segs = segs + (size_t)t * a.segs;
+    if (mine_segs[s].count == 0)
+        return; /* no bin counted: its capped sum is the 0 seg_span_kernel wrote */
     if (threadIdx.x < 32) {
         const Plan p = plan_of(a, mine_segs, false);
         if (threadIdx.x == 0)
@@ -177,6 +202,7 @@ __global__ void __launch_bounds__(kThreads) seg_capped_kernel(const uint32_t *__
 __global__ void __launch_bounds__(kThreads) seg_table_kernel(const uint32_t *__restrict__ hist,
                                                              const Args a,
                                                              const Seg *__restrict__ segs,
+                                                             const uint32_t *__restrict__ reach,
                                                              uint16_t *__restrict__ tables)
 {
     using Scan = cub::BlockScan<uint32_t, kThreads>;
@@ -184,6 +210,9 @@ __global__ void __launch_bounds__(kThreads) seg_table_kernel(const uint32_t *__r
     __shared__ Plan plan_s;
     __shared__ uint32_t carry_s, cdf_min_s;
     const uint32_t t = blockIdx.x / a.segs, s = blockIdx.x % a.segs;
+    const uint2 r = reach_of(reach);
+    if (s * kSeg >= r.y || (s + 1) * kSeg <= r.x)
+        return; /* no sample reads these entries (the carry of later ones needs no scan here) */
     const uint32_t *h = hist + (size_t)t * a.pitch;
     const bool flat = h[a.stride] == 0;
     if (threadIdx.x < 32) {
@@ -237,23 +266,67 @@ __global__ void __launch_bounds__(kThreads) seg_table_kernel(const uint32_t *__r
     }
 }
 
+/* Blocks of 256 threads per table along its bins for quad_kernel and pair_kernel: the reach is
+ * known on the device only, so each block walks it in steps of the grid rather than the grid
+ * covering every bin; 16 cover a 4096-bin reach in one step. */
+constexpr uint32_t kQuadBlocks = 16;
+
+/* The bins [lo, hi) to build: the reach within the tables (all of them without a reach: the
+ * 64-bit counters' path, which has no segment records). */
+__device__ __forceinline__ uint2 bins_to_build(const uint32_t *reach, uint32_t stride)
+{
+    if (!reach)
+        return make_uint2(0, stride);
+    const uint2 r = reach_of(reach);
+    return make_uint2(r.x, r.y < stride ? r.y : stride);
+}
+
+/* The quad of table e (tile ix, iy of its layer) at `bin`; dx, dy: the offsets of its x and y
+ * neighbours' tables (0 past the last tile). */
+__device__ __forceinline__ uint2 quad_at(const uint16_t *e, size_t dx, size_t dy, uint32_t bin)
+{
+    const uint32_t t00 = e[bin], t10 = e[dx + bin], t01 = e[dy + bin], t11 = e[dx + dy + bin];
+    return make_uint2(t00 | t10 << 16, t01 | t11 << 16);
+}
+
 /* The quads of `tables` (units x tiles tables of `stride` entries, tiles tx x ty x tz, x
- * fastest) into `quads`, one 8-byte word per tile and bin, in the tables' order. Blocks along y
- * take tables, along x runs of bins (no division per entry). */
+ * fastest) into `quads`, one 8-byte word per tile and bin, in the tables' order, over the reach
+ * (null: every bin). Blocks along y take tables, along x runs of bins (no division per entry). */
 __global__ void quad_kernel(const uint16_t *__restrict__ tables, uint32_t tx, uint32_t ty,
                             uint32_t tiles, uint32_t stride, uint32_t count,
-                            uint2 *__restrict__ quads)
+                            const uint32_t *__restrict__ reach, uint2 *__restrict__ quads)
 {
+    const uint2 r = bins_to_build(reach, stride);
     for (uint32_t t = blockIdx.y; t < count; t += gridDim.y) {
         const uint32_t k = t % tiles, ix = k % tx, iy = k / tx % ty;
         const size_t dx = ix + 1 < tx ? stride : 0, dy = iy + 1 < ty ? (size_t)tx * stride : 0;
         const uint16_t *e = tables + (size_t)t * stride;
         uint2 *q = quads + (size_t)t * stride;
-        for (uint32_t bin = blockIdx.x * blockDim.x + threadIdx.x; bin < stride;
+        for (uint32_t bin = r.x + blockIdx.x * blockDim.x + threadIdx.x; bin < r.y;
+             bin += gridDim.x * blockDim.x)
+            q[bin] = quad_at(e, dx, dy, bin);
+    }
+}
+
+/* The pairs of one volume's tables (tiles tx x ty x tz, x fastest, `stride` entries each) into
+ * `pairs`, one 16-byte word per tile and bin: the quad of tile (ix, iy, iz) and that of (ix, iy,
+ * iz + 1) (the last layer's repeated past it, where its blend weight is 0), over the reach. */
+__global__ void pair_kernel(const uint16_t *__restrict__ tables, uint32_t tx, uint32_t ty,
+                            uint32_t tz, uint32_t stride, const uint32_t *__restrict__ reach,
+                            uint4 *__restrict__ pairs)
+{
+    const uint2 r = bins_to_build(reach, stride);
+    const uint32_t tiles = tx * ty * tz;
+    for (uint32_t t = blockIdx.y; t < tiles; t += gridDim.y) {
+        const uint32_t ix = t % tx, iy = t / tx % ty, iz = t / tx / ty;
+        const size_t dx = ix + 1 < tx ? stride : 0, dy = iy + 1 < ty ? (size_t)tx * stride : 0;
+        const size_t dz = iz + 1 < tz ? (size_t)tx * ty * stride : 0;
+        const uint16_t *e = tables + (size_t)t * stride;
+        uint4 *q = pairs + (size_t)t * stride;
+        for (uint32_t bin = r.x + blockIdx.x * blockDim.x + threadIdx.x; bin < r.y;
              bin += gridDim.x * blockDim.x) {
-            const uint32_t t00 = e[bin], t10 = e[dx + bin], t01 = e[dy + bin],
-                           t11 = e[dx + dy + bin];
-            q[bin] = make_uint2(t00 | t10 << 16, t01 | t11 << 16);
+            const uint2 a = quad_at(e, dx, dy, bin), b = quad_at(e + dz, dx, dy, bin);
+            q[bin] = make_uint4(a.x, a.y, b.x, b.y);
         }
     }
 }

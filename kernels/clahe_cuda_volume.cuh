@@ -11,9 +11,11 @@
  * division of a flat index), takes the row's y and z weights once (clahe_cuda_blend.h: four
  * products), walks its row eight voxels at a time, and for eight voxels between the same two
  * tile centres along x steps the x weight by two per voxel with one reciprocal for all eight.
- * Per voxel remain: the bin (v - lo where the window has a bin per value), two 8-byte quad loads
+ * Per voxel remain: the bin (v - lo where the window has a bin per value), one 16-byte pair load
  * (the 2 x 2 tiles' entries of both z neighbours, clahe_cuda_tables.cuh), two 32-bit sums of four
  * products over the packed entries, a float estimate of the quotient and one 64-bit comparison.
+ * (Two 8-byte quad loads per voxel, one per z neighbour, kept this kernel bound by its L1
+ * requests, the lanes' bins being scattered: 474 us for 512^3 at L1/TEX 90.5%, session 16.)
  */
 #ifndef DH_KERNELS_CLAHE_CUDA_VOLUME_CUH
 #define DH_KERNELS_CLAHE_CUDA_VOLUME_CUH
@@ -80,19 +82,19 @@ __device__ __forceinline__ uint32_t bin_of(const Args &a, int32_t v)
     return kIdent ? (uint32_t)(v - a.lo) : dh_clahe_bin_fast(v, a.lo, a.bins, a.magic);
 }
 
-/* The eight entries as dh_clahe_blend3_row takes them, from the quads of both z neighbours: a
- * quad's words are already the pairs (x0 side | x1 side << 16) of its two tile rows. */
-__device__ __forceinline__ void pairs(uint2 q0, uint2 q1, uint32_t *q)
+/* The eight entries as dh_clahe_blend3_row takes them, from the pair of both z neighbours'
+ * quads: a quad's words are already the pairs (x0 side | x1 side << 16) of its two tile rows. */
+__device__ __forceinline__ void pairs(uint4 p, uint32_t *q)
 {
-    q[0] = q0.x;
-    q[1] = q0.y;
-    q[2] = q1.x;
-    q[3] = q1.y;
+    q[0] = p.x;
+    q[1] = p.y;
+    q[2] = p.z;
+    q[3] = p.w;
 }
 
 /* One voxel with its own x weight (row ends, and groups that cross a tile centre). */
 template <int kIdent>
-__device__ __forceinline__ uint16_t map_voxel(const Args &a, const uint2 *q0, const uint2 *q1,
+__device__ __forceinline__ uint16_t map_voxel(const Args &a, const uint4 *q,
                                               const dh_clahe_yz &yz, dh_clahe_axis_weight ax,
                                               int32_t v)
 {
@@ -103,7 +105,7 @@ __device__ __forceinline__ uint16_t map_voxel(const Args &a, const uint2 *q0, co
     const size_t c = (size_t)ax.i0 * a.stride;
     const uint32_t bin = bin_of<kIdent>(a, v);
     uint32_t e[4];
-    pairs(__ldg(q0 + c + bin), __ldg(q1 + c + bin), e);
+    pairs(__ldg(q + c + bin), e);
     const uint32_t w0 = ax.den - ax.w1;
     return dh_clahe_blend3_row(w0, ax.w1, (float)w0, (float)ax.w1,
                                dh_clahe_span_of(ax.den, yz.den), yz, e);
@@ -111,10 +113,10 @@ __device__ __forceinline__ uint16_t map_voxel(const Args &a, const uint2 *q0, co
 
 /* Eight voxels x .. x + 7 of a row. Where one span between tile centres holds them (seven
  * groups in eight at 64-voxel tiles) the weight of the second tile grows by 2 per voxel (by 0
- * at a clamped border), the reciprocal is shared, and all sixteen quad loads are issued before
+ * at a clamped border), the reciprocal is shared, and all eight pair loads are issued before
  * the first blend. */
 template <int kIdent>
-__device__ __forceinline__ void map_group(const Args &a, const uint2 *q0, const uint2 *q1,
+__device__ __forceinline__ void map_group(const Args &a, const uint4 *q,
                                           const dh_clahe_yz &yz, const dh_clahe_axis_weight *wx,
                                           const int32_t *v, uint16_t *o)
 {
@@ -122,22 +124,19 @@ __device__ __forceinline__ void map_group(const Args &a, const uint2 *q0, const 
     if (first.i0 != last.i0 || first.i1 != last.i1) {
 #pragma unroll /* constant indices: v and o stay in registers */
         for (int j = 0; j < 8; j++)
-            o[j] = map_voxel<kIdent>(a, q0, q1, yz, load_weight(wx + j), v[j]);
+            o[j] = map_voxel<kIdent>(a, q, yz, load_weight(wx + j), v[j]);
         return;
     }
     const uint32_t dw = first.i0 == first.i1 ? 0 : 2;
     const size_t base = (size_t)first.i0 * a.stride;
     /* 64-bit once; per voxel one wide multiply-add of a 32-bit index. (The empty asm keeps the
      * compiler from folding the bases back into every voxel's 64-bit address arithmetic.) */
-    const uint2 *p0 = q0 + base, *p1 = q1 + base;
-    asm("" : "+l"(p0), "+l"(p1));
-    uint2 qa[8], qb[8];
+    const uint4 *p = q + base;
+    asm("" : "+l"(p));
+    uint4 qa[8];
 #pragma unroll
-    for (int j = 0; j < 8; j++) {
-        const uint32_t bin = bin_of<kIdent>(a, v[j]);
-        qa[j] = __ldg(p0 + bin);
-        qb[j] = __ldg(p1 + bin);
-    }
+    for (int j = 0; j < 8; j++)
+        qa[j] = __ldg(p + bin_of<kIdent>(a, v[j]));
     const dh_clahe_span sp = dh_clahe_span_of(first.den, yz.den);
     const float f1 = (float)first.w1, fdw = (float)dw, fden = (float)first.den;
 #pragma unroll
@@ -145,7 +144,7 @@ __device__ __forceinline__ void map_group(const Args &a, const uint2 *q0, const 
         const uint32_t w1 = first.w1 + dw * j;
         const float g1 = __fmaf_rn(fdw, (float)j, f1); /* exact: below 2^24 */
         uint32_t e[4];
-        pairs(qa[j], qb[j], e);
+        pairs(qa[j], e);
         const uint16_t r = dh_clahe_blend3_row(first.den - w1, w1, __fsub_rn(fden, g1), g1,
                                                sp, yz, e);
         o[j] = inside(a, v[j]) ? r : v[j] < a.lo ? 0 : (uint16_t)a.top;
@@ -154,11 +153,12 @@ __device__ __forceinline__ void map_group(const Args &a, const uint2 *q0, const 
 
 /* Block: rows blockIdx.x * blockDim.y .. of slice blockIdx.y, blockDim.x threads per row
  * (row_threads), eight voxels per thread per step. axes: the x, y and z weights of
- * dh_clahe_axis_at (nx, then ny, then nz of them). */
+ * dh_clahe_axis_at (nx, then ny, then nz of them); pairs: clahe_cuda_tables.cuh's pair_kernel's
+ * (tile layer az.i0 with the next; at a clamped border the next's weight is 0). */
 template <typename T, int kIdent>
 __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     map_kernel(const T *__restrict__ data, const Args a,
-               const dh_clahe_axis_weight *__restrict__ axes, const uint2 *__restrict__ quads,
+               const dh_clahe_axis_weight *__restrict__ axes, const uint4 *__restrict__ pairs_in,
                uint16_t *__restrict__ out)
 {
     const uint32_t y = blockIdx.x * blockDim.y + threadIdx.y, z = blockIdx.y;
@@ -168,15 +168,14 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
     const dh_clahe_axis_weight az = load_weight(axes + a.nx + a.ny + z);
     const dh_clahe_yz yz = dh_clahe_yz_of(ay, az);
     const size_t plane = (size_t)a.tx * a.ty, row_q = (size_t)ay.i0 * a.tx;
-    const uint2 *q0 = quads + ((size_t)az.i0 * plane + row_q) * a.stride;
-    const uint2 *q1 = quads + ((size_t)az.i1 * plane + row_q) * a.stride;
+    const uint4 *q = pairs_in + ((size_t)az.i0 * plane + row_q) * a.stride;
     const size_t row = ((size_t)z * a.ny + y) * a.nx;
     for (uint32_t x = threadIdx.x * 8; x < a.nx; x += blockDim.x * 8) {
         const T *in = data + row + x;
         uint16_t *o = out + row + x;
         if (x + 8 > a.nx) { /* the row's last few voxels */
             for (uint32_t j = 0; x + j < a.nx; j++)
-                o[j] = map_voxel<kIdent>(a, q0, q1, yz, load_weight(axes + x + j),
+                o[j] = map_voxel<kIdent>(a, q, yz, load_weight(axes + x + j),
                                          (int32_t)in[j]);
             return;
         }
@@ -194,7 +193,7 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
         for (int j = 0; j < 8; j++)
             v[j] = (int32_t)s[j];
         uint16_t r[8];
-        map_group<kIdent>(a, q0, q1, yz, axes + x, v, r);
+        map_group<kIdent>(a, q, yz, axes + x, v, r);
         if (((uintptr_t)o & 15) == 0) {
             uint4 q;
             memcpy(&q, r, 16);
