@@ -9,6 +9,7 @@
  * before, so the launches enqueue on an empty queue, as in the Python rows), or -1 when a call
  * fails. Only a benchmark's helper: built as a small shared library with no dependency.
  */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, CLOCK_THREAD_CPUTIME_ID under -std=c11 */
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -28,11 +29,13 @@ static double thread_us(void)
     return (double)t.tv_sec * 1e6 + (double)t.tv_nsec * 1e-3;
 }
 
-/* dh_parzen_mi_evaluate_device_signed, reps times with the same arguments. */
-double dh_bench_loop_parzen_signed(void *fn, dh_ctx *ctx, dh_parzen_mi *parzen, size_t pixels,
-                                   const void *fixed, int fixed_type, const void *moving,
-                                   int moving_type, uint32_t count, void *stream, double sign,
-                                   double *values, float *gradient, int reps)
+/* dh_parzen_mi_evaluate_device_signed, reps times with the same arguments (DH_API: exported
+ * from this library, whose build hides symbols by default). */
+DH_API double dh_bench_loop_parzen_signed(void *fn, dh_ctx *ctx, dh_parzen_mi *parzen,
+                                          size_t pixels, const void *fixed, int fixed_type,
+                                          const void *moving, int moving_type, uint32_t count,
+                                          void *stream, double sign, double *values,
+                                          float *gradient, int reps)
 {
     const signed_fn call = (signed_fn)fn;
     const double t0 = thread_us();
@@ -44,9 +47,9 @@ double dh_bench_loop_parzen_signed(void *fn, dh_ctx *ctx, dh_parzen_mi *parzen, 
 }
 
 /* dh_mi_evaluate_device, reps times with the same arguments. */
-double dh_bench_loop_mi_device(void *fn, dh_ctx *ctx, dh_mi_fixed *fixed, const void *moving,
-                               int sample_type, size_t stride, uint32_t count, void *stream,
-                               dh_mi_scores *out, int reps)
+DH_API double dh_bench_loop_mi_device(void *fn, dh_ctx *ctx, dh_mi_fixed *fixed,
+                                      const void *moving, int sample_type, size_t stride,
+                                      uint32_t count, void *stream, dh_mi_scores *out, int reps)
 {
     const mi_device_fn call = (mi_device_fn)fn;
     const double t0 = thread_us();

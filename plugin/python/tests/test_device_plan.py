@@ -67,7 +67,7 @@ def test_parzen_plan_serves_new_data_with_the_same_bits(xp, spy):
         assert scores.to_host().tobytes() == want.tobytes()
         assert xp.host(grad).tobytes() == want_grad.tobytes()
         assert type(grad).__module__.split(".")[0] == xp.name
-        assert tuple(grad.shape) == moving.shape and grad.dtype == moving.dtype
+        assert tuple(grad.shape) == moving.shape and str(grad.dtype).endswith("float32")
 
 
 def test_parzen_plan_sees_every_change_of_kind(xp, spy):
@@ -147,20 +147,21 @@ def test_mifixed_plan_batches_masks_and_out(xp, spy):
     out = None
     for step in range(3):
         batch = np.ascontiguousarray(moving[:, ::-1] if step % 2 else moving)
-        views = spy["views"]
-        got = gpu.scores(xp.dev(batch))
-        assert spy["views"] == views + (1 if step == 0 else 0)
-        assert got.to_host().tobytes() == cpu.scores(batch).tobytes()
-        got_v = gpu.scores(xp.dev(batch), xp.dev(valid))
-        assert got_v.to_host().tobytes() == cpu.scores(batch, valid).tobytes()
-        out = gpu.scores(xp.dev(batch), out=out) if out is not None else got
-        assert out.to_host().tobytes() == cpu.scores(batch).tobytes()
+        for mask in (None, valid):  # each kind twice in a row: the second call is planned
+            want = cpu.scores(batch, mask)
+            dev_mask = None if mask is None else xp.dev(mask)
+            got = gpu.scores(xp.dev(batch), dev_mask)
+            views = spy["views"]
+            again = gpu.scores(xp.dev(batch), dev_mask)
+            assert spy["views"] == views
+            assert gpu._last == (37, 16)
+            assert got.to_host().tobytes() == want.tobytes()
+            assert again.to_host().tobytes() == want.tobytes()
+        want = cpu.scores(batch)
+        out = gpu.scores(xp.dev(batch), out=out) if out is not None else gpu.scores(xp.dev(batch))
+        assert out.to_host().tobytes() == want.tobytes()
         one = gpu.scores(xp.dev(batch[4]), host=True)
         assert one.tobytes() == cpu.scores(batch[4]).tobytes()
-    # the last batch's histograms (the plan keeps _last as the general path does)
-    gpu.scores(xp.dev(moving))
-    cpu.scores(moving)
-    np.testing.assert_array_equal(gpu.joint_histogram(33), cpu.joint_histogram(33))
     with pytest.raises(ValueError, match="out"):
         gpu.scores(xp.dev(moving[:5]), out=out)
 
