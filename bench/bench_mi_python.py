@@ -26,7 +26,8 @@ only adds), and the difference, which issue 22 wants within 5 us. Where PyTorch 
 dicomhist.torch.MattesMI on CPU (and CUDA) tensors against its C call and PyTorch's floor; on a
 GPU also the split of the CUDA call's host cost piece by piece (cuda_host_split: session 15's
 forward kept beside this one) and MIFixed.scores / ParzenMI.evaluate on PyTorch and CuPy device
-arrays against their bare C calls.
+arrays against their bare C calls; the C calls also through ctypes and from a C loop
+(bench/libbench_host_loop.so under the working directory, or DH_BENCH_HOST_LOOP).
 """
 import ctypes
 import os
