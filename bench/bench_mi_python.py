@@ -26,8 +26,11 @@ only adds), and the difference, which issue 22 wants within 5 us. Where PyTorch 
 dicomhist.torch.MattesMI on CPU (and CUDA) tensors against its C call and PyTorch's floor; on a
 GPU also the split of the CUDA call's host cost piece by piece (cuda_host_split: session 15's
 forward kept beside this one) and MIFixed.scores / ParzenMI.evaluate on PyTorch and CuPy device
-arrays against their bare C calls.
+arrays against their bare C calls; the C calls also through ctypes and from a C loop
+(bench/libbench_host_loop.so under the working directory, or DH_BENCH_HOST_LOOP).
 """
+import ctypes
+import os
 import statistics
 import sys
 import time
@@ -295,7 +298,11 @@ def cuda_host_split(fixed, drr, reps, trials):
     asynchronous: a launch's host cost, not the GPU's time), session 15's forward and this
     one's, the floor beside them; then MIFixed.scores and ParzenMI.evaluate on PyTorch (and
     CuPy, where importable) CUDA arrays against their bare C calls. One 8x8 pair at 8 bins, a
-    loss (sign -1) as an optimizer uses it."""
+    loss (sign -1) as an optimizer uses it. The C call is also timed through ctypes and from a
+    tiny C loop (bench_host_loop, where built), and the forward against the floor and the C call
+    composed in one function (what is ours beyond both); the device-array rows run on each
+    engine's plan (one engine per kind of call) and list the results' allocation (what any call
+    returning new arrays pays) beside the host cost."""
     import dicomhist.torch as dt
     dev = torch.device("cuda", torch.cuda.current_device())
     mattes = dt.MattesMI(8, loss=True)
@@ -318,9 +325,12 @@ def cuda_host_split(fixed, drr, reps, trials):
     mf = dicomhist.MIFixed(fixed, bins=8, range_moving=(0.0, 1.0), device="cuda")
     mi_rec = torch.empty((1, dicomhist.SCORE_DTYPE.itemsize), dtype=torch.uint8, device=dev)
     mi_out = mf.scores(mt.detach())
-    pm = dicomhist.ParzenMI(8)
+    # one engine per kind of call: each keeps the plan of its last call's kinds (an optimizer
+    # repeats one kind), so no timed loop starts on the general path
+    pm, pm_v = dicomhist.ParzenMI(8), dicomhist.ParzenMI(8)
     md = mt.detach()
-    pm.evaluate(ft, md)
+    pm_v.evaluate(ft, md, gradient=False)
+    pm_out = pm.evaluate(ft, md)
     pieces = [
         ("torch.cuda.current_stream(dev).cuda_stream (session 15)",
          lambda: torch.cuda.current_stream(dev).cuda_stream),
@@ -351,6 +361,9 @@ def cuda_host_split(fixed, drr, reps, trials):
         ("MattesMI forward + backward, session 15's function",
          lambda: _Session15Function.apply(mt, ft, mattes).backward()),
         ("MattesMI forward + backward, now", lambda: mattes(ft, mt).backward()),
+        ("floor forward, then the C call (signed), composed",
+         lambda: (empty(ft, mt), _core.parzen_evaluate_device_signed(
+             h, n, fp, i16, 0, mp, f32, 0, 1, stream, -1.0, vp, gp))),
         ("tensor.__dlpack__(stream=current): DLPack export (the device path before)",
          lambda: md.__dlpack__(stream=stream or 1, max_version=(1, 0))),
         ("MIFixed.scores(cuda tensor)", lambda: mf.scores(md)),
@@ -358,23 +371,54 @@ def cuda_host_split(fixed, drr, reps, trials):
         ("C call: mi_evaluate_device", lambda: _core.mi_evaluate_device(
             mf._handle, mp, f32, n, 1, 0, 0, stream, mi_rec.data_ptr())),
         ("ParzenMI.evaluate(cuda tensors), value + gradient", lambda: pm.evaluate(ft, md)),
-        ("ParzenMI.evaluate(cuda tensors), value", lambda: pm.evaluate(ft, md, gradient=False)),
+        ("ParzenMI.evaluate(cuda tensors), value", lambda: pm_v.evaluate(ft, md, gradient=False)),
+        ("ParzenMI.evaluate(cuda tensors, out=), value + gradient",
+         lambda: pm.evaluate(ft, md, out=pm_out)),
         ("C call: parzen_evaluate_device, value", lambda: _core.parzen_evaluate_device(
-            pm._handle, n, fp, i16, 0, mp, f32, 0, 1, stream, rp, 0)),
+            pm_v._handle, n, fp, i16, 0, mp, f32, 0, 1, stream, rp, 0)),
+    ]
+    api = _c_api()
+    # what the plans allocate from (dicomhist/_device_plan.py): 0-d tensors expanded to the
+    # results' shapes, made here so that an older package can be timed by the same script
+    mi_template = torch.empty((), dtype=torch.uint8, device=dev).expand((1, 72))
+    pm_templates = (mi_template, torch.empty((), dtype=torch.float32, device=dev).expand(md.shape))
+    mbox, mattes_box = _box(mf._handle, b"dicomhist.mi_fixed"), _box(h, b"dicomhist.parzen_mi")
+    signed, mi_dev = api.dh_parzen_mi_evaluate_device_signed, api.dh_mi_evaluate_device
+    pieces += [
+        ("ctypes: dh_parzen_mi_evaluate_device_signed", lambda: signed(
+            *mattes_box, n, fp, i16, None, mp, f32, None, 1, stream, -1.0, vp, gp)),
+        ("ctypes: dh_mi_evaluate_device", lambda: mi_dev(
+            *mbox, mp, f32, n, 1, None, 0, stream, mi_rec.data_ptr())),
+        ("results: torch.empty_like of the plan's template (scores)",
+         lambda: torch.empty_like(mi_template)),
+        ("results: torch.empty_like of the plan's templates (scores, gradient)",
+         lambda: (torch.empty_like(pm_templates[0]), torch.empty_like(pm_templates[1]))),
     ]
     try:
         import cupy
         fc, mc = cupy.asarray(fixed.astype(np.int16)), cupy.asarray(drr)
         cstream = cupy.cuda.get_current_stream().ptr
-        pm.evaluate(fc, mc)
-        mf.scores(mc)
+        mf_c = dicomhist.MIFixed(fixed, bins=8, range_moving=(0.0, 1.0), device="cuda")
+        pm_c, pm_cv = dicomhist.ParzenMI(8), dicomhist.ParzenMI(8)
+        cpm_out = pm_c.evaluate(fc, mc)
+        cmi_out = mf_c.scores(mc)
+        pm_cv.evaluate(fc, mc, gradient=False)
         pieces += [
-            ("CuPy: MIFixed.scores", lambda: mf.scores(mc)),
+            ("CuPy: MIFixed.scores", lambda: mf_c.scores(mc)),
             ("CuPy: C call mi_evaluate_device", lambda: _core.mi_evaluate_device(
-                mf._handle, mc.data.ptr, f32, n, 1, 0, 0, cstream, mi_rec.data_ptr())),
-            ("CuPy: ParzenMI.evaluate, value + gradient", lambda: pm.evaluate(fc, mc)),
+                mf_c._handle, mc.data.ptr, f32, n, 1, 0, 0, cstream, mi_rec.data_ptr())),
+            ("CuPy: ParzenMI.evaluate, value + gradient", lambda: pm_c.evaluate(fc, mc)),
             ("CuPy: C call parzen_evaluate_device + gradient", lambda: _core.parzen_evaluate_device(
-                pm._handle, n, fc.data.ptr, i16, 0, mc.data.ptr, f32, 0, 1, cstream, rp, gp)),
+                pm_c._handle, n, fc.data.ptr, i16, 0, mc.data.ptr, f32, 0, 1, cstream, rp, gp)),
+            ("CuPy: MIFixed.scores(out=)", lambda: mf_c.scores(mc, out=cmi_out)),
+            ("CuPy: ParzenMI.evaluate, value", lambda: pm_cv.evaluate(fc, mc, gradient=False)),
+            ("CuPy: C call parzen_evaluate_device, value", lambda: _core.parzen_evaluate_device(
+                pm_cv._handle, n, fc.data.ptr, i16, 0, mc.data.ptr, f32, 0, 1, cstream, rp, 0)),
+            ("CuPy: ParzenMI.evaluate(out=), value + gradient",
+             lambda: pm_c.evaluate(fc, mc, out=cpm_out)),
+            ("results: cupy.empty (scores)", lambda: cupy.empty((1, 72), cupy.uint8)),
+            ("results: cupy.empty (scores, gradient)",
+             lambda: (cupy.empty((1, 72), cupy.uint8), cupy.empty(mc.shape, cupy.float32))),
         ]
     except ImportError:
         pass
@@ -401,20 +445,108 @@ def cuda_host_split(fixed, drr, reps, trials):
                         ("forward + backward, now", cnow, floor_b)):
         mod = t["MattesMI " + name]
         print(f"| {name} | {mod:.2f} | {c:.2f} | {fl:.2f} | {mod - c - fl:.2f} |")
-    print("\n| device-array call | package us | bare C call us | host cost us |")
-    print("|---|---|---|---|")
-    pairs = [("MIFixed.scores(cuda tensor)", "C call: mi_evaluate_device"),
-             ("MIFixed.scores(cuda tensor, out=)", "C call: mi_evaluate_device"),
-             ("ParzenMI.evaluate(cuda tensors), value", "C call: parzen_evaluate_device, value"),
+    loops = c_loops(api, mattes_box, mbox, (n, fp, i16, mp, f32, stream, vp, gp),
+                    mi_rec.data_ptr(), reps, trials)
+    composed = t["floor forward, then the C call (signed), composed"]
+    print("\n| MattesMI forward on CUDA tensors, the C call from each side | us per call |")
+    print("|---|---|")
+    for name, us in (("the module's forward", t["MattesMI forward, now"]),
+                     ("PyTorch's floor (an empty autograd.Function)", floor_f),
+                     ("the floor, then the C call through the extension (composed)", composed),
+                     ("the C call through the extension (METH_FASTCALL)", cnow),
+                     ("the C call through ctypes", t["ctypes: dh_parzen_mi_evaluate_device_signed"]),
+                     ("the C call from a C loop (bench_host_loop)", loops.get("signed"))):
+        print(f"| {name} | {'-' if us is None else f'{us:.2f}'} |")
+    print(f"| ours beyond the composed floor + C call | {t['MattesMI forward, now'] - composed:.2f} |")
+    print("\n| device-array call | package us | bare C call us | host cost us | results' "
+          "allocation us | host cost beyond the allocation us |")
+    print("|---|---|---|---|---|---|")
+    alloc_s = t["results: torch.empty_like of the plan's template (scores)"]
+    alloc_sg = t["results: torch.empty_like of the plan's templates (scores, gradient)"]
+    pairs = [("MIFixed.scores(cuda tensor)", "C call: mi_evaluate_device", alloc_s),
+             ("MIFixed.scores(cuda tensor, out=)", "C call: mi_evaluate_device", 0.0),
+             ("ParzenMI.evaluate(cuda tensors), value", "C call: parzen_evaluate_device, value",
+              alloc_s),
              ("ParzenMI.evaluate(cuda tensors), value + gradient",
-              "C call, records (parzen_evaluate_device, session 15)"),
-             ("CuPy: MIFixed.scores", "CuPy: C call mi_evaluate_device"),
+              "C call, records (parzen_evaluate_device, session 15)", alloc_sg),
+             ("ParzenMI.evaluate(cuda tensors, out=), value + gradient",
+              "C call, records (parzen_evaluate_device, session 15)", 0.0),
+             ("CuPy: MIFixed.scores", "CuPy: C call mi_evaluate_device",
+              t.get("results: cupy.empty (scores)")),
+             ("CuPy: MIFixed.scores(out=)", "CuPy: C call mi_evaluate_device", 0.0),
+             ("CuPy: ParzenMI.evaluate, value", "CuPy: C call parzen_evaluate_device, value",
+              t.get("results: cupy.empty (scores)")),
              ("CuPy: ParzenMI.evaluate, value + gradient",
-              "CuPy: C call parzen_evaluate_device + gradient")]
-    for pkg, bare in pairs:
+              "CuPy: C call parzen_evaluate_device + gradient",
+              t.get("results: cupy.empty (scores, gradient)")),
+             ("CuPy: ParzenMI.evaluate(out=), value + gradient",
+              "CuPy: C call parzen_evaluate_device + gradient", 0.0)]
+    for pkg, bare, alloc in pairs:
         if pkg in t:
-            print(f"| {pkg} | {t[pkg]:.2f} | {t[bare]:.2f} | {t[pkg] - t[bare]:.2f} |",
-                  flush=True)
+            cost = t[pkg] - t[bare]
+            print(f"| {pkg} | {t[pkg]:.2f} | {t[bare]:.2f} | {cost:.2f} | {alloc:.2f} | "
+                  f"{cost - alloc:.2f} |", flush=True)
+    print("\n| the library call from | mi_evaluate_device us | "
+          "parzen_evaluate_device_signed us |")
+    print("|---|---|---|")
+    print(f"| the extension (METH_FASTCALL) | {t['C call: mi_evaluate_device']:.2f} | "
+          f"{cnow:.2f} |")
+    print(f"| ctypes | {t['ctypes: dh_mi_evaluate_device']:.2f} | "
+          f"{t['ctypes: dh_parzen_mi_evaluate_device_signed']:.2f} |")
+    if loops:
+        print(f"| a C loop (bench_host_loop) | {loops['mi']:.2f} | {loops['signed']:.2f} |",
+              flush=True)
+
+
+def _c_api():
+    """The C API through ctypes: dicomhist._core links the library and exports its functions."""
+    api = ctypes.CDLL(_core.__file__)
+    p, i, u, z, d = ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_size_t, \
+        ctypes.c_double
+    api.dh_parzen_mi_evaluate_device_signed.argtypes = [p, p, z, p, i, p, p, i, p, u, p, d, p, p]
+    api.dh_mi_evaluate_device.argtypes = [p, p, p, i, z, u, p, z, p, p]
+    for fn in (api.dh_parzen_mi_evaluate_device_signed, api.dh_mi_evaluate_device):
+        fn.restype = i
+    return api
+
+
+def _box(capsule, name):
+    """(ctx, object) of one of the extension's capsules (its box: two pointers, core_*.c)."""
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    pair = (ctypes.c_void_p * 2).from_address(get(capsule, name))
+    return pair[0], pair[1]
+
+
+def c_loops(api, pbox, mbox, args, mi_out, reps, trials):
+    """The same library calls from bench_host_loop's C loops (no Python between calls): per-call
+    thread CPU time, fastest of `trials` loops of `reps` calls each after a synchronization.
+    {} where the loop library is not built (bench/libbench_host_loop.so under the build)."""
+    path = os.environ.get("DH_BENCH_HOST_LOOP", os.path.join("bench", "libbench_host_loop.so"))
+    if not os.path.exists(path):
+        print(f"\n(no {path}: the C loop rows are left out)")
+        return {}
+    lib = ctypes.CDLL(os.path.abspath(path))
+    p, i, u, z, d = ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_size_t, \
+        ctypes.c_double
+    lib.dh_bench_loop_parzen_signed.argtypes = [p, p, p, z, p, i, p, i, u, p, d, p, p, i]
+    lib.dh_bench_loop_mi_device.argtypes = [p, p, p, p, i, z, u, p, p, i]
+    lib.dh_bench_loop_parzen_signed.restype = lib.dh_bench_loop_mi_device.restype = d
+    n, fp, ftype, mp, mtype, stream, vp, gp = args
+    addr = lambda fn: ctypes.cast(fn, ctypes.c_void_p).value
+    best = {"signed": float("inf"), "mi": float("inf")}
+    for _ in range(trials):
+        torch.cuda.synchronize()
+        us = lib.dh_bench_loop_parzen_signed(addr(api.dh_parzen_mi_evaluate_device_signed),
+                                             *pbox, n, fp, ftype, mp, mtype, 1, stream, -1.0,
+                                             vp, gp, reps)
+        torch.cuda.synchronize()
+        mi = lib.dh_bench_loop_mi_device(addr(api.dh_mi_evaluate_device), *mbox, mp, mtype, n,
+                                         1, stream, mi_out, reps)
+        if us < 0 or mi < 0:
+            raise RuntimeError("bench_host_loop: a library call failed")
+        best["signed"], best["mi"] = min(best["signed"], us), min(best["mi"], mi)
+    return best
 
 
 def main():

@@ -10,7 +10,7 @@ import threading
 
 import numpy as np
 
-from . import _arrays, _core
+from . import _arrays, _core, _device_plan
 from ._context import device_code
 
 #: One score record (dh_mi_scores), 72 bytes.
@@ -144,6 +144,7 @@ class MIFixed:
         self.max_batch = int(max_batch)
         self._moving_range_is_integer = "has_range_moving" in moving_fields
         self._lock = threading.Lock()
+        self._plan = None  # the last device call's checked kinds (_device_plan.DevicePlan)
 
     @property
     def h_fixed(self):
@@ -219,6 +220,22 @@ class MIFixed:
         if self.device != "cuda":
             raise ValueError("device arrays need a fixed image prepared on the GPU "
                              "(MIFixed(..., device='cuda' or 'auto' on a GPU host))")
+        plan = self._plan
+        s = None
+        if plan is not None and stream is None:  # an optimizer's step: the kinds seen before
+            s = plan.stream_for((moving, valid), None)
+        if s is not None:
+            scores, single = self._scores_planned(plan, moving, valid, s, out)
+        else:
+            scores, single = self._scores_general(moving, valid, stream, out)
+        if host:
+            rec = scores.to_host()
+            return rec[0] if single else rec
+        return scores  # for a single image a batch of one: .mi[0] etc. are its scalars
+
+    def _scores_general(self, moving, valid, stream, out):
+        """Any device array on any stream: checked, read through DLPack (or the tensor itself
+        on PyTorch's current stream), scored; the checked kinds kept as the plan."""
         s = _arrays.stream_handle(stream, moving)
         view = _arrays.DeviceView(moving, s)
         if view.dtype == np.uint16:
@@ -251,21 +268,47 @@ class MIFixed:
                               device=view.array.device)
         else:
             raw = _arrays.empty_device_bytes(moving, (count, SCORE_DTYPE.itemsize), s)
-        base = _arrays.device_address(raw)
-        with self._lock:
-            for start in range(0, count, self.max_batch):
-                k = min(self.max_batch, count - start)
-                _core.mi_evaluate_device(self._handle, view.ptr + start * stride *
-                                         view.dtype.itemsize, mtype, stride, k,
-                                         vptr + start * vstride if vptr else 0, vstride, s,
-                                         base + start * SCORE_DTYPE.itemsize)
-            self._last = (count, self.max_batch)
+        # the library calls of the batch: (moving offset, images, valid offset, records offset)
+        # in bytes, max_batch images each
+        calls = tuple((start * stride * view.dtype.itemsize, min(self.max_batch, count - start),
+                       start * vstride, start * SCORE_DTYPE.itemsize)
+                      for start in range(0, count, self.max_batch))
+        self._evaluate_calls(view.ptr, mtype, stride, vptr, vstride, s,
+                             _arrays.device_address(raw), calls, count)
+        on_current = stream is None and (_arrays.library_of(moving) != "torch" or (
+            _arrays.is_torch_view(view) and (vview is None or _arrays.is_torch_view(vview))))
         del view, vview  # the producers' capsules: the work reading them is enqueued
-        scores = out if out is not None else DeviceScores(raw)
-        if host:
-            rec = scores.to_host()
-            return rec[0] if single else rec
-        return scores  # for a single image a batch of one: .mi[0] etc. are its scalars
+        plan = _device_plan.make((moving, valid), None,
+                                 (mtype, stride, vstride, count, single, calls),
+                                 (((count, SCORE_DTYPE.itemsize), "uint8"),), on_current)
+        if plan is not None:  # a call the plan cannot serve keeps the last one
+            self._plan = plan
+        return (out if out is not None else DeviceScores(raw)), single
+
+    def _scores_planned(self, plan, moving, valid, stream, out):
+        """A call whose arrays' kinds the plan has checked: addresses, records, the C calls."""
+        mtype, stride, vstride, count, single, calls = plan.consts
+        address = plan.kinds.address
+        if out is None:
+            raw = plan.kinds.empty(plan.templates[0])
+            scores, base = DeviceScores(raw), address(raw)
+        else:
+            if not isinstance(out, DeviceScores) or len(out) != count:
+                raise ValueError(f"out: the DeviceScores of a batch of {count}")
+            scores, base = out, _arrays.device_address(out.raw)
+        self._evaluate_calls(address(moving), mtype, stride,
+                             0 if valid is None else address(valid), vstride, stream, base,
+                             calls, count)
+        return scores, single
+
+    def _evaluate_calls(self, mptr, mtype, stride, vptr, vstride, stream, base, calls, count):
+        """The library calls of one batch, enqueued in order on `stream`."""
+        with self._lock:
+            for moff, k, voff, ooff in calls:
+                _core.mi_evaluate_device(self._handle, mptr + moff, mtype, stride, k,
+                                         vptr + voff if vptr else 0, vstride, stream,
+                                         base + ooff)
+            self._last = (count, self.max_batch)
 
     def joint_histogram(self, item=0):
         """The joint histogram (B_fixed, B_moving) uint32 of image `item` of the last batch

@@ -14,7 +14,7 @@ import threading
 
 import numpy as np
 
-from . import _arrays, _core
+from . import _arrays, _core, _device_plan
 from .mi import SCORE_DTYPE, DeviceScores
 
 _WINDOWS = {"box": _core.PARZEN_WINDOW_BOX, "cubic": _core.PARZEN_WINDOW_CUBIC}
@@ -76,6 +76,7 @@ class ParzenMI:
                                         **_range_fields("fixed", range_fixed),
                                         **_range_fields("moving", range_moving))
         self._lock = threading.Lock()
+        self._plan = None  # the last device call's checked kinds (_device_plan.DevicePlan)
 
     def evaluate(self, fixed, moving, *, fixed_mask=None, moving_mask=None, gradient=True,
                  stream=None, out=None):
@@ -121,6 +122,12 @@ class ParzenMI:
         return (rec[0] if single else rec), grad
 
     def _evaluate_device(self, fixed, moving, fixed_mask, moving_mask, gradient, stream, out):
+        arrays = (fixed, moving, fixed_mask, moving_mask)
+        plan = self._plan
+        if plan is not None and stream is None:  # an optimizer's step: the kinds seen before
+            s = plan.stream_for(arrays, gradient)
+            if s is not None:
+                return self._evaluate_planned(plan, arrays, gradient, s, out)
         s = _arrays.stream_handle(stream, moving)
         fv, mv = _arrays.DeviceView(fixed, s), _arrays.DeviceView(moving, s)
         ftype, mtype = _device_type(fv, "fixed"), _device_type(mv, "moving")
@@ -137,9 +144,7 @@ class ParzenMI:
             mmp = views[-1].ptr
         if out is not None:
             scores, grad = out
-            if len(scores) != count or (gradient and tuple(grad.shape) != mv.shape):
-                raise ValueError(f"out: the (scores, grad) of a batch of {count} images shaped "
-                                 f"{mv.shape}")
+            _check_out(scores, grad, count, mv.shape, gradient)
         elif _arrays.is_torch_view(mv):  # on the tensor's current stream: PyTorch allocates
             torch = _arrays.torch_module()
             dev = mv.array.device
@@ -156,8 +161,45 @@ class ParzenMI:
         with self._lock:
             _core.parzen_evaluate_device(self._handle, pixels, fv.ptr, ftype, fmp, mv.ptr, mtype,
                                          mmp, count, s, _arrays.device_address(scores.raw), gptr)
+        # the plan serves calls on the current stream (PyTorch: read from the tensors directly)
+        on_current = stream is None and (_arrays.library_of(moving) != "torch" or
+                                         all(_arrays.is_torch_view(v) for v in views))
         del views, fv, mv  # the producers' capsules: the work reading them is enqueued
+        plan = _device_plan.make(
+            arrays, gradient, (pixels, ftype, mtype, count, tuple(moving.shape)),
+            (((count, _RECORD), "uint8"), (tuple(moving.shape), "float32")), on_current)
+        if plan is not None:  # a call the plan cannot serve keeps the last one
+            self._plan = plan
         return scores, grad
+
+    def _evaluate_planned(self, plan, arrays, gradient, stream, out):
+        """A call whose arrays' kinds the plan has checked: addresses, results, the C call."""
+        pixels, ftype, mtype, count, shape = plan.consts
+        kinds = plan.kinds
+        address = kinds.address
+        fixed, moving, fixed_mask, moving_mask = arrays
+        if out is None:
+            raw = kinds.empty(plan.templates[0])
+            grad = kinds.empty(plan.templates[1]) if gradient else None
+            scores, sp, gp = DeviceScores(raw), address(raw), address(grad) if gradient else 0
+        else:
+            scores, grad = out
+            _check_out(scores, grad, count, shape, gradient)
+            sp = _arrays.device_address(scores.raw)
+            gp = _arrays.device_address(grad) if gradient else 0
+        with self._lock:
+            _core.parzen_evaluate_device(
+                self._handle, pixels, address(fixed), ftype,
+                0 if fixed_mask is None else address(fixed_mask), address(moving), mtype,
+                0 if moving_mask is None else address(moving_mask), count, stream, sp, gp)
+        return scores, grad
+
+
+def _check_out(scores, grad, count, shape, gradient):
+    """out=: the (scores, grad) of an earlier call of the same batch."""
+    if len(scores) != count or (gradient and tuple(grad.shape) != tuple(shape)):
+        raise ValueError(f"out: the (scores, grad) of a batch of {count} images shaped "
+                         f"{tuple(shape)}")
 
 
 def _batch_of(shape, fixed_shape, pixels, name):

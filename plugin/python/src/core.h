@@ -36,6 +36,13 @@ const char **core_ctx_and_paths(PyObject *args, dh_ctx **ctx, Py_ssize_t *count)
 int core_get_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t min_len, int writable,
                     const char *what);
 
+/* The unsigned integers (addresses, sizes, handles, enum values) args[first .. first + n - 1]
+ * of a METH_FASTCALL entry into out: the per-call entries of the device paths take positional
+ * integers without a tuple or a format string parsed (issue 22's host cost). Returns 0, or -1
+ * with a TypeError naming `who`. */
+int core_unsigned_args(PyObject *const *args, Py_ssize_t first, Py_ssize_t n,
+                       unsigned long long *out, const char *who);
+
 /* A call's parameter struct: the struct's *_init defaults, then each keyword argument of
  * `kwargs` (NULL: none) onto the field of its name (core_params.c); a keyword that names no
  * field is a TypeError. Return 0, or -1 with an exception set. */

@@ -153,26 +153,32 @@ static PyObject *py_evaluate(PyObject *self, PyObject *args)
 
 /* mi_evaluate_device(fixed, moving_ptr, sample_type, stride, count, valid_ptr, valid_stride,
  *                    stream, out_ptr): device pointers and a cudaStream_t as integers; only
- * enqueues. The GIL is kept: the call returns as soon as the launch is queued. */
-static PyObject *py_evaluate_device(PyObject *self, PyObject *args)
+ * enqueues. The GIL is kept: the call returns as soon as the launch is queued. A fast call
+ * (positional integers, no tuple, no format string): MIFixed.scores' per-call entry. */
+static PyObject *py_evaluate_device(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    PyObject *capsule;
-    unsigned long long moving, valid, stream, out;
-    int sample_type;
-    Py_ssize_t stride, valid_stride;
-    unsigned count;
-    if (!PyArg_ParseTuple(args, "OKinIKnKK", &capsule, &moving, &sample_type, &stride, &count,
-                          &valid, &valid_stride, &stream, &out))
+    static const char who[] = "mi_evaluate_device";
+    if (nargs != 9) {
+        PyErr_Format(PyExc_TypeError, "%s takes 9 arguments, not %zd", who, nargs);
         return NULL;
-    mi_fixed_box *box = box_of(capsule);
+    }
+    mi_fixed_box *box = box_of(args[0]);
     if (!box)
         return NULL;
-    dh_status st = dh_mi_evaluate_device(box->ctx, box->fixed, (const void *)(uintptr_t)moving,
-                                         sample_type, (size_t)stride, count,
-                                         (const uint8_t *)(uintptr_t)valid, (size_t)valid_stride,
-                                         (void *)(uintptr_t)stream,
-                                         (dh_mi_scores *)(uintptr_t)out);
+    unsigned long long a[8]; /* moving, sample_type, stride, count, valid, valid_stride, stream,
+                                out */
+    if (core_unsigned_args(args, 1, 8, a, who) < 0)
+        return NULL;
+    if (a[1] > 16 || a[3] > UINT32_MAX) {
+        PyErr_Format(PyExc_ValueError, "%s: count or the sample type out of range", who);
+        return NULL;
+    }
+    dh_status st = dh_mi_evaluate_device(box->ctx, box->fixed, (const void *)(uintptr_t)a[0],
+                                         (int)a[1], (size_t)a[2], (uint32_t)a[3],
+                                         (const uint8_t *)(uintptr_t)a[4], (size_t)a[5],
+                                         (void *)(uintptr_t)a[6],
+                                         (dh_mi_scores *)(uintptr_t)a[7]);
     if (st != DH_OK)
         return core_raise(st, dh_ctx_error(box->ctx));
     Py_RETURN_NONE;
@@ -260,7 +266,8 @@ PyMethodDef core_mi_methods[] = {
      "dh_mi_fixed_create; keyword arguments are dh_mi_params fields."},
     {"mi_fixed_info", py_fixed_info, METH_O, "dh_mi_fixed_get_info."},
     {"mi_evaluate", py_evaluate, METH_VARARGS, "dh_mi_evaluate."},
-    {"mi_evaluate_device", py_evaluate_device, METH_VARARGS, "dh_mi_evaluate_device."},
+    {"mi_evaluate_device", (PyCFunction)(void (*)(void))py_evaluate_device, METH_FASTCALL,
+     "dh_mi_evaluate_device."},
     {"mi_joint", py_joint, METH_VARARGS, "dh_mi_joint_histogram."},
     {"dlpack_view", py_dlpack_view, METH_O, "The tensor a DLPack capsule describes."},
     {NULL, NULL, 0, NULL},

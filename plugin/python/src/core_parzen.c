@@ -120,30 +120,34 @@ static PyObject *py_parzen_evaluate(PyObject *self, PyObject *args)
 
 /* parzen_evaluate_device(parzen, pixels, fixed_ptr, fixed_type, fixed_mask_ptr, moving_ptr,
  *                        moving_type, moving_masks_ptr, count, stream, out_ptr, gradient_ptr):
- * device pointers (0 for none) and a cudaStream_t as integers; only enqueues. */
-static PyObject *py_parzen_evaluate_device(PyObject *self, PyObject *args)
+ * device pointers (0 for none) and a cudaStream_t as integers; only enqueues (the GIL is
+ * kept). A fast call (positional integers, no tuple): ParzenMI.evaluate's per-call entry. */
+static PyObject *py_parzen_evaluate_device(PyObject *self, PyObject *const *args,
+                                           Py_ssize_t nargs)
 {
     (void)self;
-    PyObject *capsule;
-    Py_ssize_t pixels;
-    unsigned long long fixed, fmask, moving, mmask, stream, out, grad;
-    int ftype, mtype;
-    unsigned count;
-    if (!PyArg_ParseTuple(args, "OnKiKKiKIKKK", &capsule, &pixels, &fixed, &ftype, &fmask,
-                          &moving, &mtype, &mmask, &count, &stream, &out, &grad))
+    static const char who[] = "parzen_evaluate_device";
+    if (nargs != 12) {
+        PyErr_Format(PyExc_TypeError, "%s takes 12 arguments, not %zd", who, nargs);
         return NULL;
-    parzen_box *box = PyCapsule_GetPointer(capsule, PARZEN_NAME);
+    }
+    parzen_box *box = PyCapsule_GetPointer(args[0], PARZEN_NAME);
     if (!box)
         return NULL;
-    if (pixels < 1) {
-        PyErr_SetString(PyExc_ValueError, "parzen_evaluate_device: pixels >= 1 needed");
+    /* pixels, fixed, ftype, fmask, moving, mtype, mmask, count, stream, out, gradient */
+    unsigned long long a[11];
+    if (core_unsigned_args(args, 1, 11, a, who) < 0)
+        return NULL;
+    if (a[0] < 1 || a[7] > UINT32_MAX || a[2] > 16 || a[5] > 16) {
+        PyErr_Format(PyExc_ValueError, "%s: pixels >= 1 needed; count or a sample type out of "
+                     "range", who);
         return NULL;
     }
     dh_status st = dh_parzen_mi_evaluate_device(
-        box->ctx, box->parzen, (size_t)pixels, (const void *)(uintptr_t)fixed, ftype,
-        (const uint8_t *)(uintptr_t)fmask, (const void *)(uintptr_t)moving, mtype,
-        (const uint8_t *)(uintptr_t)mmask, count, (void *)(uintptr_t)stream,
-        (dh_mi_scores *)(uintptr_t)out, (float *)(uintptr_t)grad);
+        box->ctx, box->parzen, (size_t)a[0], (const void *)(uintptr_t)a[1], (int)a[2],
+        (const uint8_t *)(uintptr_t)a[3], (const void *)(uintptr_t)a[4], (int)a[5],
+        (const uint8_t *)(uintptr_t)a[6], (uint32_t)a[7], (void *)(uintptr_t)a[8],
+        (dh_mi_scores *)(uintptr_t)a[9], (float *)(uintptr_t)a[10]);
     if (st != DH_OK)
         return core_raise(st, dh_ctx_error(box->ctx));
     Py_RETURN_NONE;
@@ -207,22 +211,6 @@ static PyObject *py_parzen_evaluate_pointers(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
-/* The unsigned integers (addresses, sizes, handles) of a fast call, args[first ..first + n - 1],
- * into out; 0, or -1 with an exception naming the function. */
-static int unsigned_args(PyObject *const *args, Py_ssize_t first, Py_ssize_t n,
-                         unsigned long long *out, const char *who)
-{
-    for (Py_ssize_t i = 0; i < n; i++) {
-        out[i] = PyLong_AsUnsignedLongLong(args[first + i]);
-        if (out[i] == (unsigned long long)-1 && PyErr_Occurred()) {
-            PyErr_Format(PyExc_TypeError, "%s: argument %zd must be a non-negative int", who,
-                         first + i);
-            return -1;
-        }
-    }
-    return 0;
-}
-
 /* parzen_evaluate_device_signed(parzen, pixels, fixed_ptr, fixed_type, fixed_mask_ptr,
  *                               moving_ptr, moving_type, moving_masks_ptr, count, stream, sign,
  *                               values_ptr, gradient_ptr): dh_parzen_mi_evaluate_device_signed,
@@ -242,7 +230,7 @@ static PyObject *py_parzen_evaluate_device_signed(PyObject *self, PyObject *cons
         return NULL;
     unsigned long long a[9]; /* pixels, fixed, ftype, fmask, moving, mtype, mmask, count, stream */
     unsigned long long v[2]; /* values, gradient */
-    if (unsigned_args(args, 1, 9, a, who) < 0 || unsigned_args(args, 11, 2, v, who) < 0)
+    if (core_unsigned_args(args, 1, 9, a, who) < 0 || core_unsigned_args(args, 11, 2, v, who) < 0)
         return NULL;
     const double sign = PyFloat_AsDouble(args[10]);
     if (sign == -1.0 && PyErr_Occurred())
@@ -278,7 +266,7 @@ static PyObject *py_parzen_scale_gradient_device(PyObject *self, PyObject *const
         return NULL;
     unsigned long long a[5]; /* gradient, pixels, count, factors, factor_stride */
     unsigned long long b[2]; /* out, stream */
-    if (unsigned_args(args, 1, 5, a, who) < 0 || unsigned_args(args, 7, 2, b, who) < 0)
+    if (core_unsigned_args(args, 1, 5, a, who) < 0 || core_unsigned_args(args, 7, 2, b, who) < 0)
         return NULL;
     const double sign = PyFloat_AsDouble(args[6]);
     if (sign == -1.0 && PyErr_Occurred())
@@ -300,8 +288,8 @@ PyMethodDef core_parzen_methods[] = {
     {"parzen_new", (PyCFunction)(void (*)(void))py_parzen_new, METH_VARARGS | METH_KEYWORDS,
      "dh_parzen_mi_create; keyword arguments are dh_parzen_mi_params fields."},
     {"parzen_evaluate", py_parzen_evaluate, METH_VARARGS, "dh_parzen_mi_evaluate."},
-    {"parzen_evaluate_device", py_parzen_evaluate_device, METH_VARARGS,
-     "dh_parzen_mi_evaluate_device."},
+    {"parzen_evaluate_device", (PyCFunction)(void (*)(void))py_parzen_evaluate_device,
+     METH_FASTCALL, "dh_parzen_mi_evaluate_device."},
     {"parzen_evaluate_pointers", py_parzen_evaluate_pointers, METH_VARARGS,
      "dh_parzen_mi_evaluate on host addresses, one score column signed (dicomhist.torch)."},
     {"parzen_evaluate_device_signed", (PyCFunction)(void (*)(void))py_parzen_evaluate_device_signed,

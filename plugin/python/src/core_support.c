@@ -151,6 +151,20 @@ int core_get_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t min_len, int writ
     return 0;
 }
 
+int core_unsigned_args(PyObject *const *args, Py_ssize_t first, Py_ssize_t n,
+                       unsigned long long *out, const char *who)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        out[i] = PyLong_AsUnsignedLongLong(args[first + i]);
+        if (out[i] == (unsigned long long)-1 && PyErr_Occurred()) {
+            PyErr_Format(PyExc_TypeError, "%s: argument %zd must be a non-negative int", who,
+                         first + i);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* --- the module's methods of this file ----------------------------------------------------- */
 PyMethodDef core_support_methods[] = {
     {"_register_errors", register_errors, METH_O, "Sets the status-code -> exception map."},
