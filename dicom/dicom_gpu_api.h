@@ -128,6 +128,25 @@ bool gpu_lanes_take(const gpu_api &api, size_t n, std::vector<gpu_lane> &lanes,
  * destroyed (a lane whose decode failed is not trusted again). Empties lanes. */
 void gpu_lanes_give(const gpu_api &api, std::vector<gpu_lane> &lanes, bool healthy);
 
+/* nvJPEG's lossless decode state and parsed stream, which the batch's SV1 calls need. Creating
+ * the state costs about 270 ms on an H100 (bench/NOTES.md, session 16: more than decoding 240
+ * frames), so like the lanes they are kept for the next call, in the same process-wide,
+ * thread-safe pool beside nvJPEG's handle (which is the process's too), at most kept_lossless
+ * idle; a call that finds none idle makes one. */
+struct gpu_lossless_state {
+    nvjpegJpegState_t state = nullptr;
+    nvjpegJpegStream_t parsed = nullptr;
+};
+constexpr size_t kept_lossless = 4;
+
+/* An idle state, or a new one (the primary context current); false with the reason when none
+ * can be made. */
+bool gpu_lossless_take(const gpu_api &api, gpu_lossless_state &out, std::string &reason);
+
+/* Gives a state back (healthy: to the pool if it has room; else destroyed) and empties it; the
+ * caller has waited for its work. */
+void gpu_lossless_give(const gpu_api &api, gpu_lossless_state &state, bool healthy);
+
 /* "nvJPEG2000 <what> frame <f + 1> (status <status>)". */
 std::string frame_reason(uint32_t f, const char *what, int status);
 

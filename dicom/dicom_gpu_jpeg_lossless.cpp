@@ -40,12 +40,14 @@ lossless_mode mode_asked()
 /* nvJPEG versions before this decode 9 to 15-bit lossless streams to zeros. */
 constexpr int twelve_bit_fix[3] = {13, 0, 2};
 
+/* One call's stream, memory and decode state (from dicom_gpu_load.cpp's pool: making one costs
+ * about 270 ms; given back once the stream is idle, or destroyed when the decode failed). */
 struct lossless_call {
     const gpu_api &api;
     CUstream stream = nullptr;
     CUdeviceptr device = 0;
-    nvjpegJpegState_t state = nullptr;
-    nvjpegJpegStream_t parsed = nullptr;
+    gpu_lossless_state pooled;
+    bool healthy = false;
     explicit lossless_call(const gpu_api &a) : api(a)
     {
     }
@@ -53,10 +55,7 @@ struct lossless_call {
     {
         if (stream != nullptr)
             api.cuStreamSynchronize(stream);
-        if (parsed != nullptr)
-            api.nvjpegJpegStreamDestroy(parsed);
-        if (state != nullptr)
-            api.nvjpegJpegStateDestroy(state);
+        gpu_lossless_give(api, pooled, healthy);
         if (device != 0)
             api.cuMemFreeAsync(device, stream);
         if (stream != nullptr) {
@@ -151,6 +150,15 @@ bool measured_exact(const jpeg_header &h, uint64_t length, uint32_t f, std::stri
     return reason.empty();
 }
 
+/* A 16-bit frame header over fewer stored bits in 16-bit words, as DCMTK's dcmcjpeg writes for
+ * 9 to 15-bit data: its decoded words are the stored values only where the bits above BitsStored
+ * are zero (DCMTK masks them away, nvJPEG cannot), so only the probe's map mode (=all) hands
+ * such frames over, to measure whether nvJPEG decodes them exactly (bench/NOTES.md, session 17). */
+bool wide_header(const jpeg_header &h, const dh_dicom_image &img)
+{
+    return h.precision == 16 && img.format.bits_allocated == 16 && img.format.bits_stored < 16;
+}
+
 } // namespace
 
 bool gpu_jpeg_lossless_admits(const gpu_api &api, const gpu_frame &frame, uint32_t f,
@@ -172,8 +180,10 @@ bool gpu_jpeg_lossless_admits(const gpu_api &api, const gpu_frame &frame, uint32
         reason = refusal(f, "has another size than the dataset");
     else if (h.precision < 2 || h.precision > 16 || h.precision > img.format.bits_allocated)
         reason = refusal(f, "has a precision BitsAllocated does not hold");
-    else if (as_stored_values && (h.precision != img.format.bits_stored ||
-                                  img.format.high_bit + 1 != img.format.bits_stored))
+    else if (as_stored_values &&
+             ((h.precision != img.format.bits_stored && !(mode == lossless_mode::all &&
+                                                           wide_header(h, img))) ||
+              img.format.high_bit + 1 != img.format.bits_stored))
         reason = refusal(f, "needs the bit layout applied (precision not BitsStored, or HighBit "
                             "not BitsStored - 1)");
     else if (as_stored_values && img.format.is_signed)
@@ -216,19 +226,16 @@ bool gpu_decode_jpeg_lossless(const std::vector<gpu_frame> &frames, const dh_dic
         reason = cuda_error(*api, "cuStreamCreate/cuMemAllocAsync", r);
         return false;
     }
-    if (api->nvjpegJpegStateCreate(api->lossless, &call.state) != NVJPEG_STATUS_SUCCESS ||
-        api->nvjpegJpegStreamCreate(api->lossless, &call.parsed) != NVJPEG_STATUS_SUCCESS) {
-        reason = "nvJPEG's decode state cannot be created";
+    if (!gpu_lossless_take(*api, call.pooled, reason))
         return false;
-    }
     std::vector<const unsigned char *> data(frames.size());
     std::vector<size_t> lengths(frames.size());
     std::vector<nvjpegImage_t> out(frames.size());
     for (uint32_t f = 0; f < frames.size(); f++) {
         int unsupported = 1;
         if (api->nvjpegJpegStreamParseHeader(api->lossless, frames[f].bytes, frames[f].length,
-                                             call.parsed) != NVJPEG_STATUS_SUCCESS ||
-            api->nvjpegDecodeBatchedSupported(api->lossless, call.parsed, &unsupported) !=
+                                             call.pooled.parsed) != NVJPEG_STATUS_SUCCESS ||
+            api->nvjpegDecodeBatchedSupported(api->lossless, call.pooled.parsed, &unsupported) !=
                 NVJPEG_STATUS_SUCCESS ||
             unsupported != 0) {
             reason = refusal(f, "is not supported by nvJPEG's lossless backend");
@@ -242,17 +249,18 @@ bool gpu_decode_jpeg_lossless(const std::vector<gpu_frame> &frames, const dh_dic
         out[f].pitch[0] = (size_t)img.format.columns * sizeof(uint16_t);
     }
     nvjpegStatus_t s = api->nvjpegDecodeBatchedInitialize(
-        api->lossless, call.state, (int)frames.size(), 1, NVJPEG_OUTPUT_UNCHANGEDI_U16);
+        api->lossless, call.pooled.state, (int)frames.size(), 1, NVJPEG_OUTPUT_UNCHANGEDI_U16);
     if (s == NVJPEG_STATUS_SUCCESS)
-        s = api->nvjpegDecodeBatched(api->lossless, call.state, data.data(), lengths.data(),
-                                     out.data(), call.stream);
+        s = api->nvjpegDecodeBatched(api->lossless, call.pooled.state, data.data(),
+                                     lengths.data(), out.data(), call.stream);
     if (s != NVJPEG_STATUS_SUCCESS) {
         char text[96];
         snprintf(text, sizeof text, "nvJPEG's batched lossless decode failed (status %d)", (int)s);
         reason = text;
         return false;
     }
-    return copy_to_host(*api, cells, call.device, bytes, call.stream, reason);
+    call.healthy = copy_to_host(*api, cells, call.device, bytes, call.stream, reason);
+    return call.healthy;
 }
 
 } // namespace dh_dicom_impl
