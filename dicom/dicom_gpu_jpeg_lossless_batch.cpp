@@ -47,7 +47,7 @@ std::string status_text(const char *what, int status)
 /* One call over the frames the checks admitted; marks them decoded once the GPU finished without
  * an error, else gives each the reason. */
 void decode_call(const gpu_api &api, jpeg_state &js, std::vector<gpu_batch_frame *> &call,
-                 CUstream stream)
+                 const std::vector<bool> &mask, CUstream stream)
 {
     std::vector<const unsigned char *> data(call.size());
     std::vector<size_t> lengths(call.size());
@@ -67,6 +67,12 @@ void decode_call(const gpu_api &api, jpeg_state &js, std::vector<gpu_batch_frame
     std::string why;
     if (s != NVJPEG_STATUS_SUCCESS)
         why = status_text("the batched decode failed", (int)s);
+    /* 16-bit headers over fewer stored bits: the words masked to BitsStored, as the CPU read */
+    for (size_t i = 0; why.empty() && i < call.size(); i++)
+        if (mask[i])
+            gpu_mask_to_bits(api, call[i]->cells,
+                             (size_t)call[i]->img->format.rows * call[i]->img->format.columns,
+                             call[i]->img->format.bits_stored, stream, why);
     const CUresult r = api.cuStreamSynchronize(stream); /* before the state is pooled again */
     if (why.empty() && r != CUDA_SUCCESS)
         why = cuda_error(api, "decoding on the GPU", r);
@@ -101,15 +107,19 @@ bool gpu_decode_jpeg_lossless_batch(std::vector<gpu_batch_frame *> &frames, void
     };
     const CUstream s = static_cast<CUstream>(stream);
     std::vector<gpu_batch_frame *> call;
+    std::vector<bool> mask; /* call[i] needs its words masked to BitsStored */
     const auto flush = [&] {
         if (!call.empty())
-            decode_call(*api, js, call, s);
+            decode_call(*api, js, call, mask, s);
         call.clear();
+        mask.clear();
     };
     for (gpu_batch_frame *frame : frames) {
         gpu_batch_frame &fr = *frame;
         int unsupported = 1;
-        if (!gpu_jpeg_lossless_admits(*api, fr.stream, fr.index, *fr.img, true, fr.refusal))
+        bool needs_mask = false;
+        if (!gpu_jpeg_lossless_admits(*api, fr.stream, fr.index, *fr.img, true, fr.refusal,
+                                      &needs_mask))
             continue;
         if (!make_state()) {
             fr.refusal = no_state;
@@ -125,6 +135,7 @@ bool gpu_decode_jpeg_lossless_batch(std::vector<gpu_batch_frame *> &frames, void
             continue;
         }
         call.push_back(&fr);
+        mask.push_back(needs_mask);
         if (call.size() == frames_per_call)
             flush();
     }

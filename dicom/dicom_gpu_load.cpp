@@ -120,7 +120,8 @@ bool load_driver(gpu_api &a, std::string &reason)
           SAME(cuEventCreate), sym("cuEventDestroy_v2", a.cuEventDestroy), SAME(cuEventRecord),
           SAME(cuStreamWaitEvent), sym("cuMemcpyHtoDAsync_v2", a.cuMemcpyHtoDAsync),
           SAME(cuMemPoolCreate), SAME(cuMemPoolSetAttribute), SAME(cuMemAllocFromPoolAsync),
-          SAME(cuMemHostAlloc), SAME(cuMemFreeHost)},
+          SAME(cuMemHostAlloc), SAME(cuMemFreeHost), SAME(cuModuleLoadData),
+          SAME(cuModuleGetFunction), SAME(cuLaunchKernel)},
          missing);
     if (!missing.empty()) {
         reason = "the NVIDIA driver lacks " + missing;
@@ -207,7 +208,9 @@ void load_lossless(gpu_api &a)
                                           &a.lossless) != NVJPEG_STATUS_SUCCESS) {
         a.lossless = nullptr;
         a.jpeg_missing = "nvJPEG's lossless backend cannot be created on this GPU";
+        return;
     }
+    load_mask_kernel(a);
 }
 
 loaded &load_once()
