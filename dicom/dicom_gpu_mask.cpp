@@ -84,8 +84,12 @@ bool gpu_mask_to_bits(const gpu_api &api, CUdeviceptr cells, size_t count, unsig
     blocks = blocks < 1 ? 1 : blocks > most_blocks ? most_blocks : blocks;
     const CUresult r = api.cuLaunchKernel(api.mask_u16, (unsigned)blocks, 1, 1, threads_per_block,
                                           1, 1, 0, stream, args, nullptr);
-    if (r != CUDA_SUCCESS)
-        reason = cuda_error(api, "masking the decoded values to BitsStored", r);
+    if (r != CUDA_SUCCESS) { /* not cuda_error: dicom_gpu_load.cpp calls this file already */
+        const char *text = nullptr;
+        api.cuGetErrorString(r, &text);
+        reason = std::string("masking the decoded values to BitsStored failed: ") +
+                 (text != nullptr ? text : "unknown error");
+    }
     return r == CUDA_SUCCESS;
 }
 
