@@ -88,7 +88,7 @@ static int batch(struct probe_file *files, size_t n, dh_dicom_device_image *out)
     dh_dicom_batch_input *in = malloc(n * sizeof *in);
     char msg[DH_DICOM_MSG_LEN];
     for (size_t i = 0; i < n; i++)
-        in[i] = (dh_dicom_batch_input){files[i].bytes, files[i].size};
+        in[i] = (dh_dicom_batch_input){.data = files[i].bytes, .size = files[i].size};
     const dh_dicom_status s = dh_dicom_read_batch_device(in, n, NULL, NULL, out, NULL, msg,
                                                          sizeof msg);
     free(in);

@@ -198,7 +198,8 @@ int dh_dicom_gpu_decoders(char *msg, size_t msg_len);
  * The frames of many files decoded at once into GPU memory, for a pipeline whose next step runs
  * on the GPU. JPEG 2000 and HTJ2K frames of every file go to nvJPEG2000 together: `workers` host
  * threads, each parsing its next frame while its previous one decodes on its own streams, all
- * frames of the batch in one queue. JPEG lossless SV1 frames go to nvJPEG's lossless backend in
+ * frames of the batch in one queue, fed as the files are parsed (the parse of the next files
+ * overlaps the decode of the first ones). JPEG lossless SV1 frames go to nvJPEG's lossless backend in
  * batched calls where DH_GPU_JPEG_LOSSLESS=1 asks and it was measured exact on such frames
  * (dicom_gpu_jpeg_lossless.cpp); an SV1 file of which it did not read every frame is read whole by
  * DCMTK. Every other syntax, and every frame nvJPEG2000 refuses or
@@ -206,10 +207,15 @@ int dh_dicom_gpu_decoders(char *msg, size_t msg_len);
  * depth or sign than BitsStored / PixelRepresentation say), is read by the CPU decoders of
  * dh_dicom_read_memory and copied in: never a different value than the CPU read gives. */
 
-/* One file of a batch: a whole DICOM file in memory, kept by the caller until the call returns. */
+/* One file of a batch: a whole DICOM file in memory, kept by the caller until the call returns.
+ * device_dest: where its stored values go, in the caller's GPU memory (capacity bytes there), so
+ * a series is decoded straight into its place (plan_load_device.c); a file whose values would
+ * not fit fails alone with DH_DICOM_ERR_MISMATCH, nothing written. NULL: the batch allocates. */
 typedef struct dh_dicom_batch_input {
     const void *data;
     size_t size;
+    void *device_dest;
+    size_t capacity;
 } dh_dicom_batch_input;
 
 /* What the batch gives back for one file. */
@@ -223,8 +229,10 @@ typedef struct dh_dicom_device_image {
     /* rows * columns * frames stored values in GPU memory, laid out as image->pixels would be
      * (uint16_t, int16_t when image->format.is_signed), allocated on the caller's stream
      * (stream-ordered, CUDA's default memory pool: cudaFreeAsync releases it too). Release
-     * with dh_dicom_device_image_release. NULL when status is not DH_DICOM_OK. */
+     * with dh_dicom_device_image_release. NULL when status is not DH_DICOM_OK. The input's
+     * device_dest when it gave one (callers_memory 1: the release leaves it alone). */
     void *device_pixels;
+    int callers_memory;
     uint32_t gpu_frames, cpu_frames; /* frames read by nvJPEG2000 / nvJPEG, by the CPU decoders */
 } dh_dicom_device_image;
 
@@ -242,8 +250,11 @@ typedef struct dh_dicom_batch_options {
 /* Where the time of a batch went (wall clock, seconds), for the caller to name its next wall. */
 typedef struct dh_dicom_batch_timing {
     double parse;    /* DICOM parse, checks and code streams gathered, all files (parallel) */
-    double decode;   /* nvJPEG2000 over every frame of the batch, until the GPU is done */
+    /* the GPU decoders, from the first frame handed over until the GPU is done: JPEG 2000 frames
+     * go to nvJPEG2000 as each file is parsed, so this overlaps parse (session 17) */
+    double decode;
     double fallback; /* files and frames read on the CPU, and copied to the device */
+    double first_frame; /* from the call's start until the first frame reached the GPU decoders */
 } dh_dicom_batch_timing;
 
 /* Decodes files[0..count) into out[0..count) (see dh_dicom_device_image); the stored values are

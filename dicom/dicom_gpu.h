@@ -10,8 +10,11 @@
 #ifndef DH_DICOM_GPU_H
 #define DH_DICOM_GPU_H
 
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -53,25 +56,75 @@ struct gpu_batch_frame {
     const dh_dicom_image *img;
     uint32_t index; /* the frame's number in its file, for messages */
     device_ptr cells;
+    /* A CUevent on the caller's stream after which cells exist (allocated there, or the caller's
+     * work on its own memory done): the decode waits for it. Null: nothing to wait for. */
+    void *ready = nullptr;
     bool decoded = false; /* nvJPEG2000 decoded it and the GPU finished without an error */
     std::string refusal;  /* otherwise why: the CPU then reads it */
 };
 
-/* Decodes every frame with `workers` host threads, each parsing its next frame while its previous
- * one decodes (two lanes each: stream, decode state, parsed stream), the frames taken from one
- * queue in order; their streams wait for what `stream` (the caller's) had queued before, so the
- * cells may be allocated on it. A frame whose code stream has another depth or sign than the
- * dataset's stored values is refused (its values would need the bit layout applied). Returns
- * once the GPU has finished; false with the reason only when no worker could start (then no
- * frame is decoded); each frame's own outcome is in frames. */
-bool gpu_decode_jpeg2000_batch(std::vector<gpu_batch_frame> &frames, unsigned workers,
-                               void *stream, std::string &reason);
+/* The frames of a batch as they become ready: the threads parsing the files push each file's
+ * frames as soon as that file is parsed, the GPU workers take them in that order, so the GPU
+ * decodes the first files while the next ones are parsed. The frames must stay where they are
+ * until the workers are done. */
+class gpu_frame_feed {
+public:
+    void push(gpu_batch_frame *first, size_t n)
+    {
+        {
+            std::lock_guard<std::mutex> hold(lock_);
+            for (size_t i = 0; i < n; i++)
+                queue_.push_back(first + i);
+        }
+        ready_.notify_all();
+    }
+    /* No frame comes any more: workers drain what is queued, then stop. */
+    void close()
+    {
+        {
+            std::lock_guard<std::mutex> hold(lock_);
+            closed_ = true;
+        }
+        ready_.notify_all();
+    }
+    /* The next frame, waiting for one; null once closed and empty. */
+    gpu_batch_frame *take()
+    {
+        std::unique_lock<std::mutex> hold(lock_);
+        ready_.wait(hold, [this] { return closed_ || !queue_.empty(); });
+        if (queue_.empty())
+            return nullptr;
+        gpu_batch_frame *f = queue_.front();
+        queue_.pop_front();
+        return f;
+    }
+
+private:
+    std::mutex lock_;
+    std::condition_variable ready_;
+    std::deque<gpu_batch_frame *> queue_;
+    bool closed_ = false;
+};
+
+/* Decodes every frame the feed brings with `workers` host threads, each parsing its next frame
+ * while its previous one decodes (two lanes each: stream, decode state, parsed stream); each
+ * decode waits for its frame's `ready` event. A frame whose code stream has another depth or sign
+ * than the dataset's stored values is refused (its values would need the bit layout applied).
+ * Returns once the feed is closed and drained and the GPU has finished; false with the reason
+ * only when no worker could start (then it returns at once and takes nothing: frames left in the
+ * feed are the caller's to refuse); each frame's own outcome is in the frame. */
+bool gpu_decode_jpeg2000_batch(gpu_frame_feed &feed, unsigned workers, std::string &reason);
+
+/* An event recorded on `stream` now (ready, for gpu_batch_frame), and its release. False with
+ * the reason when it cannot be made. */
+bool gpu_event_now(void *stream, void *&event, std::string &reason);
+void gpu_event_free(void *event);
 
 /* Decodes the JPEG lossless SV1 frames of a batch through nvJPEG's lossless backend, many frames
  * per call, into their cells, ordered on `stream` (the caller's) and finished on return. Each
  * frame is first checked (gpu_jpeg_lossless_admits, as stored values): one refused keeps its
  * reason and stays undecoded, for DCMTK. False with the reason only when nothing could start. */
-bool gpu_decode_jpeg_lossless_batch(std::vector<gpu_batch_frame> &frames, void *stream,
+bool gpu_decode_jpeg_lossless_batch(std::vector<gpu_batch_frame *> &frames, void *stream,
                                     std::string &reason);
 
 /* Device memory on the caller's stream (stream-ordered, the device's default pool), its release,

@@ -30,16 +30,23 @@ bool gpu_decode_jpeg_lossless(const std::vector<gpu_frame> &, const dh_dicom_ima
     return gpu_decoders_usable(reason);
 }
 
-bool gpu_decode_jpeg2000_batch(std::vector<gpu_batch_frame> &, unsigned, void *,
-                               std::string &reason)
+bool gpu_decode_jpeg2000_batch(gpu_frame_feed &, unsigned, std::string &reason)
 {
     return gpu_decoders_usable(reason);
 }
 
-bool gpu_decode_jpeg_lossless_batch(std::vector<gpu_batch_frame> &, void *, std::string &reason)
+bool gpu_decode_jpeg_lossless_batch(std::vector<gpu_batch_frame *> &, void *, std::string &reason)
 {
     return gpu_decoders_usable(reason);
 }
+
+bool gpu_event_now(void *, void *&event, std::string &reason)
+{
+    event = nullptr;
+    return gpu_decoders_usable(reason);
+}
+
+void gpu_event_free(void *) {}
 
 bool gpu_device_alloc(size_t, void *, device_ptr &, std::string &reason)
 {

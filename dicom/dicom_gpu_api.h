@@ -47,6 +47,11 @@ struct gpu_api {
     CUresult (*cuMemAllocFromPoolAsync)(CUdeviceptr *, size_t, CUmemoryPool, CUstream);
     CUresult (*cuMemHostAlloc)(void **, size_t, unsigned);
     CUresult (*cuMemFreeHost)(void *);
+    /* the mask kernel (dicom_gpu_mask.cpp) */
+    CUresult (*cuModuleLoadData)(CUmodule *, const void *);
+    CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
+    CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                               unsigned, unsigned, CUstream, void **, void **);
 
     /* nvJPEG2000 */
     nvjpeg2kStatus_t (*nvjpeg2kGetProperty)(libraryPropertyType, int *);
@@ -96,6 +101,7 @@ struct gpu_api {
     CUmemoryPool j2k_pool;
     int j2k_version[3];
     nvjpegHandle_t lossless; /* null: nvJPEG or its lossless backend is unavailable */
+    CUfunction mask_u16;     /* null: the mask kernel could not be loaded (dicom_gpu_mask.cpp) */
     int jpeg_version[3];
     const char *jpeg_missing; /* why lossless is null */
 };
@@ -104,6 +110,16 @@ struct gpu_api {
  * its own where DH_GPU_J2K_MEMORY=default asks, to measure the difference); the context current.
  * False when no handle can be made. */
 bool create_j2k_handle(gpu_api &a);
+
+/* Loads the mask kernel into a.mask_u16 (left null where the driver refuses it), the context
+ * current (dicom_gpu_mask.cpp). */
+void load_mask_kernel(gpu_api &a);
+
+/* Queues cells[0..count) &= (1 << bits) - 1 on stream: 16-bit words decoded from a frame whose
+ * header says 16 bits, made the stored values of BitsStored bits (as the CPU read masks them).
+ * False with the reason when it cannot be queued. */
+bool gpu_mask_to_bits(const gpu_api &api, CUdeviceptr cells, size_t count, unsigned bits,
+                      CUstream stream, std::string &reason);
 
 /* The loaded functions, or null with the reason (dicom_gpu_load.cpp). */
 const gpu_api *gpu_api_get(std::string &reason);
@@ -127,6 +143,25 @@ bool gpu_lanes_take(const gpu_api &api, size_t n, std::vector<gpu_lane> &lanes,
 /* Gives lanes back once their streams are idle: to the pool when `healthy` and it has room, else
  * destroyed (a lane whose decode failed is not trusted again). Empties lanes. */
 void gpu_lanes_give(const gpu_api &api, std::vector<gpu_lane> &lanes, bool healthy);
+
+/* nvJPEG's lossless decode state and parsed stream, which the batch's SV1 calls need. Creating
+ * the state costs about 270 ms on an H100 (bench/NOTES.md, session 16: more than decoding 240
+ * frames), so like the lanes they are kept for the next call, in the same process-wide,
+ * thread-safe pool beside nvJPEG's handle (which is the process's too), at most kept_lossless
+ * idle; a call that finds none idle makes one. */
+struct gpu_lossless_state {
+    nvjpegJpegState_t state = nullptr;
+    nvjpegJpegStream_t parsed = nullptr;
+};
+constexpr size_t kept_lossless = 4;
+
+/* An idle state, or a new one (the primary context current); false with the reason when none
+ * can be made. */
+bool gpu_lossless_take(const gpu_api &api, gpu_lossless_state &out, std::string &reason);
+
+/* Gives a state back (healthy: to the pool if it has room; else destroyed) and empties it; the
+ * caller has waited for its work. */
+void gpu_lossless_give(const gpu_api &api, gpu_lossless_state &state, bool healthy);
 
 /* "nvJPEG2000 <what> frame <f + 1> (status <status>)". */
 std::string frame_reason(uint32_t f, const char *what, int status);
@@ -188,11 +223,13 @@ inline const gpu_api *gpu_api_current(std::optional<gpu_context_scope> &scope, s
  * the dataset (one component, SOF3 of the dataset's size, predictor 1, no point transform, a
  * precision nvJPEG decodes right in this version) and, unless DH_GPU_JPEG_LOSSLESS says
  * otherwise, the frame sizes measured exact (dicom_gpu_jpeg_lossless.cpp). as_stored_values: the
- * decoded samples must be the stored values as they stand (precision BitsStored from bit 0,
- * unsigned), for a batch decoding straight into them. False with the reason otherwise. */
+ * decoded samples must become the stored values on the device (precision BitsStored from bit 0,
+ * or a 16-bit header over fewer stored bits with *needs_mask set: the caller then masks them
+ * with gpu_mask_to_bits; unsigned), for a batch decoding straight into them. False with the
+ * reason otherwise. */
 bool gpu_jpeg_lossless_admits(const gpu_api &api, const gpu_frame &frame, uint32_t f,
                               const dh_dicom_image &img, bool as_stored_values,
-                              std::string &reason);
+                              std::string &reason, bool *needs_mask = nullptr);
 
 } // namespace dh_dicom_impl
 

@@ -7,9 +7,12 @@
  *      the code stream of every JPEG 2000 / HTJ2K and JPEG lossless SV1 frame checked and
  *      gathered (in place where a frame is one fragment); any other syntax decoded on the CPU
  *      right away;
- *   2. every file's stored values allocated on the caller's stream, every gathered frame of the
- *      batch decoded into its place: JPEG 2000 by nvJPEG2000 (dicom_gpu_jpeg2000_batch.cpp), SV1
- *      by nvJPEG's lossless backend, many frames per call (dicom_gpu_jpeg_lossless_batch.cpp);
+ *   2. each file's stored values placed (the caller's memory, or allocated on the caller's
+ *      stream) and, as soon as that file is parsed, its JPEG 2000 frames handed to nvJPEG2000's
+ *      workers (dicom_gpu_jpeg2000_batch.cpp), which decode the first files while the next are
+ *      still parsed (before session 17 the decode began after the last parse: the whole call
+ *      was 0.66x nvImageCodec for HTJ2K); SV1 by nvJPEG's lossless backend once all are parsed,
+ *      many frames per call (dicom_gpu_jpeg_lossless_batch.cpp);
  *   3. on `workers` threads again: each J2K frame the GPU refused or failed on decoded by
  *      OpenJPEG, each SV1 file with such a frame read whole by DCMTK, and each file read on the
  *      CPU, copied to its place on the caller's stream.
@@ -23,6 +26,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <thread>
 
 namespace dh_dicom_impl {
@@ -41,9 +45,48 @@ struct batch_file {
     std::vector<std::vector<Uint8>> joined; /* frames of several fragments */
     std::vector<gpu_frame> frames;          /* empty: read on the CPU */
     std::string not_on_gpu;                 /* why a JPEG 2000 file was not */
-    size_t first_frame = 0;                 /* its frames' place in the batch's list */
-    bool lossless = false;                  /* SV1: its frames in the lossless list */
+    std::vector<gpu_batch_frame> gpu;       /* its frames on their way through a GPU decoder */
+    void *ready = nullptr;                  /* the event its J2K frames wait for */
+    bool lossless = false;                  /* SV1: its frames for nvJPEG's lossless batch */
     E_TransferSyntax xfer = EXS_Unknown;
+};
+
+/* The JPEG 2000 decoders of one batch: started on their own thread when the first file with
+ * such frames is parsed (a batch without any touches no decode lane), fed as files are parsed. */
+struct j2k_decoders {
+    gpu_frame_feed feed;
+    std::mutex lock; /* guards the start */
+    std::thread thread;
+    bool started = false;
+    bool ran = false; /* false once joined: no worker could start, why says why */
+    std::string why;
+    std::chrono::steady_clock::time_point start_time;
+
+    void push(std::vector<gpu_batch_frame> &frames, unsigned workers)
+    {
+        {
+            std::lock_guard<std::mutex> hold(lock);
+            if (!started) {
+                started = true;
+                start_time = std::chrono::steady_clock::now();
+                thread = std::thread([this, workers] {
+                    ran = gpu_decode_jpeg2000_batch(feed, workers, why);
+                });
+            }
+        }
+        feed.push(frames.data(), frames.size());
+    }
+    /* Every file pushed: waits for the GPU workers. */
+    void finish()
+    {
+        feed.close();
+        if (thread.joinable())
+            thread.join();
+    }
+    ~j2k_decoders() /* an exception between the start and finish() must not leave it running */
+    {
+        finish();
+    }
 };
 
 /* fn(i) for i in [0, n) on up to `threads` threads. */
@@ -106,15 +149,81 @@ void parse(batch_file &f, bool cpu_only)
         out.msg, sizeof out.msg);
 }
 
+/* Where a parsed file's stored values go: the caller's memory when the input names it (checked
+ * to hold them), else memory allocated on the caller's stream. */
+void place(batch_file &f, void *stream)
+{
+    dh_dicom_device_image &out = *f.out;
+    const size_t bytes = cells_of(*out.image) * 2;
+    if (f.in->device_dest != nullptr) {
+        if (bytes > f.in->capacity)
+            fail(DH_DICOM_ERR_MISMATCH,
+                 "its %u frame(s) of %ux%u need %zu bytes of GPU memory, %zu given for it",
+                 out.image->frames, out.image->format.columns, out.image->format.rows, bytes,
+                 f.in->capacity);
+        out.device_pixels = f.in->device_dest;
+        out.callers_memory = 1;
+        return;
+    }
+    std::string why;
+    device_ptr base = 0;
+    if (!gpu_device_alloc(bytes, stream, base, why))
+        fail(DH_DICOM_ERR_NO_MEMORY, "GPU memory for the stored values: %s", why.c_str());
+    out.device_pixels = reinterpret_cast<void *>(base);
+}
+
+/* The records of a parsed file's GPU frames, each at its place in the file's stored values. */
+void describe_gpu_frames(batch_file &f)
+{
+    const dh_dicom_image &img = *f.out->image;
+    const device_ptr base = reinterpret_cast<device_ptr>(f.out->device_pixels);
+    const size_t frame_bytes = (size_t)img.format.rows * img.format.columns * 2;
+    f.gpu.resize(f.frames.size());
+    for (uint32_t k = 0; k < f.frames.size(); k++) {
+        gpu_batch_frame &fr = f.gpu[k];
+        fr.stream = f.frames[k];
+        fr.img = &img;
+        fr.index = k;
+        fr.cells = base + k * frame_bytes;
+        fr.ready = f.ready;
+    }
+}
+
+/* Steps 1 and 2 for one file: parsed, its memory placed, and its JPEG 2000 frames handed to the
+ * GPU decoders at once (after an event on the caller's stream: the memory exists by then). */
+void parse_and_feed(batch_file &f, bool cpu_only, void *stream, j2k_decoders &j2k,
+                    unsigned workers)
+{
+    parse(f, cpu_only);
+    dh_dicom_device_image &out = *f.out;
+    if (out.status != DH_DICOM_OK)
+        return;
+    out.status = run_guarded(
+        [&] {
+            place(f, stream);
+            if (f.frames.empty())
+                return;
+            if (!f.lossless) {
+                std::string why;
+                if (!gpu_event_now(stream, f.ready, why))
+                    fail(DH_DICOM_ERR_INTERNAL, "%s", why.c_str());
+            }
+            describe_gpu_frames(f);
+            if (!f.lossless)
+                j2k.push(f.gpu, workers);
+        },
+        out.msg, sizeof out.msg);
+}
+
 /* Step 3 for an SV1 file of which nvJPEG did not read every frame: DCMTK reads it whole (it
  * decodes a dataset, not a frame) and its values replace the device's. */
-void complete_lossless(batch_file &f, const std::vector<gpu_batch_frame> &decoded, void *stream)
+void complete_lossless(batch_file &f, void *stream)
 {
     dh_dicom_device_image &out = *f.out;
     dh_dicom_image &img = *out.image;
     std::string first_refusal;
     for (uint32_t k = 0; k < img.frames; k++) {
-        const gpu_batch_frame &fr = decoded[f.first_frame + k];
+        const gpu_batch_frame &fr = f.gpu[k];
         out.gpu_frames += fr.decoded;
         if (!fr.decoded && first_refusal.empty())
             first_refusal = fr.refusal.empty() ? "no call reached it" : fr.refusal;
@@ -140,11 +249,10 @@ void complete_lossless(batch_file &f, const std::vector<gpu_batch_frame> &decode
 }
 
 /* Step 3 for one file: its frames the GPU did not read, or all of it when read on the CPU. */
-void complete(batch_file &f, const std::vector<gpu_batch_frame> &decoded,
-              const std::vector<gpu_batch_frame> &lossless, void *stream)
+void complete(batch_file &f, void *stream)
 {
     if (f.lossless) {
-        f.out->status = run_guarded([&] { complete_lossless(f, lossless, stream); }, f.out->msg,
+        f.out->status = run_guarded([&] { complete_lossless(f, stream); }, f.out->msg,
                                     sizeof f.out->msg);
         return;
     }
@@ -166,7 +274,7 @@ void complete(batch_file &f, const std::vector<gpu_batch_frame> &decoded,
             std::vector<uint16_t> cells;
             std::string first_refusal;
             for (uint32_t k = 0; k < img.frames; k++) {
-                const gpu_batch_frame &fr = decoded[f.first_frame + k];
+                const gpu_batch_frame &fr = f.gpu[k];
                 if (fr.decoded) {
                     out.gpu_frames++;
                     continue;
@@ -204,68 +312,62 @@ void drop(dh_dicom_device_image &out, void *stream)
 {
     dh_dicom_image_free(out.image);
     out.image = nullptr;
-    gpu_device_free(reinterpret_cast<device_ptr>(out.device_pixels), stream);
+    if (!out.callers_memory)
+        gpu_device_free(reinterpret_cast<device_ptr>(out.device_pixels), stream);
     out.device_pixels = nullptr;
+    out.callers_memory = 0;
     out.gpu_frames = out.cpu_frames = 0;
 }
 
 dh_dicom_status read_batch(const dh_dicom_batch_input *inputs, size_t count, uint32_t workers,
-                           bool cpu_only, void *stream, dh_dicom_device_image *outs, dh_dicom_batch_timing &time,
-                           char *msg, size_t msg_len)
+                           bool cpu_only, void *stream, dh_dicom_device_image *outs,
+                           dh_dicom_batch_timing &time, char *msg, size_t msg_len)
 {
     std::vector<batch_file> files(count);
     for (size_t i = 0; i < count; i++) {
         files[i].in = &inputs[i];
         files[i].out = &outs[i];
     }
-    auto t0 = std::chrono::steady_clock::now();
-    parallel_for(count, workers, [&files, cpu_only](size_t i) { parse(files[i], cpu_only); });
+    /* Steps 1 and 2 overlapped: each file's JPEG 2000 frames go to the GPU once it is parsed. */
+    const auto t0 = std::chrono::steady_clock::now();
+    j2k_decoders j2k;
+    parallel_for(count, workers, [&](size_t i) {
+        parse_and_feed(files[i], cpu_only, stream, j2k, workers);
+    });
     time.parse = seconds_since(t0);
+    time.first_frame = j2k.started ? std::chrono::duration<double>(j2k.start_time - t0).count()
+                                   : time.parse;
+    const auto decode_start = j2k.started ? j2k.start_time : std::chrono::steady_clock::now();
 
-    t0 = std::chrono::steady_clock::now();
-    std::vector<gpu_batch_frame> frames, lossless;
-    for (batch_file &f : files) {
-        dh_dicom_device_image &out = *f.out;
-        if (out.status != DH_DICOM_OK)
-            continue;
-        std::string why;
-        device_ptr base = 0;
-        if (!gpu_device_alloc(cells_of(*out.image) * 2, stream, base, why)) {
-            out.status = DH_DICOM_ERR_NO_MEMORY;
-            write_message(out.msg, sizeof out.msg, "GPU memory for the stored values: " + why);
-            continue;
-        }
-        out.device_pixels = reinterpret_cast<void *>(base);
-        std::vector<gpu_batch_frame> &list = f.lossless ? lossless : frames;
-        f.first_frame = list.size();
-        const size_t frame_bytes = (size_t)out.image->format.rows * out.image->format.columns * 2;
-        for (uint32_t k = 0; k < f.frames.size(); k++) {
-            gpu_batch_frame fr;
-            fr.stream = f.frames[k];
-            fr.img = out.image;
-            fr.index = k;
-            fr.cells = base + k * frame_bytes;
-            list.push_back(std::move(fr));
-        }
-    }
+    std::vector<gpu_batch_frame *> lossless;
+    for (batch_file &f : files)
+        if (f.out->status == DH_DICOM_OK && f.lossless)
+            for (gpu_batch_frame &fr : f.gpu)
+                lossless.push_back(&fr);
     std::string why;
-    if (!gpu_decode_jpeg2000_batch(frames, workers, stream, why))
-        for (gpu_batch_frame &fr : frames)
-            fr.refusal = why;
     if (!gpu_decode_jpeg_lossless_batch(lossless, stream, why))
-        for (gpu_batch_frame &fr : lossless)
-            fr.refusal = why;
-    time.decode = seconds_since(t0);
+        for (gpu_batch_frame *fr : lossless)
+            fr->refusal = why;
+    j2k.finish();
+    for (batch_file &f : files) {
+        if (!j2k.ran && !f.lossless)
+            for (gpu_batch_frame &fr : f.gpu)
+                if (!fr.decoded && fr.refusal.empty())
+                    fr.refusal = j2k.why;
+        gpu_event_free(f.ready);
+        f.ready = nullptr;
+    }
+    time.decode = seconds_since(decode_start);
 
-    t0 = std::chrono::steady_clock::now();
+    const auto t2 = std::chrono::steady_clock::now();
     parallel_for(count, workers, [&](size_t i) {
         if (files[i].out->status == DH_DICOM_OK)
-            complete(files[i], frames, lossless, stream);
+            complete(files[i], stream);
     });
     for (batch_file &f : files)
         if (f.out->status != DH_DICOM_OK)
             drop(*f.out, stream);
-    time.fallback = seconds_since(t0);
+    time.fallback = seconds_since(t2);
     write_message(msg, msg_len, "");
     return DH_DICOM_OK;
 }

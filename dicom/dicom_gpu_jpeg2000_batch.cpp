@@ -4,7 +4,8 @@
  * The one-file path (dicom_gpu_jpeg2000.cpp) keeps at most four frames of one file in flight and
  * parses each on the calling thread between decodes; a series of small frames then leaves the
  * GPU idle most of the time (bench/NOTES.md, session 15). Here `workers` host threads share one
- * queue of every frame of the batch. Each owns two lanes (stream, decode state, parsed stream,
+ * queue of every frame of the batch, fed while the files are still being parsed (gpu_frame_feed,
+ * dicom_gpu.h), so the first files decode during the parse of the next. Each owns two lanes (stream, decode state, parsed stream,
  * from the pool of dicom_gpu_load.cpp) and alternates between them: it parses frame n+1 on the
  * CPU while frame n decodes on the GPU, and waits for a lane only before reusing it (nvJPEG2000
  * reads the state and the parsed stream while its work is queued). nvJPEG2000's handle is shared
@@ -14,7 +15,6 @@
 #include "dicom_gpu.h"
 #include "dicom_gpu_api.h"
 
-#include <atomic>
 #include <thread>
 
 namespace dh_dicom_impl {
@@ -23,13 +23,10 @@ namespace {
 
 constexpr size_t lanes_per_worker = 2;
 
-/* What all workers share: the frames, the next one to take, the event every lane waits for
- * before its first decode (the caller's stream reached the point where the cells exist). */
+/* What all workers share: the feed of frames. */
 struct batch_queue {
     const gpu_api &api;
-    std::vector<gpu_batch_frame> &frames;
-    CUevent cells_ready;
-    std::atomic<size_t> next{0};
+    gpu_frame_feed &feed;
 };
 
 /* A frame decodes straight into its stored values only when the code stream's samples are the
@@ -60,6 +57,14 @@ bool finish(const gpu_api &api, gpu_lane &lane, gpu_batch_frame *&in_flight)
  * when the decode itself failed (the lane's state is then not trusted again). */
 bool start(const gpu_api &api, gpu_batch_frame &fr, gpu_lane &lane, bool &broken)
 {
+    if (fr.ready != nullptr) {
+        const CUresult r = api.cuStreamWaitEvent(lane.stream, static_cast<CUevent>(fr.ready), 0);
+        if (r != CUDA_SUCCESS) {
+            fr.refusal = cuda_error(api, "cuStreamWaitEvent", r);
+            broken = true;
+            return false;
+        }
+    }
     nvjpeg2kImageComponentInfo_t comp;
     if (!parse_j2k_frame(api, fr.stream, fr.index, *fr.img, lane, comp, fr.refusal))
         return false;
@@ -84,27 +89,25 @@ bool start(const gpu_api &api, gpu_batch_frame &fr, gpu_lane &lane, bool &broken
     return true;
 }
 
-/* One worker: its lanes wait for the cells, then it takes frames until none is left or one of
- * its lanes failed (then it stops, its lanes are destroyed rather than pooled, and the others
- * take the rest; frames no worker took stay undecoded, for the CPU). */
+/* One worker: it takes frames from the feed until it is closed and empty or one of its lanes
+ * failed (then it stops, its lanes are destroyed rather than pooled, and the others take the
+ * rest; frames no worker took stay undecoded, for the CPU). */
 void work(batch_queue &q, std::vector<gpu_lane> lanes)
 {
     const gpu_api &api = q.api;
     gpu_context_scope scope(api);
     gpu_batch_frame *in_flight[lanes_per_worker] = {};
     bool healthy = scope.pushed;
-    for (gpu_lane &lane : lanes)
-        healthy = healthy && api.cuStreamWaitEvent(lane.stream, q.cells_ready, 0) == CUDA_SUCCESS;
     for (size_t turn = 0; healthy; turn++) {
         const size_t l = turn % lanes_per_worker;
         if (!(healthy = finish(api, lanes[l], in_flight[l])))
             break;
-        const size_t f = q.next.fetch_add(1);
-        if (f >= q.frames.size())
+        gpu_batch_frame *fr = q.feed.take();
+        if (fr == nullptr)
             break;
         bool broken = false;
-        if (start(api, q.frames[f], lanes[l], broken))
-            in_flight[l] = &q.frames[f];
+        if (start(api, *fr, lanes[l], broken))
+            in_flight[l] = fr;
         healthy = !broken;
     }
     for (size_t l = 0; l < lanes.size(); l++)
@@ -114,27 +117,13 @@ void work(batch_queue &q, std::vector<gpu_lane> lanes)
 
 } // namespace
 
-bool gpu_decode_jpeg2000_batch(std::vector<gpu_batch_frame> &frames, unsigned workers,
-                               void *stream, std::string &reason)
+bool gpu_decode_jpeg2000_batch(gpu_frame_feed &feed, unsigned workers, std::string &reason)
 {
     std::optional<gpu_context_scope> scope;
     const gpu_api *api = gpu_api_current(scope, reason);
     if (api == nullptr)
         return false;
-    if (frames.empty())
-        return true;
-    if (workers > frames.size())
-        workers = (unsigned)frames.size();
-    batch_queue q{*api, frames, nullptr};
-    CUresult r = api->cuEventCreate(&q.cells_ready, CU_EVENT_DISABLE_TIMING);
-    if (r == CUDA_SUCCESS)
-        r = api->cuEventRecord(q.cells_ready, static_cast<CUstream>(stream));
-    if (r != CUDA_SUCCESS) {
-        if (q.cells_ready != nullptr)
-            api->cuEventDestroy(q.cells_ready);
-        reason = cuda_error(*api, "cuEventRecord on the caller's stream", r);
-        return false;
-    }
+    batch_queue q{*api, feed};
     std::vector<std::vector<gpu_lane>> lanes(workers);
     for (unsigned w = 0; w < workers; w++)
         if (!gpu_lanes_take(*api, lanes_per_worker, lanes[w], reason)) {
@@ -149,8 +138,37 @@ bool gpu_decode_jpeg2000_batch(std::vector<gpu_batch_frame> &frames, unsigned wo
         for (std::thread &t : threads)
             t.join();
     }
-    api->cuEventDestroy(q.cells_ready);
     return workers > 0;
+}
+
+bool gpu_event_now(void *stream, void *&event, std::string &reason)
+{
+    event = nullptr;
+    std::optional<gpu_context_scope> scope;
+    const gpu_api *api = gpu_api_current(scope, reason);
+    if (api == nullptr)
+        return false;
+    CUevent e = nullptr;
+    CUresult r = api->cuEventCreate(&e, CU_EVENT_DISABLE_TIMING);
+    if (r == CUDA_SUCCESS)
+        r = api->cuEventRecord(e, static_cast<CUstream>(stream));
+    if (r != CUDA_SUCCESS) {
+        if (e != nullptr)
+            api->cuEventDestroy(e);
+        reason = cuda_error(*api, "cuEventRecord on the caller's stream", r);
+        return false;
+    }
+    event = e;
+    return true;
+}
+
+void gpu_event_free(void *event)
+{
+    std::string reason;
+    std::optional<gpu_context_scope> scope;
+    const gpu_api *api = event != nullptr ? gpu_api_current(scope, reason) : nullptr;
+    if (api != nullptr)
+        api->cuEventDestroy(static_cast<CUevent>(event)); /* released once it has completed */
 }
 
 bool gpu_device_alloc(size_t bytes, void *stream, device_ptr &out, std::string &reason)

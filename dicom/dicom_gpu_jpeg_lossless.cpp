@@ -4,7 +4,8 @@
  * lossless backend: which frames it may have (gpu_jpeg_lossless_admits, for this one-image path
  * and the batch of dicom_gpu_jpeg_lossless_batch.cpp), and one image's frames in one batched call
  * into one device buffer, then one copy to the host. Only what that backend was measured to
- * decode exactly is handed to it, and only when DH_GPU_JPEG_LOSSLESS=1 asks: one component, a
+ * decode exactly is handed to it, and only in the batch into device memory with the nvJPEG
+ * release measured there, or where DH_GPU_JPEG_LOSSLESS=1 asks (mode_asked): one component, a
  * lossless frame header (SOF3) of the dataset's size and a precision BitsAllocated holds, one scan
  * with predictor 1, no point transform and no restart interval, at least 64 KiB of code stream;
  * and precisions 9 to 15 only from nvJPEG 13.0.2 on, since earlier versions return zero-filled
@@ -21,31 +22,43 @@ namespace dh_dicom_impl {
 
 namespace {
 
-/* DH_GPU_JPEG_LOSSLESS: unset (or anything else), JPEG lossless stays with DCMTK (not yet
- * measured faster: refused_by_default); "1" hands nvJPEG the frames measured exact
- * (measured_exact); "all" every frame the header checks pass, whatever its size or restart
- * interval, only to map a newer nvJPEG with bench/probe_sv1. */
+/* DH_GPU_JPEG_LOSSLESS: "1" hands nvJPEG the frames measured exact (measured_exact); "0" keeps
+ * JPEG lossless with DCMTK; "all" every frame the header checks pass, whatever its size or
+ * restart interval, only to map a newer nvJPEG with bench/probe_sv1. Unset (or anything else):
+ * measured_exact in the batch into device memory with the nvJPEG version measured there (the
+ * batch read 240 frames at 3.4x to 3.8x DCMTK on 16 threads once its decode state was pooled,
+ * bench/NOTES.md session 17), DCMTK otherwise (the one-file path, one call per file, and
+ * versions not measured: refused_by_default). */
 enum class lossless_mode { off, measured_exact, all };
 
-lossless_mode mode_asked()
+/* The nvJPEG release whose lossless backend probe_sv1 mapped (13.3.2, sessions 16 and 17). */
+constexpr int measured_release[2] = {13, 3};
+
+lossless_mode mode_asked(const gpu_api &api, bool batch)
 {
     const char *v = getenv("DH_GPU_JPEG_LOSSLESS");
     if (v != nullptr && strcmp(v, "1") == 0)
         return lossless_mode::measured_exact;
     if (v != nullptr && strcmp(v, "all") == 0)
         return lossless_mode::all;
-    return lossless_mode::off;
+    if (v != nullptr && strcmp(v, "0") == 0)
+        return lossless_mode::off;
+    const bool measured = api.jpeg_version[0] == measured_release[0] &&
+                          api.jpeg_version[1] == measured_release[1];
+    return batch && measured ? lossless_mode::measured_exact : lossless_mode::off;
 }
 
 /* nvJPEG versions before this decode 9 to 15-bit lossless streams to zeros. */
 constexpr int twelve_bit_fix[3] = {13, 0, 2};
 
+/* One call's stream, memory and decode state (from dicom_gpu_load.cpp's pool: making one costs
+ * about 270 ms; given back once the stream is idle, or destroyed when the decode failed). */
 struct lossless_call {
     const gpu_api &api;
     CUstream stream = nullptr;
     CUdeviceptr device = 0;
-    nvjpegJpegState_t state = nullptr;
-    nvjpegJpegStream_t parsed = nullptr;
+    gpu_lossless_state pooled;
+    bool healthy = false;
     explicit lossless_call(const gpu_api &a) : api(a)
     {
     }
@@ -53,10 +66,7 @@ struct lossless_call {
     {
         if (stream != nullptr)
             api.cuStreamSynchronize(stream);
-        if (parsed != nullptr)
-            api.nvjpegJpegStreamDestroy(parsed);
-        if (state != nullptr)
-            api.nvjpegJpegStateDestroy(state);
+        gpu_lossless_give(api, pooled, healthy);
         if (device != 0)
             api.cuMemFreeAsync(device, stream);
         if (stream != nullptr) {
@@ -133,12 +143,12 @@ std::string refusal(uint32_t f, const char *what)
  * failure. */
 constexpr uint64_t smallest_exact_stream = 64 * 1024;
 
-/* The per-call overhead measured in the same run (a state of the lossless backend costs about
- * 270 ms to create, while DCMTK on 16 threads reads 240 512x512 frames in 110 ms) and the one-file
- * path's 79 MB/s against DCMTK's 1112 on 16 threads keep JPEG lossless on DCMTK by default. */
+/* The one-file path (one call per file: 45 to 79 MB/s against DCMTK's 1058 to 1112 on 16 threads,
+ * sessions 16 and 17) and nvJPEG versions not mapped keep JPEG lossless on DCMTK by default. */
 const char *const refused_by_default =
-    "JPEG lossless stays with DCMTK: nvJPEG's lossless backend is not yet measured faster "
-    "(docs/batch.md; DH_GPU_JPEG_LOSSLESS=1 asks for it on the frames it decodes exactly)";
+    "JPEG lossless stays with DCMTK: nvJPEG's lossless backend is measured faster only in the "
+    "batch into device memory with nvJPEG 13.3 (docs/batch.md; DH_GPU_JPEG_LOSSLESS=1 asks for it "
+    "on the frames it decodes exactly)";
 
 /* Whether nvJPEG's lossless backend was measured exact on frames like this one; false with the
  * reason otherwise. */
@@ -151,13 +161,24 @@ bool measured_exact(const jpeg_header &h, uint64_t length, uint32_t f, std::stri
     return reason.empty();
 }
 
+/* A 16-bit frame header over fewer stored bits in 16-bit words, as DCMTK's dcmcjpeg writes for
+ * 9 to 15-bit data: nvJPEG decodes such frames exactly (probe_sv1, session 17) to 16-bit words
+ * whose bits above BitsStored the CPU read masks away, so the batch takes them only with the
+ * mask kernel (dicom_gpu_mask.cpp) to do the same on the device. */
+bool wide_header(const jpeg_header &h, const dh_dicom_image &img)
+{
+    return h.precision == 16 && img.format.bits_allocated == 16 && img.format.bits_stored < 16;
+}
+
 } // namespace
 
 bool gpu_jpeg_lossless_admits(const gpu_api &api, const gpu_frame &frame, uint32_t f,
                               const dh_dicom_image &img, bool as_stored_values,
-                              std::string &reason)
+                              std::string &reason, bool *needs_mask)
 {
-    const lossless_mode mode = mode_asked();
+    const lossless_mode mode = mode_asked(api, as_stored_values);
+    if (needs_mask != nullptr)
+        *needs_mask = false;
     if (mode == lossless_mode::off) {
         reason = refused_by_default;
         return false;
@@ -172,8 +193,10 @@ bool gpu_jpeg_lossless_admits(const gpu_api &api, const gpu_frame &frame, uint32
         reason = refusal(f, "has another size than the dataset");
     else if (h.precision < 2 || h.precision > 16 || h.precision > img.format.bits_allocated)
         reason = refusal(f, "has a precision BitsAllocated does not hold");
-    else if (as_stored_values && (h.precision != img.format.bits_stored ||
-                                  img.format.high_bit + 1 != img.format.bits_stored))
+    else if (as_stored_values &&
+             ((h.precision != img.format.bits_stored &&
+               !(wide_header(h, img) && api.mask_u16 != nullptr && needs_mask != nullptr)) ||
+              img.format.high_bit + 1 != img.format.bits_stored))
         reason = refusal(f, "needs the bit layout applied (precision not BitsStored, or HighBit "
                             "not BitsStored - 1)");
     else if (as_stored_values && img.format.is_signed)
@@ -185,6 +208,8 @@ bool gpu_jpeg_lossless_admits(const gpu_api &api, const gpu_frame &frame, uint32
         reason = "nvJPEG before 13.0.2 returns zeros for 9 to 15-bit lossless JPEG";
     if (!reason.empty())
         return false;
+    if (needs_mask != nullptr)
+        *needs_mask = as_stored_values && h.precision != img.format.bits_stored;
     return mode == lossless_mode::all || measured_exact(h, frame.length, f, reason);
 }
 
@@ -216,19 +241,16 @@ bool gpu_decode_jpeg_lossless(const std::vector<gpu_frame> &frames, const dh_dic
         reason = cuda_error(*api, "cuStreamCreate/cuMemAllocAsync", r);
         return false;
     }
-    if (api->nvjpegJpegStateCreate(api->lossless, &call.state) != NVJPEG_STATUS_SUCCESS ||
-        api->nvjpegJpegStreamCreate(api->lossless, &call.parsed) != NVJPEG_STATUS_SUCCESS) {
-        reason = "nvJPEG's decode state cannot be created";
+    if (!gpu_lossless_take(*api, call.pooled, reason))
         return false;
-    }
     std::vector<const unsigned char *> data(frames.size());
     std::vector<size_t> lengths(frames.size());
     std::vector<nvjpegImage_t> out(frames.size());
     for (uint32_t f = 0; f < frames.size(); f++) {
         int unsupported = 1;
         if (api->nvjpegJpegStreamParseHeader(api->lossless, frames[f].bytes, frames[f].length,
-                                             call.parsed) != NVJPEG_STATUS_SUCCESS ||
-            api->nvjpegDecodeBatchedSupported(api->lossless, call.parsed, &unsupported) !=
+                                             call.pooled.parsed) != NVJPEG_STATUS_SUCCESS ||
+            api->nvjpegDecodeBatchedSupported(api->lossless, call.pooled.parsed, &unsupported) !=
                 NVJPEG_STATUS_SUCCESS ||
             unsupported != 0) {
             reason = refusal(f, "is not supported by nvJPEG's lossless backend");
@@ -242,17 +264,18 @@ bool gpu_decode_jpeg_lossless(const std::vector<gpu_frame> &frames, const dh_dic
         out[f].pitch[0] = (size_t)img.format.columns * sizeof(uint16_t);
     }
     nvjpegStatus_t s = api->nvjpegDecodeBatchedInitialize(
-        api->lossless, call.state, (int)frames.size(), 1, NVJPEG_OUTPUT_UNCHANGEDI_U16);
+        api->lossless, call.pooled.state, (int)frames.size(), 1, NVJPEG_OUTPUT_UNCHANGEDI_U16);
     if (s == NVJPEG_STATUS_SUCCESS)
-        s = api->nvjpegDecodeBatched(api->lossless, call.state, data.data(), lengths.data(),
-                                     out.data(), call.stream);
+        s = api->nvjpegDecodeBatched(api->lossless, call.pooled.state, data.data(),
+                                     lengths.data(), out.data(), call.stream);
     if (s != NVJPEG_STATUS_SUCCESS) {
         char text[96];
         snprintf(text, sizeof text, "nvJPEG's batched lossless decode failed (status %d)", (int)s);
         reason = text;
         return false;
     }
-    return copy_to_host(*api, cells, call.device, bytes, call.stream, reason);
+    call.healthy = copy_to_host(*api, cells, call.device, bytes, call.stream, reason);
+    return call.healthy;
 }
 
 } // namespace dh_dicom_impl

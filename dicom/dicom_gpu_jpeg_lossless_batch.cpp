@@ -20,19 +20,20 @@ namespace {
  * the whole call's coded data and intermediates), so a batch of thousands is cut into calls. */
 constexpr size_t frames_per_call = 256;
 
+/* The pooled state of dicom_gpu_load.cpp for one batch: taken on the first admitted frame, given
+ * back at the end (destroyed instead when a call failed: it is not trusted again). */
 struct jpeg_state {
     const gpu_api &api;
-    nvjpegJpegState_t state = nullptr;
-    nvjpegJpegStream_t parsed = nullptr;
+    gpu_lossless_state pooled;
+    bool healthy = true;
+    nvjpegJpegState_t &state = pooled.state;
+    nvjpegJpegStream_t &parsed = pooled.parsed;
     explicit jpeg_state(const gpu_api &a) : api(a)
     {
     }
     ~jpeg_state()
     {
-        if (parsed != nullptr)
-            api.nvjpegJpegStreamDestroy(parsed);
-        if (state != nullptr)
-            api.nvjpegJpegStateDestroy(state);
+        gpu_lossless_give(api, pooled, healthy);
     }
 };
 
@@ -46,7 +47,7 @@ std::string status_text(const char *what, int status)
 /* One call over the frames the checks admitted; marks them decoded once the GPU finished without
  * an error, else gives each the reason. */
 void decode_call(const gpu_api &api, jpeg_state &js, std::vector<gpu_batch_frame *> &call,
-                 CUstream stream)
+                 const std::vector<bool> &mask, CUstream stream)
 {
     std::vector<const unsigned char *> data(call.size());
     std::vector<size_t> lengths(call.size());
@@ -66,11 +67,16 @@ void decode_call(const gpu_api &api, jpeg_state &js, std::vector<gpu_batch_frame
     std::string why;
     if (s != NVJPEG_STATUS_SUCCESS)
         why = status_text("the batched decode failed", (int)s);
-    else {
-        const CUresult r = api.cuStreamSynchronize(stream);
-        if (r != CUDA_SUCCESS)
-            why = cuda_error(api, "decoding on the GPU", r);
-    }
+    /* 16-bit headers over fewer stored bits: the words masked to BitsStored, as the CPU read */
+    for (size_t i = 0; why.empty() && i < call.size(); i++)
+        if (mask[i])
+            gpu_mask_to_bits(api, call[i]->cells,
+                             (size_t)call[i]->img->format.rows * call[i]->img->format.columns,
+                             call[i]->img->format.bits_stored, stream, why);
+    const CUresult r = api.cuStreamSynchronize(stream); /* before the state is pooled again */
+    if (why.empty() && r != CUDA_SUCCESS)
+        why = cuda_error(api, "decoding on the GPU", r);
+    js.healthy = js.healthy && why.empty();
     for (gpu_batch_frame *fr : call) {
         fr->decoded = why.empty();
         fr->refusal = why;
@@ -79,7 +85,7 @@ void decode_call(const gpu_api &api, jpeg_state &js, std::vector<gpu_batch_frame
 
 } // namespace
 
-bool gpu_decode_jpeg_lossless_batch(std::vector<gpu_batch_frame> &frames, void *stream,
+bool gpu_decode_jpeg_lossless_batch(std::vector<gpu_batch_frame *> &frames, void *stream,
                                     std::string &reason)
 {
     if (frames.empty()) /* no SV1 in the batch: nothing of nvJPEG's to touch */
@@ -92,30 +98,31 @@ bool gpu_decode_jpeg_lossless_batch(std::vector<gpu_batch_frame> &frames, void *
         reason = api->jpeg_missing;
         return false;
     }
-    /* A state costs about 270 ms to create (measured on an H100): only once a frame is admitted. */
+    /* A state costs about 270 ms to create (measured on an H100): taken from the pool, made
+     * only once a frame is admitted and none is idle. */
     jpeg_state js(*api);
+    std::string no_state;
     const auto make_state = [&] {
-        if (js.state == nullptr &&
-            api->nvjpegJpegStateCreate(api->lossless, &js.state) != NVJPEG_STATUS_SUCCESS)
-            js.state = nullptr;
-        if (js.parsed == nullptr &&
-            api->nvjpegJpegStreamCreate(api->lossless, &js.parsed) != NVJPEG_STATUS_SUCCESS)
-            js.parsed = nullptr;
-        return js.state != nullptr && js.parsed != nullptr;
+        return js.state != nullptr || gpu_lossless_take(*api, js.pooled, no_state);
     };
     const CUstream s = static_cast<CUstream>(stream);
     std::vector<gpu_batch_frame *> call;
+    std::vector<bool> mask; /* call[i] needs its words masked to BitsStored */
     const auto flush = [&] {
         if (!call.empty())
-            decode_call(*api, js, call, s);
+            decode_call(*api, js, call, mask, s);
         call.clear();
+        mask.clear();
     };
-    for (gpu_batch_frame &fr : frames) {
+    for (gpu_batch_frame *frame : frames) {
+        gpu_batch_frame &fr = *frame;
         int unsupported = 1;
-        if (!gpu_jpeg_lossless_admits(*api, fr.stream, fr.index, *fr.img, true, fr.refusal))
+        bool needs_mask = false;
+        if (!gpu_jpeg_lossless_admits(*api, fr.stream, fr.index, *fr.img, true, fr.refusal,
+                                      &needs_mask))
             continue;
         if (!make_state()) {
-            fr.refusal = "nvJPEG's decode state cannot be created";
+            fr.refusal = no_state;
             continue;
         }
         const nvjpegStatus_t p = api->nvjpegJpegStreamParseHeader(
@@ -128,6 +135,7 @@ bool gpu_decode_jpeg_lossless_batch(std::vector<gpu_batch_frame> &frames, void *
             continue;
         }
         call.push_back(&fr);
+        mask.push_back(needs_mask);
         if (call.size() == frames_per_call)
             flush();
     }

@@ -40,8 +40,9 @@ struct loaded {
     gpu_api api{};
     bool usable = false;
     std::string reason;
-    std::mutex pool_lock; /* guards idle */
+    std::mutex pool_lock; /* guards idle and idle_lossless */
     std::vector<gpu_lane> idle;
+    std::vector<gpu_lossless_state> idle_lossless;
 };
 
 /* dlopen of soname in the folders tried in turn, then bare (the loader's own search). */
@@ -119,7 +120,8 @@ bool load_driver(gpu_api &a, std::string &reason)
           SAME(cuEventCreate), sym("cuEventDestroy_v2", a.cuEventDestroy), SAME(cuEventRecord),
           SAME(cuStreamWaitEvent), sym("cuMemcpyHtoDAsync_v2", a.cuMemcpyHtoDAsync),
           SAME(cuMemPoolCreate), SAME(cuMemPoolSetAttribute), SAME(cuMemAllocFromPoolAsync),
-          SAME(cuMemHostAlloc), SAME(cuMemFreeHost)},
+          SAME(cuMemHostAlloc), SAME(cuMemFreeHost), SAME(cuModuleLoadData),
+          SAME(cuModuleGetFunction), SAME(cuLaunchKernel)},
          missing);
     if (!missing.empty()) {
         reason = "the NVIDIA driver lacks " + missing;
@@ -206,7 +208,9 @@ void load_lossless(gpu_api &a)
                                           &a.lossless) != NVJPEG_STATUS_SUCCESS) {
         a.lossless = nullptr;
         a.jpeg_missing = "nvJPEG's lossless backend cannot be created on this GPU";
+        return;
     }
+    load_mask_kernel(a);
 }
 
 loaded &load_once()
@@ -302,6 +306,44 @@ void gpu_lanes_give(const gpu_api &api, std::vector<gpu_lane> &lanes, bool healt
         destroy_lane(api, lane);
     }
     lanes.clear();
+}
+
+bool gpu_lossless_take(const gpu_api &api, gpu_lossless_state &out, std::string &reason)
+{
+    loaded &l = load_once();
+    {
+        std::lock_guard<std::mutex> hold(l.pool_lock);
+        if (!l.idle_lossless.empty()) {
+            out = l.idle_lossless.back();
+            l.idle_lossless.pop_back();
+            return true;
+        }
+    }
+    if (api.lossless != nullptr &&
+        api.nvjpegJpegStateCreate(api.lossless, &out.state) == NVJPEG_STATUS_SUCCESS &&
+        api.nvjpegJpegStreamCreate(api.lossless, &out.parsed) == NVJPEG_STATUS_SUCCESS)
+        return true;
+    gpu_lossless_give(api, out, false); /* what was made of it */
+    reason = "nvJPEG's decode state cannot be created";
+    return false;
+}
+
+void gpu_lossless_give(const gpu_api &api, gpu_lossless_state &state, bool healthy)
+{
+    loaded &l = load_once();
+    if (healthy && state.state != nullptr && state.parsed != nullptr) {
+        std::lock_guard<std::mutex> hold(l.pool_lock);
+        if (l.idle_lossless.size() < kept_lossless) {
+            l.idle_lossless.push_back(state);
+            state = gpu_lossless_state{};
+            return;
+        }
+    }
+    if (state.parsed != nullptr)
+        api.nvjpegJpegStreamDestroy(state.parsed);
+    if (state.state != nullptr)
+        api.nvjpegJpegStateDestroy(state.state);
+    state = gpu_lossless_state{};
 }
 
 const gpu_api *gpu_api_get(std::string &reason)

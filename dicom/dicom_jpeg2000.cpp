@@ -225,8 +225,14 @@ void check_packet_data(const Uint8 *d, uint64_t n, const char *codec, uint32_t f
                  codec, frame + 1, part, (unsigned long long)psot);
         uint32_t scod = main_scod;
         const uint64_t sod = skip_marker_segments(d, end, at + 2 + be16(d + at + 2), 0xff93, scod);
+        /* memchr looks for the next 0xFF (about one byte in 256 of entropy-coded data) many
+         * bytes at a time; a byte-by-byte loop here weighed on the GPU batch's parse. */
         for (uint64_t i = sod + 2; i + 1 < end; i++) {
-            if (d[i] != 0xff || d[i + 1] <= 0x8f)
+            const void *ff = memchr(d + i, 0xff, (size_t)(end - 1 - i));
+            if (ff == nullptr)
+                break;
+            i = (uint64_t)(static_cast<const Uint8 *>(ff) - d);
+            if (d[i + 1] <= 0x8f)
                 continue;
             if (d[i + 1] == 0x91 && (scod & 2)) {
                 i += 5; /* SOP, its length and its packet number, which may hold any byte */

@@ -1024,7 +1024,7 @@ DH_API dh_status dh_ctx_read_times(const dh_ctx *ctx, dh_read_times *out);
  * slice after slice in the plan's volume order, for work whose next step runs there. All its
  * files go to dh_decode_to_device's batch together (every JPEG 2000 / HTJ2K frame of the series
  * in one nvJPEG2000 queue; other syntaxes read by the CPU decoders and copied in), each file's
- * values then copied on the GPU into its slice's place: the stored values are always those
+ * values decoded straight into its slice's place: the stored values are always those
  * dh_plan_load_series gives. The host keeps what a host volume says beside its samples (geometry,
  * rescale, LUTs, window, UIDs, slice sources, decoders, warnings) as a dh_volume without samples,
  * and the slices left out as failures naming their files, exactly as dh_plan_load_series records
@@ -1033,8 +1033,8 @@ DH_API dh_status dh_ctx_read_times(const dh_ctx *ctx, dh_read_times *out);
  * as one compact array. Why a buffer the caller may give: an array library (CuPy, PyTorch) then
  * owns the memory, its pool and lifetime (docs/batch.md). Needs the GPU decoders and CUDA
  * (DH_ERR_NO_DEVICE, with the reason, where either is absent). Memory: the series' files on the
- * host during the call; on the GPU its samples, and as much again while the call runs (the
- * batch's per-file buffers, released before it returns). */
+ * host during the call; on the GPU its samples once (a multi-frame file whose frames are not in
+ * volume order: twice while the call reorders them), beside nvJPEG2000's working buffers. */
 typedef struct dh_device_volume {
     /* The host side: dh_volume_set_volume(set, 0) is the volume's metadata (the set holds no
      * volume when every slice failed), dh_volume_set_failure_* the slices left out. That volume

@@ -69,7 +69,7 @@ dh_status dh_decode_to_device(dh_ctx *ctx, const dh_memory_item *items, size_t c
         return dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "dh_decode_to_device: out of memory");
     }
     for (size_t i = 0; i < count; i++)
-        in[i] = (dh_dicom_batch_input){items[i].bytes, items[i].size};
+        in[i] = (dh_dicom_batch_input){.data = items[i].bytes, .size = items[i].size};
     const dh_dicom_read_options read = dh_ctx_read_options(ctx);
     const dh_dicom_batch_options options = {.workers = batch_workers(ctx),
                                             .cpu_decoders_only = !read.gpu_decode};

@@ -2,10 +2,13 @@
 /*
  * plan_load_device.c: dh_plan_load_series_device, one planned series decoded into one buffer of
  * GPU memory in the plan's slice order (dicomhist.h says what the caller gets and why): the
- * series' files read whole, decoded together by the DICOM layer's batch into GPU memory
- * (dh_dicom_read_batch_device, as dh_decode_to_device runs it), each file's values copied on the
- * GPU into its slice's place, the host volume's metadata built as plan_load.c builds it, without
- * samples. Needs CUDA (the copies): without it the entry points answer DH_ERR_NO_DEVICE.
+ * series' files read whole, decoded together by the DICOM layer's batch straight into their
+ * places in that buffer (dh_dicom_read_batch_device with each file's device_dest: no per-file
+ * buffer, no copy; since session 17), the host volume's metadata built as plan_load.c builds it,
+ * without samples. Copies on the GPU remain only where the plan's places and the volume's
+ * differ: the slices after one left out move down, and a multi-frame file whose frames are not
+ * in volume order is reordered through a temporary. Needs CUDA (the buffer, those copies):
+ * without it the entry points answer DH_ERR_NO_DEVICE.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -48,7 +51,10 @@ static void inputs_free(series_inputs *s, void *stream)
     memset(s, 0, sizeof *s);
 }
 
-static int inputs_read(const dh_plan *p, const dh_plan_series *g, series_inputs *s)
+/* base: the series' buffer; each file's values go to its place in the plan's order (the bytes
+ * the plan expects of it), where a file that turns out larger fails alone in the batch. */
+static int inputs_read(const dh_plan *p, const dh_plan_series *g, unsigned char *base,
+                       series_inputs *s)
 {
     s->count = g->count;
     s->in = calloc(g->count, sizeof *s->in);
@@ -57,15 +63,21 @@ static int inputs_read(const dh_plan *p, const dh_plan_series *g, series_inputs 
     s->got = calloc(g->count, sizeof *s->got);
     if (!s->in || !s->unread || !s->owned || !s->got)
         return -1;
+    size_t at = 0;
     for (size_t i = 0; i < g->count; i++) {
         const dh_plan_file *f = &p->files[g->files[i]];
+        const size_t place = (size_t)f->slice.format.rows * f->slice.format.columns *
+                             f->slice.frames * 2;
         size_t size = 0;
         if (f->bytes)
-            s->in[i] = (dh_dicom_batch_input){f->bytes, (size_t)f->size};
+            s->in[i] = (dh_dicom_batch_input){.data = f->bytes, .size = (size_t)f->size};
         else if (dh_plan_read_whole(f->path, &s->owned[i], &size) == 0)
-            s->in[i] = (dh_dicom_batch_input){s->owned[i], size};
+            s->in[i] = (dh_dicom_batch_input){.data = s->owned[i], .size = size};
         else /* an empty input for the batch; its failure is the read's */
             s->unread[i] = errno ? errno : EIO;
+        s->in[i].device_dest = base + at;
+        s->in[i].capacity = place;
+        at += place;
     }
     return 0;
 }
@@ -125,6 +137,29 @@ static dh_status copy_slices(dh_ctx *ctx, void *dst, const void *src, size_t byt
     return DH_OK;
 }
 
+/* A multi-frame file's frames, decoded in file order into buf, put in volume order (slice z is
+ * frame order[z]) through a temporary copy, only when that order is not the file's. */
+static dh_status reorder_frames(dh_ctx *ctx, void *buf, size_t bytes, const uint32_t *order,
+                                uint32_t slices, void *stream, const char *path)
+{
+    uint32_t z = 0;
+    while (z < slices && order[z] == z)
+        z++;
+    if (z == slices)
+        return DH_OK;
+    void *tmp = NULL;
+    cudaError_t e = cudaMallocAsync(&tmp, bytes * slices, (cudaStream_t)stream);
+    if (e != cudaSuccess)
+        return dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "%s: %zu bytes of GPU memory to reorder the "
+                           "frames: %s", path, bytes * slices, cudaGetErrorString(e));
+    dh_status st = copy_slices(ctx, tmp, buf, bytes * slices, stream, path);
+    for (z = 0; st == DH_OK && z < slices; z++)
+        st = copy_slices(ctx, (unsigned char *)buf + z * bytes,
+                         (const unsigned char *)tmp + order[z] * bytes, bytes, stream, path);
+    cudaFreeAsync(tmp, (cudaStream_t)stream);
+    return st;
+}
+
 static void fill_fields(dh_device_volume *out, const dh_volume *v)
 {
     out->columns = v->format.columns;
@@ -138,8 +173,7 @@ static void fill_fields(dh_device_volume *out, const dh_volume *v)
 
 /* A multi-frame or UID-less file: its frames ordered as dh_volume_read_file orders them. */
 static dh_status load_single(dh_ctx *ctx, const dh_plan *p, const dh_plan_series *g,
-                             series_inputs *s, void *d_samples, void *stream,
-                             dh_device_volume *out)
+                             series_inputs *s, void *stream, dh_device_volume *out)
 {
     const dh_plan_file *f = &p->files[g->files[0]];
     char msg[DH_DICOM_MSG_LEN];
@@ -163,12 +197,8 @@ static dh_status load_single(dh_ctx *ctx, const dh_plan *p, const dh_plan_series
         v->slice[z].source_bytes = f->bytes;
         v->slice[z].source_size = f->bytes ? (size_t)f->size : 0;
     }
-    const size_t bytes = dh_volume_slice_bytes(v);
-    st = take_buffer(ctx, out, d_samples, bytes * v->slices, stream, f->path);
-    for (uint32_t z = 0; st == DH_OK && z < v->slices; z++)
-        st = copy_slices(ctx, (unsigned char *)out->d_samples + z * bytes,
-                         (const unsigned char *)s->got[0].device_pixels + order[z] * bytes, bytes,
-                         stream, f->path);
+    st = reorder_frames(ctx, out->d_samples, dh_volume_slice_bytes(v), order, v->slices, stream,
+                        f->path);
     free(order);
     out->gpu_frames = s->got[0].gpu_frames;
     out->cpu_frames = s->got[0].cpu_frames;
@@ -191,8 +221,7 @@ static int describe_slice(dh_volume *v, uint32_t kept, const dh_plan_series *g,
 
 /* A series of single-frame files: the slices read, in order, into one buffer. */
 static dh_status load_files(dh_ctx *ctx, const dh_plan *p, const dh_plan_series *g,
-                            series_inputs *s, void *d_samples, void *stream,
-                            dh_device_volume *out)
+                            series_inputs *s, void *stream, dh_device_volume *out)
 {
     dh_status *status = calloc(g->count, sizeof *status);
     if (!status)
@@ -229,8 +258,6 @@ static dh_status load_files(dh_ctx *ctx, const dh_plan *p, const dh_plan_series 
     if (st == DH_OK && kept && !v)
         st = oom(ctx, g->path);
     const size_t bytes = v ? dh_volume_slice_bytes(v) : 0;
-    if (v)
-        st = take_buffer(ctx, out, d_samples, bytes * kept, stream, g->path);
     uint32_t z = 0;
     for (size_t i = 0; v && st == DH_OK && i < g->count; i++) {
         const dh_plan_file *f = &p->files[g->files[i]];
@@ -240,8 +267,11 @@ static dh_status load_files(dh_ctx *ctx, const dh_plan *p, const dh_plan_series 
                 st = oom(ctx, g->path);
             continue;
         }
-        st = copy_slices(ctx, (unsigned char *)out->d_samples + z * bytes,
-                         s->got[i].device_pixels, bytes, stream, f->path);
+        /* Decoded in place; after a slice left out, the kept ones move down (in increasing
+         * order on one stream: a slice's new place is free by then). */
+        unsigned char *place = (unsigned char *)out->d_samples + z * bytes;
+        if (place != s->got[i].device_pixels)
+            st = copy_slices(ctx, place, s->got[i].device_pixels, bytes, stream, f->path);
         if (st == DH_OK && describe_slice(v, z, g, f, s->got[i].image) != 0)
             st = oom(ctx, g->path);
         out->gpu_frames += s->got[i].gpu_frames;
@@ -267,12 +297,20 @@ static dh_status load_files(dh_ctx *ctx, const dh_plan *p, const dh_plan_series 
     return st;
 }
 
-/* The batch over the series' files, then its volume built from what came back. */
+/* The series' buffer taken, the batch over its files decoding into it, then its volume built
+ * from what came back. */
 static dh_status load(dh_ctx *ctx, const dh_plan *p, const dh_plan_series *g, void *d_samples,
                       void *stream, dh_device_volume *out)
 {
+    char why[DH_DICOM_MSG_LEN];
+    if (!dh_dicom_gpu_decoders(why, sizeof why)) /* before any GPU memory is asked for */
+        return dh_ctx_fail(ctx, DH_ERR_NO_DEVICE, "%s: no decoding into GPU memory: %s", g->path,
+                           why);
+    dh_status st = take_buffer(ctx, out, d_samples, (size_t)g->sample_bytes, stream, g->path);
+    if (st != DH_OK)
+        return st;
     series_inputs s = {0};
-    if (inputs_read(p, g, &s) != 0) {
+    if (inputs_read(p, g, out->d_samples, &s) != 0) {
         inputs_free(&s, stream);
         return oom(ctx, g->path);
     }
@@ -288,10 +326,15 @@ static dh_status load(dh_ctx *ctx, const dh_plan *p, const dh_plan_series *g, vo
         return dh_ctx_fail(ctx, bst == DH_DICOM_ERR_UNSUPPORTED ? DH_ERR_NO_DEVICE : (dh_status)bst,
                            "%s: %s", g->path, msg);
     }
-    dh_status st = g->single ? load_single(ctx, p, g, &s, d_samples, stream, out)
-                             : load_files(ctx, p, g, &s, d_samples, stream, out);
-    /* The per-file buffers go once the copies out of them are queued (stream-ordered frees). */
+    st = g->single ? load_single(ctx, p, g, &s, stream, out)
+                   : load_files(ctx, p, g, &s, stream, out);
     inputs_free(&s, stream);
+    if (st == DH_OK && (out->set->count == 0)) { /* no slice read: no samples */
+        if (out->owns_samples)
+            cudaFreeAsync(out->d_samples, (cudaStream_t)stream);
+        out->d_samples = NULL;
+        out->owns_samples = 0;
+    }
     return st;
 }
 

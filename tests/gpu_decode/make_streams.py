@@ -124,6 +124,25 @@ def jpll_p12(dest, name, ct):
     check_with_dcmtk(path, ct)
 
 
+def jpll_p16_dirty(dest, name, ct):
+    """The frames as JPEG lossless SV1 whose header says 16 bits (as dcmcjpeg writes 12-bit data)
+    with bits above BitsStored set at random in the words: the CPU read masks them away, so the
+    batch's nvJPEG path must mask them on the GPU too (dicom_gpu_mask.cpp, issue 24)."""
+    from sv1_encoder import encode_sv1
+    rng = np.random.default_rng(12)
+    words = ct | (rng.integers(0, 16, ct.shape) << 12)
+    ds = dataset(ct, 12, False, 16, "1.2.840.10008.1.2.4.70", name)
+    ds.PixelData = encapsulate([encode_sv1(frame, 16, 0) for frame in words], has_bot=True)
+    path = os.path.join(dest, name + ".dcm")
+    save(ds, path)
+    with tempfile.TemporaryDirectory() as work:  # DCMTK decodes the words; masked, they are ct
+        back = os.path.join(work, "back.dcm")
+        subprocess.run(["dcmdjpeg", path, back], check=True)
+        got = np.frombuffer(pydicom.dcmread(back).PixelData, np.uint16).reshape(ct.shape)
+    if not np.array_equal(got, words) or not np.array_equal(got & 0xFFF, ct):
+        raise SystemExit(f"make_streams: {path}: the stream does not decode to its words")
+
+
 def bench(dest, frames):
     """bench_ct_{j2k,htj2k,jpll,jpll_p12}.dcm: `frames` CT-like 512x512 12-bit frames in one file
     each, for bench_decode --gpu and --batch (no twins)."""
@@ -168,6 +187,7 @@ def main():
         write_pair(dest, "gen_ct_j2k", ct, 12, False, "1.2.840.10008.1.2.4.90", j2k(12, False, []))
         write_pair(dest, "gen_ct_htj2k", ct, 12, False, "1.2.840.10008.1.2.4.201", htj(12, False))
         write_pair(dest, "gen_ct_jpll", ct, 12, False, "1.2.840.10008.1.2.4.70", None)
+        jpll_p16_dirty(dest, "gen_ct_jpll_p16_dirty", ct)
         # Lossy (irreversible 9/7, 20:1 and 8:1): compared with OpenJPEG within a measured bound.
         write_pair(dest, "lossy_ct_j2k_r20", ct, 12, False, "1.2.840.10008.1.2.4.91",
                    j2k(12, False, ["-I", "-r", "20"]))
