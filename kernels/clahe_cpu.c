@@ -12,7 +12,8 @@
  * of 32-bit counters (even and odd pixels, so runs of one bin do not wait on each other) and its
  * table built without a division per bin (clahe_table_cpu.h); in 2D the four entries a pixel
  * blends are packed as one 8-byte quad per bin and segment, built band by band as the rows reach
- * it, and the row blend runs 8 pixels at a time in 32-bit AVX2 lanes where the processor has it
+ * it (only over the bins the segment's four tiles reach: the tile pass keeps each tile's range),
+ * and the row blend runs 8 pixels at a time in 32-bit AVX2 lanes where the processor has it
  * (clahe_rows_cpu.h).
  */
 #define _POSIX_C_SOURCE 200809L
