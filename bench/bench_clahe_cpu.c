@@ -11,10 +11,13 @@
  * Usage: bench_clahe_cpu [threads [image.raw]]   (threads default 1; 0: one per processor)
  *        bench_clahe_cpu --write image.raw
  *        bench_clahe_cpu --once image.raw bins threads
+ *        bench_clahe_cpu --floor image.raw [runs]
  * The second form only writes the image; the third times one call on the image written (after
  * two untimed calls, see once()) and prints its milliseconds of processor time alone: a driver
  * such as bench_clahe_opencv.py --ours alternates it with OpenCV run by run, so a shared
- * machine's load falls on both alike.
+ * machine's load falls on both alike. The fourth times, on the same image and one thread, the
+ * work no exact CLAHE avoids (bench_clahe_floor.h: the bare copy, plain histograms, a one-table
+ * lookup), fastest of `runs` (default 9), one "name milliseconds" line each.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -24,6 +27,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_clahe_floor.h"
 #include "bench_cpu_common.h"
 #include "clahe_cpu.h"
 
@@ -86,6 +90,20 @@ static void run(const uint16_t *img, uint16_t *out, uint32_t bins, int threads)
            bins, threads, threads == 1 ? "" : "s", t[REPS / 2] * 1e3, t[0] * 1e3);
 }
 
+/* The N x N image written by --write, into img; 0, or 1 with the reason printed. */
+static int read_image(const char *path, uint16_t *img)
+{
+    FILE *f = fopen(path, "rb");
+    size_t got = f ? fread(img, sizeof *img, (size_t)N * N, f) : 0;
+    if (f)
+        fclose(f);
+    if (got != (size_t)N * N) {
+        fprintf(stderr, "cannot read %s (%u x %u uint16)\n", path, N, N);
+        return 1;
+    }
+    return 0;
+}
+
 /* Two untimed calls and one timed on the image in `path`: the steady state of a process that
  * equalizes image after image, as OpenCV's repeated apply is timed (the first call faults in
  * fresh pages for the output and the tables; the second still grows the heap once, since glibc
@@ -93,12 +111,8 @@ static void run(const uint16_t *img, uint16_t *out, uint32_t bins, int threads)
 static int once(const char *path, uint32_t bins, int threads)
 {
     uint16_t *img = malloc((size_t)N * N * sizeof *img), *out = malloc((size_t)N * N * sizeof *out);
-    FILE *f = fopen(path, "rb");
-    if (!img || !out || !f || fread(img, sizeof *img, (size_t)N * N, f) != (size_t)N * N) {
-        fprintf(stderr, "cannot read %s (%u x %u uint16)\n", path, N, N);
+    if (!img || !out || read_image(path, img) != 0)
         return 1;
-    }
-    fclose(f);
     dh_clahe_shape shape = {N, N, 1, 8, 8, 1, 0};
     dh_eq_window w = {0, 65535};
     double t = 0;
@@ -116,10 +130,23 @@ static int once(const char *path, uint32_t bins, int threads)
     return 0;
 }
 
+/* The floor measures of bench_clahe_floor.h on the image in `path`. */
+static int floor_of(const char *path, int runs)
+{
+    uint16_t *img = malloc((size_t)N * N * sizeof *img), *out = malloc((size_t)N * N * sizeof *out);
+    int rc = !img || !out || read_image(path, img) != 0 ||
+             bench_clahe_floor(img, out, (size_t)N * N, runs > 0 ? runs : 9) != 0;
+    free(img);
+    free(out);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 5 && strcmp(argv[1], "--once") == 0)
         return once(argv[2], (uint32_t)atoi(argv[3]), atoi(argv[4]));
+    if ((argc == 3 || argc == 4) && strcmp(argv[1], "--floor") == 0)
+        return floor_of(argv[2], argc == 4 ? atoi(argv[3]) : 9);
     int write_only = argc == 3 && strcmp(argv[1], "--write") == 0;
     int threads = argc > 1 && !write_only ? atoi(argv[1]) : 1;
     uint16_t *img = malloc((size_t)N * N * sizeof *img), *out = malloc((size_t)N * N * sizeof *out);

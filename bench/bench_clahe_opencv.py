@@ -15,6 +15,14 @@ dependency: pip install opencv-python-headless (a venv is enough).
 
 --before PATH adds another build of bench_clahe_cpu (an older commit's) to the alternation.
 
+With --ours it then prints the floor (bench_clahe_cpu --floor): on the same image and core, the
+bare copy of the image, the plain histogram of the whole image at 4096 and 65536 bins, the plain
+lookup out = lut[in], and OpenCV's own calcHist and LUT (16-bit LUT with a 65536-entry table), all
+alternating run by run, fastest of the runs; then what any exact CLAHE needs at least (the fastest
+histogram plus the fastest lookup) against OpenCV's CLAHE over 5, and OpenCV's CLAHE on one thread
+against its default thread count (processor and wall time), since the target is per core: every
+OpenCV figure in the tables is with cv2.setNumThreads(1).
+
 Usage: bench_clahe_opencv.py --ours build/bench/bench_clahe_cpu [--before PATH] [--runs N]
                              [--skimage] [IMAGE]
        bench_clahe_opencv.py IMAGE [--skimage]     (IMAGE: raw uint16 3000x3000, from
@@ -102,7 +110,104 @@ def alternate(ours, image, runs, cv2, before=None):
         for bins in (4096, 65536):
             print(row(f"the same, built from `{before}`", bins, t[f"b{bins}"], t["cv"]))
     print(row(f"OpenCV {cv2.__version__} `createCLAHE(40, (8, 8))` on CV_16UC1", 65536, t["cv"]))
-    return img
+    return img, t["cv"]
+
+
+def timed(fn, clock=time.process_time):
+    """fn's time in ms (process time by default: summed over the process's threads)."""
+    t0 = clock()
+    fn()
+    return (clock() - t0) * 1e3
+
+
+def ours_floor(ours, image):
+    """bench_clahe_cpu --floor: {measure: fastest ms of its 3 runs}."""
+    out = subprocess.run([ours, "--floor", image, "3"], check=True, capture_output=True,
+                         text=True).stdout
+    return {k: float(v) for k, v in (line.split() for line in out.splitlines())
+            if k != "checksum"}
+
+
+FLOOR_ROWS = [  # (key, what, bins)
+    ("copy", "(a) read + write the image (`memcpy`)", "-"),
+    ("hist4096x1", "(b) plain histogram, one table of 32-bit counters", 4096),
+    ("hist4096x4", "(b) plain histogram, 4 tables of 32-bit counters", 4096),
+    ("hist4096x4_16bit", "(b) plain histogram, 4 tables of 16-bit counters (32 KiB)", 4096),
+    ("cv_hist4096", "(d) OpenCV `calcHist`", 4096),
+    ("hist65536x1", "(b) plain histogram, one table of 32-bit counters", 65536),
+    ("hist65536x2", "(b) plain histogram, 2 tables of 32-bit counters", 65536),
+    ("hist65536x4", "(b) plain histogram, 4 tables of 32-bit counters", 65536),
+    ("cv_hist65536", "(d) OpenCV `calcHist`", 65536),
+    ("lut4096", "(c) lookup `out = lut[in >> 4]`, scalar", 4096),
+    ("lut4096_gather", "(c) lookup `out = lut[in >> 4]`, AVX2 gathers", 4096),
+    ("lut65536", "(c) lookup `out = lut[in]`, scalar", 65536),
+    ("lut65536_gather", "(c) lookup `out = lut[in]`, AVX2 gathers", 65536),
+    ("cv_lut", "(d) OpenCV `LUT` (16-bit, 65536 entries)", 65536),
+]
+
+
+def floor(ours, image, runs, cv2, img, cv_clahe):
+    """The floor table, then the bound it sets against OpenCV's CLAHE over 5 (cv_clahe: its
+    times from the alternation, one thread)."""
+    cv2.setNumThreads(1)
+    lut = ((65535 - (np.arange(65536) * 7 + 13) % 65536)).astype(np.uint16)
+    opencv = {
+        "cv_hist4096": lambda: cv2.calcHist([img], [0], None, [4096], [0, 65536]),
+        "cv_hist65536": lambda: cv2.calcHist([img], [0], None, [65536], [0, 65536]),
+        "cv_lut": lambda: cv2.LUT(img, lut),
+    }
+    for fn in opencv.values():
+        fn()  # untimed
+    best = {}
+    for _ in range(runs):
+        got = ours_floor(ours, image)
+        got.update({k: timed(fn) for k, fn in opencv.items()})
+        for k, v in got.items():
+            best[k] = min(v, best.get(k, v))
+    pixels = img.size
+    print(f"\n### The floor under any exact CLAHE, one thread ({cpu_model()})\n")
+    print(f"The same image and core; milliseconds of processor time, fastest of {runs} runs "
+          f"(ours: of 3 each), alternating run by run; load average {load_average()} after.\n")
+    print("| what | bins | fastest ms | ns a pixel |")
+    print("| --- | --- | --- | --- |")
+    for key, what, bins in FLOOR_ROWS:
+        if key in best:
+            print(f"| {what} | {bins} | {best[key]:.2f} | {best[key] * 1e6 / pixels:.2f} |")
+    lookup = min(best[k] for k in ("lut65536", "lut65536_gather", "cv_lut") if k in best)
+    budget = min(cv_clahe) / 5
+    print(f"\nOpenCV's CLAHE over 5 (its fastest, {min(cv_clahe):.1f} ms, one thread): "
+          f"**{budget:.2f} ms**. What any exact CLAHE does at least, the fastest histogram plus "
+          f"the fastest lookup of the image:\n")
+    print("| bins | fastest histogram ms | fastest lookup ms | sum ms | sum / (OpenCV / 5) |")
+    print("| --- | --- | --- | --- | --- |")
+    for bins, keys in ((4096, ("hist4096x1", "hist4096x4", "hist4096x4_16bit", "cv_hist4096")),
+                       (65536, ("hist65536x1", "hist65536x2", "hist65536x4", "cv_hist65536"))):
+        hist = min(best[k] for k in keys if k in best)
+        print(f"| {bins} | {hist:.2f} | {lookup:.2f} | {hist + lookup:.2f} | "
+              f"{(hist + lookup) / budget:.2f} |")
+
+
+def opencv_threads(cv2, img, runs):
+    """OpenCV's CLAHE on one thread against its default thread count, processor and wall
+    time, fastest of the runs: "per core" made explicit."""
+    clahe = cv2.createCLAHE(clipLimit=40.0, tileGridSize=(8, 8))
+    cv2.setNumThreads(-1)  # OpenCV's default
+    default = cv2.getNumThreads()
+    t = {}
+    for _ in range(runs):
+        for threads in (1, default):
+            cv2.setNumThreads(threads)
+            clahe.apply(img)
+            for clock, name in ((time.process_time, "cpu"), (time.perf_counter, "wall")):
+                v = timed(lambda: clahe.apply(img), clock)
+                k = (threads, name)
+                t[k] = min(v, t.get(k, v))
+    cv2.setNumThreads(1)
+    print(f"\nOpenCV {cv2.__version__} CLAHE 3000x3000 CV_16UC1, fastest of {runs}: one thread "
+          f"{t[(1, 'cpu')]:.1f} ms processor / {t[(1, 'wall')]:.1f} ms wall; its default "
+          f"{default} threads {t[(default, 'cpu')]:.1f} ms processor / "
+          f"{t[(default, 'wall')]:.1f} ms wall. The tables above use one thread "
+          f"(cv2.setNumThreads(1)): the target is per core.")
 
 
 def skimage_once(img):
@@ -145,7 +250,9 @@ def main():
             if not image:
                 image = os.path.join(tmp, "radiograph.raw")
                 subprocess.run([a.ours, "--write", image], check=True)
-            img = alternate(a.ours, image, a.runs, cv2, a.before)
+            img, cv_clahe = alternate(a.ours, image, a.runs, cv2, a.before)
+            floor(a.ours, image, a.runs, cv2, img, cv_clahe)
+            opencv_threads(cv2, img, a.runs)
         elif image:
             img = opencv_alone(image, cv2)
         else:

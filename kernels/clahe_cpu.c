@@ -12,7 +12,8 @@
  * of 32-bit counters (even and odd pixels, so runs of one bin do not wait on each other) and its
  * table built without a division per bin (clahe_table_cpu.h); in 2D the four entries a pixel
  * blends are packed as one 8-byte quad per bin and segment, built band by band as the rows reach
- * it, and the row blend runs 8 pixels at a time in 32-bit AVX2 lanes where the processor has it
+ * it (only over the bins the segment's four tiles reach: the tile pass keeps each tile's range),
+ * and the row blend runs 8 pixels at a time in 32-bit AVX2 lanes where the processor has it
  * (clahe_rows_cpu.h).
  */
 #define _POSIX_C_SOURCE 200809L
@@ -50,6 +51,8 @@ typedef struct unit {
     int fast;                        /* the AVX2 blend */
     const uint32_t *bin_of;         /* per raw 16-bit sample: its bin, bins (below the window)
                                      * or bins + 1 (above) */
+    uint32_t *reach; /* 2D: per tile k, the first and last bin its samples inside the window
+                      * reach, at 2 k (first > last: none) */
     uint16_t *out;
     int failed;
 } unit;
@@ -173,6 +176,10 @@ static int tile_table(unit *u, uint32_t k, scratch *w)
             bhi = 0;
         }
         dh_clahe_table_from_halves(h0, h1, bins, blo, bhi, u->levels, u->clip_limit, table);
+        if (u->reach) {
+            u->reach[2 * (size_t)k] = blo;
+            u->reach[2 * (size_t)k + 1] = bhi;
+        }
         if (blo <= bhi) {
             memset(h0 + blo, 0, (bhi - blo + 1) * sizeof *h0);
             memset(h1 + blo, 0, (bhi - blo + 1) * sizeof *h1);
@@ -223,8 +230,9 @@ static void blend_row_2d(const unit *u, size_t row, uint32_t y, band_quads *bq)
     if (bq->band != wy.s) {
         const size_t tile_row = (size_t)s->tx * u->bins;
         const uint16_t *row0 = u->tables + wy.s * tile_row;
-        dh_clahe_quads_build(bq->quads, row0, s->ty > 1 ? row0 + tile_row : row0, s->tx,
-                             u->bins);
+        const uint32_t *reach0 = u->reach + 2 * (size_t)wy.s * s->tx;
+        dh_clahe_quads_build_reached(bq->quads, row0, s->ty > 1 ? row0 + tile_row : row0, s->tx,
+                                     u->bins, reach0, s->ty > 1 ? reach0 + 2 * s->tx : reach0);
         bq->band = wy.s;
     }
     dh_clahe_row job = {raw, u->out + row, u->is_signed, u->lo, u->hi, u->bins, u->bin_of,
@@ -376,14 +384,19 @@ static int equalize_unit(unit *u, int threads)
     /* Every entry is written by the table pass before the blend reads it (and none is read
      * when the window is empty), so no zeroing: at 65536 bins the tables are megabytes. */
     uint16_t *tables = malloc(tiles * u->bins * sizeof *tables);
-    if (!tables)
+    u->reach = u->tz == 1 ? malloc(2 * tiles * sizeof *u->reach) : NULL;
+    if (!tables || (u->tz == 1 && !u->reach)) {
+        free(tables);
+        free(u->reach);
         return -1;
+    }
     u->tables = tables;
     if (u->lo <= u->hi && run_shared(u, tables_range, tiles, threads) != 0)
         u->failed = 1;
     if (!u->failed && run_shared(u, rows_range, rows, threads) != 0)
         u->failed = 1;
     free(tables);
+    free(u->reach);
     return u->failed ? -1 : 0;
 }
 
@@ -415,7 +428,7 @@ int dh_clahe_cpu(const void *data, int is_signed, int32_t base, uint32_t len,
     for (uint32_t k = 0; k < units && rc == 0; k++) {
         unit u = {data, is_signed, shape, shape->volume ? 0 : k, shape->volume ? shape->nz : 1,
                   shape->volume ? shape->tz : 1, 0, 0, bins, levels, clip_limit, NULL, wx,
-                  &columns, 0, bin_of, out, 0};
+                  &columns, 0, bin_of, NULL, out, 0};
         clamp_window(windows[k], base, len, &u.lo, &u.hi);
         uint32_t used = u.lo > u.hi ? 1
                                     : dh_clahe_bins_used(bins, (uint32_t)((int64_t)u.hi - u.lo + 1));

@@ -127,8 +127,51 @@ static uint64_t quad_of(uint16_t t00, uint16_t t10, uint16_t t01, uint16_t t11)
            (uint64_t)(uint16_t)(t01 ^ 0x8000) << 32 | (uint64_t)(uint16_t)(t11 ^ 0x8000) << 48;
 }
 
-void dh_clahe_quads_build(uint64_t *quads, const uint16_t *row0, const uint16_t *row1,
-                          uint32_t tx, uint32_t bins)
+/* The quads of one segment over bins from .. to - 1, from its four tiles' tables a, b (row 0)
+ * and c, d (row 1). */
+static void quads_segment(uint64_t *q, const uint16_t *a, const uint16_t *b, const uint16_t *c,
+                          const uint16_t *d, uint32_t from, uint32_t to)
+{
+    uint32_t k = from;
+#if defined(__SSE2__)
+    /* Eight bins at a time: interleaving 16-bit lanes, then 32-bit ones, puts the four entries
+     * of a bin side by side. */
+    const __m128i flip = _mm_set1_epi16((short)0x8000);
+    for (; k + 8 <= to; k += 8) {
+        __m128i va = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(a + k)), flip);
+        __m128i vb = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(b + k)), flip);
+        __m128i vc = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(c + k)), flip);
+        __m128i vd = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(d + k)), flip);
+        __m128i ab0 = _mm_unpacklo_epi16(va, vb), ab1 = _mm_unpackhi_epi16(va, vb);
+        __m128i cd0 = _mm_unpacklo_epi16(vc, vd), cd1 = _mm_unpackhi_epi16(vc, vd);
+        _mm_storeu_si128((__m128i *)(q + k), _mm_unpacklo_epi32(ab0, cd0));
+        _mm_storeu_si128((__m128i *)(q + k + 2), _mm_unpackhi_epi32(ab0, cd0));
+        _mm_storeu_si128((__m128i *)(q + k + 4), _mm_unpacklo_epi32(ab1, cd1));
+        _mm_storeu_si128((__m128i *)(q + k + 6), _mm_unpackhi_epi32(ab1, cd1));
+    }
+#endif
+    for (; k < to; k++)
+        q[k] = quad_of(a[k], b[k], c[k], d[k]);
+}
+
+/* The bins of a segment's four tiles reach: the union of their ranges, or none. */
+static void reached(const uint32_t *reach0, const uint32_t *reach1, uint32_t s, uint32_t s1,
+                    uint32_t *from, uint32_t *to)
+{
+    const uint32_t *r[4] = {reach0 + 2 * s, reach0 + 2 * s1, reach1 + 2 * s, reach1 + 2 * s1};
+    uint32_t lo = UINT32_MAX, hi = 0;
+    for (int k = 0; k < 4; k++)
+        if (r[k][0] <= r[k][1]) {
+            lo = r[k][0] < lo ? r[k][0] : lo;
+            hi = r[k][1] + 1 > hi ? r[k][1] + 1 : hi;
+        }
+    *from = lo < hi ? lo : 0;
+    *to = lo < hi ? hi : 0;
+}
+
+static void quads_build(uint64_t *quads, const uint16_t *row0, const uint16_t *row1,
+                        uint32_t tx, uint32_t bins, const uint32_t *reach0,
+                        const uint32_t *reach1)
 {
     const uint32_t segs = dh_clahe_segments(tx);
     for (uint32_t s = 0; s < segs; s++) {
@@ -136,27 +179,28 @@ void dh_clahe_quads_build(uint64_t *quads, const uint16_t *row0, const uint16_t 
         const uint16_t *a = row0 + (size_t)s * bins, *b = row0 + (size_t)s1 * bins;
         const uint16_t *c = row1 + (size_t)s * bins, *d = row1 + (size_t)s1 * bins;
         uint64_t *q = quads + (size_t)s * bins;
-        uint32_t k = 0;
-#if defined(__SSE2__)
-        /* Eight bins at a time: interleaving 16-bit lanes, then 32-bit ones, puts the four
-         * entries of a bin side by side. */
-        const __m128i flip = _mm_set1_epi16((short)0x8000);
-        for (; k + 8 <= bins; k += 8) {
-            __m128i va = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(a + k)), flip);
-            __m128i vb = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(b + k)), flip);
-            __m128i vc = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(c + k)), flip);
-            __m128i vd = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(d + k)), flip);
-            __m128i ab0 = _mm_unpacklo_epi16(va, vb), ab1 = _mm_unpackhi_epi16(va, vb);
-            __m128i cd0 = _mm_unpacklo_epi16(vc, vd), cd1 = _mm_unpackhi_epi16(vc, vd);
-            _mm_storeu_si128((__m128i *)(q + k), _mm_unpacklo_epi32(ab0, cd0));
-            _mm_storeu_si128((__m128i *)(q + k + 2), _mm_unpackhi_epi32(ab0, cd0));
-            _mm_storeu_si128((__m128i *)(q + k + 4), _mm_unpacklo_epi32(ab1, cd1));
-            _mm_storeu_si128((__m128i *)(q + k + 6), _mm_unpackhi_epi32(ab1, cd1));
-        }
-#endif
-        for (; k < bins; k++)
-            q[k] = quad_of(a[k], b[k], c[k], d[k]);
+        uint32_t from = 0, to = bins;
+        if (reach0)
+            reached(reach0, reach1, s, s1, &from, &to);
+        quads_segment(q, a, b, c, d, from, to);
+        /* The AVX2 blend reads bin 0 for the pixels outside the window (and drops it): keep it
+         * written, so no read is of memory never written. */
+        if (from > 0 || to == 0)
+            q[0] = quad_of(a[0], b[0], c[0], d[0]);
     }
+}
+
+void dh_clahe_quads_build(uint64_t *quads, const uint16_t *row0, const uint16_t *row1,
+                          uint32_t tx, uint32_t bins)
+{
+    quads_build(quads, row0, row1, tx, bins, NULL, NULL);
+}
+
+void dh_clahe_quads_build_reached(uint64_t *quads, const uint16_t *row0, const uint16_t *row1,
+                                  uint32_t tx, uint32_t bins, const uint32_t *reach0,
+                                  const uint32_t *reach1)
+{
+    quads_build(quads, row0, row1, tx, bins, reach0, reach1);
 }
 
 /* Columns x0 .. n - 1 in the portable way: per run of one den_x, one divisor. */

@@ -61,6 +61,16 @@ void dh_clahe_columns_free(dh_clahe_columns *c);
 void dh_clahe_quads_build(uint64_t *quads, const uint16_t *row0, const uint16_t *row1,
                           uint32_t tx, uint32_t bins);
 
+/* The same, only over the bins a segment's pixels can reach: reach0 and reach1 hold, per tile of
+ * rows p and p + 1 (tile ix at 2 ix), the first and last bin of the tile's samples inside the
+ * window (first > last: none). A pixel of segment s and band p lies in one of the four tiles the
+ * segment's quads blend, so the union of their ranges holds its bin. Bin 0 is always written
+ * (the AVX2 blend reads it for pixels outside the window and drops it). At 65536 bins a band's
+ * quads are megabytes, and a segment's tiles reach a fraction of the bins. */
+void dh_clahe_quads_build_reached(uint64_t *quads, const uint16_t *row0, const uint16_t *row1,
+                                  uint32_t tx, uint32_t bins, const uint32_t *reach0,
+                                  const uint32_t *reach1);
+
 /* One row's job: its samples (raw 16-bit patterns, signed or not) and output, the window
  * [lo, hi] in values (lo <= hi) with `bins` bins, the bin of every raw sample as clahe.h's
  * dh_clahe_bin gives it (bins: below the window, bins + 1: above; those give 0 and top), the

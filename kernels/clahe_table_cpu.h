@@ -17,8 +17,9 @@
  * (lo > hi: all zero), so that only those are read: a tile's values cover a fraction of 65536
  * bins. A histogram with no count is taken as flat (every bin 1), as clahe_cpu.c defines an
  * empty tile. The total count must be below 2^32; levels 2..65536, clip_limit >= 0 as
- * dh_eq_lut_build's. */
-void dh_clahe_table_from_halves(const uint32_t *h0, const uint32_t *h1, uint32_t bins,
+ * dh_eq_lut_build's. h0 is also scratch: its entries lo .. hi may be overwritten (the caller
+ * zeroes them for the next tile anyway). */
+void dh_clahe_table_from_halves(uint32_t *h0, const uint32_t *h1, uint32_t bins,
                                 uint32_t lo, uint32_t hi, uint32_t levels, double clip_limit,
                                 uint16_t *table);
 

@@ -3,7 +3,8 @@
  * test_clahe_rows.c: the two fast pieces of CLAHE's CPU twin against the definitions they
  * replace. A tile's table from two half histograms (kernels/clahe_table_cpu.h) equals
  * dh_eq_lut_build over the summed histogram, on dense, sparse, spiky, one-value and empty
- * histograms at every clip and bin count; a band's quads hold the entries they stand for; the 2D
+ * histograms at every clip and bin count; a band's quads hold the entries they stand for (all of
+ * them, or those of the bins its tiles reach); the 2D
  * row blend (kernels/clahe_rows_cpu.h), portable and AVX2 alike (the AVX2 one only where this
  * processor has it), equals clahe.h's dh_clahe_blend2 and dh_clahe_bin pixel by pixel, at the
  * largest denominators the AVX2 build takes and beyond, table entries at 0, 65535 and between,
@@ -21,7 +22,10 @@
 
 /* ---- tables ---- */
 
-enum { HIST_DENSE, HIST_SPARSE, HIST_SPIKY, HIST_ONE, HIST_EMPTY, HIST_KINDS };
+/* BIG: up to 16 bins whose counts total just below 2^31 (the table's vector path at its largest
+ * sums); HUGE: just below 2^32 (past the vector path's 32-bit lanes: the scalar path, with the
+ * halves as they came). */
+enum { HIST_DENSE, HIST_SPARSE, HIST_SPIKY, HIST_ONE, HIST_EMPTY, HIST_BIG, HIST_HUGE, HIST_KINDS };
 
 static void fill_halves(uint32_t *h0, uint32_t *h1, uint32_t bins, int kind, dh_test_rng *rng)
 {
@@ -39,6 +43,9 @@ static void fill_halves(uint32_t *h0, uint32_t *h1, uint32_t bins, int kind, dh_
                                                  : dh_test_rng_below(rng, 3);
         else if (kind == HIST_ONE)
             c = b == spot ? 140625 : 0;
+        else if ((kind == HIST_BIG || kind == HIST_HUGE) && b % (bins / 16 ? bins / 16 : 1) == 0 &&
+                 b / (bins / 16 ? bins / 16 : 1) < 16)
+            c = (kind == HIST_BIG ? 0x7fffffffu : 0xffffffffu) / 16 - dh_test_rng_below(rng, 1000);
         uint32_t half = c ? dh_test_rng_below(rng, c + 1) : 0;
         h0[b] = half;
         h1[b] = c - half;
@@ -231,35 +238,88 @@ START_TEST(row_blend_equals_the_definition)
 }
 END_TEST
 
-/* The quads of a band hold, per segment and bin, the entries of tiles (s, p), (s + 1, p),
- * (s, p + 1), (s + 1, p + 1) with their top bits flipped, at every bin count modulo 8. */
+/* Quad (s, b) holds the entries of tiles (s, p), (s + 1, p), (s, p + 1), (s + 1, p + 1) with
+ * their top bits flipped. */
+static void check_quad(const uint64_t *quads, const uint16_t *row0, const uint16_t *row1,
+                       uint32_t tx, uint32_t bins, uint32_t s, uint32_t b)
+{
+    uint32_t s1 = tx > 1 ? s + 1 : s;
+    const uint16_t e[4] = {row0[(size_t)s * bins + b], row0[(size_t)s1 * bins + b],
+                           row1[(size_t)s * bins + b], row1[(size_t)s1 * bins + b]};
+    uint64_t want = 0;
+    for (int k = 0; k < 4; k++)
+        want |= (uint64_t)(uint16_t)(e[k] ^ 0x8000) << (16 * k);
+    if (quads[(size_t)s * bins + b] != want)
+        ck_abort_msg("quad of segment %u bin %u (%u tiles, %u bins): %016llx != %016llx", s, b,
+                     tx, bins, (unsigned long long)quads[(size_t)s * bins + b],
+                     (unsigned long long)want);
+}
+
+/* Random reached ranges per tile of a row: a third empty (first > last), some one bin, the rest
+ * any span. */
+static void random_reach(uint32_t *reach, uint32_t tx, uint32_t bins, dh_test_rng *rng)
+{
+    for (uint32_t ix = 0; ix < tx; ix++) {
+        uint32_t a = dh_test_rng_below(rng, bins), b = dh_test_rng_below(rng, bins);
+        switch (dh_test_rng_below(rng, 3)) {
+        case 0: reach[2 * ix] = 1, reach[2 * ix + 1] = 0; break;
+        case 1: reach[2 * ix] = reach[2 * ix + 1] = a; break;
+        default: reach[2 * ix] = a < b ? a : b, reach[2 * ix + 1] = a < b ? b : a; break;
+        }
+    }
+}
+
+/* The quads of a band hold, per segment and bin, the entries of its four tiles, at every bin
+ * count modulo 8; built over the reached bins only, they hold them over the union of the four
+ * tiles' ranges and at bin 0, and leave every other quad as it was. */
 START_TEST(quads_hold_the_four_entries)
 {
     dh_test_rng rng;
     dh_test_rng_seed(&rng, 2117);
     static const uint32_t shapes[][2] = {{1, 1}, {1, 9}, {2, 8}, {3, 17}, {8, 4096}, {5, 65536}};
+    const uint64_t untouched = 0x5a5a5a5a5a5a5a5aull;
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
         uint32_t tx = shapes[i][0], bins = shapes[i][1], segs = dh_clahe_segments(tx);
         uint16_t *row0 = malloc((size_t)tx * bins * sizeof *row0);
         uint16_t *row1 = malloc((size_t)tx * bins * sizeof *row1);
         uint64_t *quads = malloc((size_t)segs * bins * sizeof *quads);
+        uint32_t *reach0 = malloc(2 * tx * sizeof *reach0), *reach1 = malloc(2 * tx * sizeof *reach1);
         for (size_t k = 0; k < (size_t)tx * bins; k++) {
             row0[k] = entry(&rng, ENTRIES_ANY);
             row1[k] = entry(&rng, ENTRIES_ANY);
         }
         dh_clahe_quads_build(quads, row0, row1, tx, bins);
         for (uint32_t s = 0; s < segs; s++)
-            for (uint32_t b = 0; b < bins; b++) {
-                uint32_t s1 = tx > 1 ? s + 1 : s;
-                uint64_t q = quads[(size_t)s * bins + b];
-                const uint16_t want[4] = {row0[(size_t)s * bins + b], row0[(size_t)s1 * bins + b],
-                                          row1[(size_t)s * bins + b], row1[(size_t)s1 * bins + b]};
+            for (uint32_t b = 0; b < bins; b++)
+                check_quad(quads, row0, row1, tx, bins, s, b);
+        for (int trial = 0; trial < (bins > 4096 ? 4 : 20); trial++) {
+            random_reach(reach0, tx, bins, &rng);
+            random_reach(reach1, tx, bins, &rng);
+            for (size_t k = 0; k < (size_t)segs * bins; k++)
+                quads[k] = untouched;
+            dh_clahe_quads_build_reached(quads, row0, row1, tx, bins, reach0, reach1);
+            for (uint32_t s = 0; s < segs; s++) {
+                uint32_t s1 = tx > 1 ? s + 1 : s, lo = UINT32_MAX, hi = 0;
+                const uint32_t *r[4] = {reach0 + 2 * s, reach0 + 2 * s1, reach1 + 2 * s,
+                                        reach1 + 2 * s1};
                 for (int k = 0; k < 4; k++)
-                    ck_assert_uint_eq((q >> (16 * k) & 0xffff) ^ 0x8000, want[k]);
+                    if (r[k][0] <= r[k][1]) {
+                        lo = r[k][0] < lo ? r[k][0] : lo;
+                        hi = r[k][1] > hi ? r[k][1] : hi;
+                    }
+                for (uint32_t b = 0; b < bins; b++) {
+                    if (b == 0 || (lo <= b && b <= hi))
+                        check_quad(quads, row0, row1, tx, bins, s, b);
+                    else
+                        ck_assert(quads[(size_t)s * bins + b] == untouched);
+                }
             }
+        }
         free(row0);
         free(row1);
         free(quads);
+        free(reach0);
+        free(reach1);
     }
 }
 END_TEST
