@@ -151,6 +151,31 @@ START_TEST(shared_load_equals_the_plain_load)
     ck_assert_int_eq(helped_loads, 5);
     ck_assert_int_eq(dh_plan_share_help(lone, share), 0);
 
+    /* Back threads: with the owner's GPU decoding on (where no GPU is, the library reads on the
+     * CPU and says why), two threads of the load decode from the back with the CPU decoders;
+     * with it off, none are added. Either way the plain load's set, each file once. */
+    dh_ctx *gpu = dh_ctx_create();
+    ck_assert_int_eq(dh_ctx_set_threads(gpu, 1), DH_OK);
+    ck_assert_int_eq(dh_ctx_set_read_timing(gpu, 1), DH_OK);
+    dh_volume_set *gpu_plain = NULL;
+    ck_assert_int_eq(dh_plan_load_series(gpu, plan, 0, &gpu_plain), DH_OK);
+    dh_plan_share_set_back_threads(share, 2);
+    dh_plan_share_set_back_threads(NULL, 2);
+    for (int round = 0; round < 4; round++) {
+        dh_ctx *owner = round % 2 ? ctx : gpu;
+        dh_read_times before, after;
+        dh_volume_set *shared = NULL;
+        ck_assert_int_eq(dh_ctx_read_times(owner, &before), DH_OK);
+        ck_assert_int_eq(dh_plan_load_series_shared(owner, plan, 0, share, &shared), DH_OK);
+        ck_assert_int_eq(dh_ctx_read_times(owner, &after), DH_OK);
+        ck_assert_uint_eq(after.files - before.files, n);
+        assert_same_set(round % 2 ? plain : gpu_plain, shared);
+        dh_volume_set_free(shared);
+    }
+    dh_plan_share_set_back_threads(share, 0);
+    dh_volume_set_free(gpu_plain);
+    dh_ctx_free(gpu);
+
     /* The usual refusals, as dh_plan_load_series's. */
     dh_volume_set *bad = NULL;
     ck_assert_int_eq(dh_plan_load_series_shared(ctx, plan, 9, share, &bad),

@@ -197,6 +197,14 @@ int cli_gpu_decode_sharing(cli_gpu_decode *g)
     return sharing;
 }
 
+int cli_gpu_decode_usable(cli_gpu_decode *g)
+{
+    pthread_mutex_lock(&g->lock);
+    int usable = g->ready;
+    pthread_mutex_unlock(&g->lock);
+    return usable;
+}
+
 cli_decode_choice cli_gpu_decode_take(cli_gpu_decode *g, uint64_t bytes, uint32_t slots,
                                       double cpu_prior, dh_ctx *ctx, dh_plan_share *own,
                                       const char **note)

@@ -122,6 +122,9 @@ int cli_gpu_decode_help(cli_gpu_decode *g, dh_ctx *ctx);
 /* 1 while some series is being read on the GPU (its files may still be offered for help). */
 int cli_gpu_decode_sharing(cli_gpu_decode *g);
 
+/* 1 once the GPU decoders have loaded and are usable. */
+int cli_gpu_decode_usable(cli_gpu_decode *g);
+
 /* Waits for the loader and releases g. */
 void cli_gpu_decode_stop(cli_gpu_decode *g);
 

@@ -1099,6 +1099,10 @@ DH_API dh_status dh_plan_load_series_shared(dh_ctx *ctx, const dh_plan *plan, si
 DH_API int dh_plan_share_help(dh_ctx *ctx, dh_plan_share *share);
 /* Files of the running load not yet claimed by anyone; 0 when no load runs. */
 DH_API size_t dh_plan_share_left(dh_plan_share *share);
+/* Threads the load itself adds, while its context decodes on the GPU, to decode files from the
+ * back with the CPU decoders (default 0, at most 64): a thread feeding the GPU mostly waits for
+ * it, so its core is free for them (docs/batch.md). */
+DH_API void dh_plan_share_set_back_threads(dh_plan_share *share, int threads);
 
 #ifdef __cplusplus
 }

@@ -24,6 +24,8 @@ struct dh_plan_share {
     dh_share_decode_fn decode;
     void *job;
     const dh_dicom_read_options *options; /* the owner's */
+    dh_dicom_read_options back_options;   /* its own back threads': the CPU decoders */
+    int back_threads; /* dh_plan_share_set_back_threads */
 };
 
 dh_plan_share *dh_plan_share_create(void)
@@ -61,19 +63,33 @@ static int claim(dh_plan_share *s, int from_back, size_t *slot)
     return 1;
 }
 
+/* The owner's threads: the first `owner_threads` claim from the front with the owner's options,
+ * the rest (its back threads) from the back with the CPU decoders. */
+typedef struct run_threads {
+    dh_plan_share *s;
+    size_t owner_threads;
+} run_threads;
+
 static void owner_loop(void *arg, size_t thread)
 {
-    (void)thread;
-    dh_plan_share *s = arg;
+    run_threads *r = arg;
+    dh_plan_share *s = r->s;
+    int back = thread >= r->owner_threads;
     for (;;) {
         size_t slot;
         pthread_mutex_lock(&s->lock);
-        int got = claim(s, 0, &slot);
+        int got = claim(s, back, &slot);
         pthread_mutex_unlock(&s->lock);
         if (!got)
             return;
-        s->decode(s->job, slot, s->options);
+        s->decode(s->job, slot, back ? &s->back_options : s->options);
     }
+}
+
+void dh_plan_share_set_back_threads(dh_plan_share *s, int threads)
+{
+    if (s)
+        s->back_threads = threads > 0 ? (threads < 64 ? threads : 64) : 0;
 }
 
 void dh_plan_share_run(dh_plan_share *s, size_t count, int threads, dh_share_decode_fn decode,
@@ -83,13 +99,19 @@ void dh_plan_share_run(dh_plan_share *s, size_t count, int threads, dh_share_dec
     s->decode = decode;
     s->job = job;
     s->options = options;
+    s->back_options = *options;
+    s->back_options.gpu_decode = 0;
     s->front = 0;
     s->back = count;
     s->open = 1;
     pthread_mutex_unlock(&s->lock);
     if (threads < 1)
         threads = 1;
-    dh_parallel_for(threads, (size_t)threads, owner_loop, s);
+    /* Back threads only where the owner decodes on the GPU: there its own threads mostly wait
+     * for the GPU, and their cores are free for the CPU decoders (docs/batch.md). */
+    size_t back = options->gpu_decode ? (size_t)s->back_threads : 0;
+    run_threads r = {.s = s, .owner_threads = (size_t)threads};
+    dh_parallel_for(threads + (int)back, (size_t)threads + back, owner_loop, &r);
     /* The job lives on the owner's stack: no helper may still be in it when this returns. */
     pthread_mutex_lock(&s->lock);
     while (s->in_flight > 0)
