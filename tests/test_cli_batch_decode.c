@@ -200,6 +200,18 @@ START_TEST(scheduler_shares_the_work)
 }
 END_TEST
 
+/* Back threads beside the GPU's feeder: classic JPEG 2000 only. */
+START_TEST(back_threads_for_classic_j2k)
+{
+    ck_assert(cli_decode_back_threads("1.2.840.10008.1.2.4.90"));
+    ck_assert(cli_decode_back_threads("1.2.840.10008.1.2.4.91"));
+    ck_assert(!cli_decode_back_threads("1.2.840.10008.1.2.4.201"));
+    ck_assert(!cli_decode_back_threads("1.2.840.10008.1.2.4.70"));
+    ck_assert(!cli_decode_back_threads("1.2.840.10008.1.2.4.9"));
+    ck_assert(!cli_decode_back_threads(NULL));
+}
+END_TEST
+
 /* A series taken for the GPU offers its share to the others until it is done; a worker with
  * nothing to wait for helps nobody when no share has files (dh_plan_share_help's own loads are
  * tested in test_plan_share). */
@@ -276,6 +288,7 @@ int main(void)
                        DH_TEST(slots_per_syntax),
                        DH_TEST(scheduler_shares_the_work),
                        DH_TEST(gpu_series_offer_their_shares),
+                       DH_TEST(back_threads_for_classic_j2k),
                        DH_TEST(loader_without_gpu_decoders)};
     return dh_test_run(dh_test_suite("cli_batch_decode", 0, DH_TESTS(tests)));
 }

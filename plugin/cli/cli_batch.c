@@ -289,7 +289,8 @@ static void process(batch *b, size_t k, dh_ctx *ctx, dh_plan_share *share)
      * from the back on it meanwhile (session 17: without it, 8 of 16 cores sat in the GPU's
      * feeders and the run used 8.6 cores on average). */
     if (shared)
-        dh_plan_share_set_back_threads(share, cli_gpu_decode_usable(&b->gpu_decode) ? 1 : 0);
+        dh_plan_share_set_back_threads(
+            share, cli_decode_back_threads(syntax) && cli_gpu_decode_usable(&b->gpu_decode));
     dh_status loaded = shared ? dh_plan_load_series_shared(ctx, b->plan, series, share, &set)
                               : dh_plan_load_series(ctx, b->plan, series, &set);
     dh_ctx_read_times(ctx, &after);

@@ -73,6 +73,12 @@ int cli_decode_gpu_refused(const char *uid)
     return uid && strcmp(uid, "1.2.840.10008.1.2.4.70") == 0 && !cli_decode_gpu_syntax(uid);
 }
 
+int cli_decode_back_threads(const char *uid)
+{
+    return uid && (strcmp(uid, "1.2.840.10008.1.2.4.90") == 0 ||
+                   strcmp(uid, "1.2.840.10008.1.2.4.91") == 0);
+}
+
 uint32_t cli_decode_slots(const char *uid, uint32_t jobs)
 {
     const char *env = getenv("DICOMHIST_GPU_DECODE_SLOTS");

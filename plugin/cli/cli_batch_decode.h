@@ -70,6 +70,12 @@ int cli_decode_gpu_refused(const char *transfer_syntax_uid);
  * HTJ2K all of them; DICOMHIST_GPU_DECODE_SLOTS overrides both, to measure. */
 uint32_t cli_decode_slots(const char *transfer_syntax_uid, uint32_t jobs);
 
+/* Back threads of a series on the GPU (dh_plan_share_set_back_threads): one for classic JPEG
+ * 2000, whose GPU decoding is about 20 cores' worth, so its feeder mostly waits (session 17: with
+ * it the run kept 12.6 cores busy instead of 8.6); none for HTJ2K, where the GPU reads a file in a
+ * thirtieth of a core's time and the feeder is never idle long. */
+int cli_decode_back_threads(const char *transfer_syntax_uid);
+
 /* The scheduler of one batch. */
 typedef struct cli_gpu_decode {
     pthread_mutex_t lock;
