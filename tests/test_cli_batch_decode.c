@@ -175,28 +175,78 @@ START_TEST(scheduler_shares_the_work)
     g.ready = 1; /* as the loader leaves usable decoders */
     g.pending = 100 * 1000;
     const char *note = NULL;
-    ck_assert_int_eq(cli_gpu_decode_take(&g, 1000, 2, 0, &note), CLI_DECODE_GPU);
+    ck_assert_int_eq(cli_gpu_decode_take(&g, 1000, 2, 0, NULL, NULL, &note), CLI_DECODE_GPU);
     ck_assert_str_eq(note, "");
-    ck_assert_int_eq(cli_gpu_decode_take(&g, 1000, 2, 0, &note), CLI_DECODE_GPU);
+    ck_assert_int_eq(cli_gpu_decode_take(&g, 1000, 2, 0, NULL, NULL, &note), CLI_DECODE_GPU);
     ck_assert_uint_eq(g.busy, 2);
     /* 97 000 bytes left after it: well over 24 series' worth, so a core takes it. */
-    ck_assert_int_eq(cli_gpu_decode_take(&g, 1000, 2, 0, &note), CLI_DECODE_CPU);
+    ck_assert_int_eq(cli_gpu_decode_take(&g, 1000, 2, 0, NULL, NULL, &note), CLI_DECODE_CPU);
     ck_assert_ptr_nonnull(strstr(note, "beside the GPU"));
     ck_assert_uint_eq(g.pending, 97 * 1000);
-    cli_gpu_decode_done(&g, CLI_DECODE_GPU, 2, 1000, 0.5);
-    cli_gpu_decode_done(&g, CLI_DECODE_CPU, 2, 1000, 2.0);
+    cli_gpu_decode_done(&g, CLI_DECODE_GPU, NULL, 2, 1000, 0.5);
+    cli_gpu_decode_done(&g, CLI_DECODE_CPU, NULL, 2, 1000, 2.0);
     ck_assert_uint_eq(g.busy, 1);
     ck_assert_uint_eq(g.gpu_series, 1);
     ck_assert_uint_eq(g.cpu_series, 1);
     /* A slot is free again. */
-    ck_assert_int_eq(cli_gpu_decode_take(&g, 1000, 2, 0, &note), CLI_DECODE_GPU);
+    ck_assert_int_eq(cli_gpu_decode_take(&g, 1000, 2, 0, NULL, NULL, &note), CLI_DECODE_GPU);
     /* Both busy, measured: the GPU 1000 B in 0.5 s a series x 2 slots = 4000 B/s, a core
      * 1000 B in 2 s = 500 B/s: ratio 8. With 7000 bytes after this 1000-byte series the core
      * (2 s) is done when the GPU would be (8000 B at 4000 B/s): the CPU takes it. */
     g.pending = 8000;
-    ck_assert_int_eq(cli_gpu_decode_take(&g, 1000, 2, 0, &note), CLI_DECODE_CPU);
+    ck_assert_int_eq(cli_gpu_decode_take(&g, 1000, 2, 0, NULL, NULL, &note), CLI_DECODE_CPU);
     ck_assert_uint_eq(g.pending, 7000);
     cli_gpu_decode_stop(&g);
+}
+END_TEST
+
+/* Back threads beside the GPU's feeder: classic JPEG 2000 only. */
+START_TEST(back_threads_for_classic_j2k)
+{
+    ck_assert(cli_decode_back_threads("1.2.840.10008.1.2.4.90"));
+    ck_assert(cli_decode_back_threads("1.2.840.10008.1.2.4.91"));
+    ck_assert(!cli_decode_back_threads("1.2.840.10008.1.2.4.201"));
+    ck_assert(!cli_decode_back_threads("1.2.840.10008.1.2.4.70"));
+    ck_assert(!cli_decode_back_threads("1.2.840.10008.1.2.4.9"));
+    ck_assert(!cli_decode_back_threads(NULL));
+}
+END_TEST
+
+/* A series taken for the GPU offers its share to the others until it is done; a worker with
+ * nothing to wait for helps nobody when no share has files (dh_plan_share_help's own loads are
+ * tested in test_plan_share). */
+START_TEST(gpu_series_offer_their_shares)
+{
+    cli_gpu_decode g;
+    ck_assert_int_eq(cli_gpu_decode_start(&g, 0, 0), 0);
+    g.ready = 1;
+    g.pending = 40 * 1000;
+    dh_plan_share *a = dh_plan_share_create(), *b = dh_plan_share_create();
+    dh_ctx *ctx = dh_ctx_create();
+    const char *note = NULL;
+    ck_assert(!cli_gpu_decode_sharing(&g));
+    ck_assert_int_eq(cli_gpu_decode_take(&g, 1000, 2, 0, ctx, a, &note), CLI_DECODE_GPU);
+    ck_assert(cli_gpu_decode_sharing(&g));
+    ck_assert_int_eq(cli_gpu_decode_take(&g, 1000, 2, 0, ctx, b, &note), CLI_DECODE_GPU);
+    ck_assert_uint_eq(g.shared, 2);
+    ck_assert_int_eq(cli_gpu_decode_help(&g, ctx), 0); /* neither load has started */
+    ck_assert_int_eq(cli_gpu_decode_help(&g, NULL), 0);
+    /* Slots full and a long queue: the core takes the next series, its share not offered. */
+    dh_plan_share *c = dh_plan_share_create();
+    ck_assert_int_eq(cli_gpu_decode_take(&g, 1000, 2, 0, ctx, c, &note), CLI_DECODE_CPU);
+    ck_assert_uint_eq(g.shared, 2);
+    cli_gpu_decode_done(&g, CLI_DECODE_CPU, NULL, 2, 1000, 2.0);
+    cli_gpu_decode_done(&g, CLI_DECODE_GPU, a, 2, 1000, 0.5);
+    ck_assert_uint_eq(g.shared, 1);
+    ck_assert_ptr_eq(g.shares[0], b);
+    cli_gpu_decode_done(&g, CLI_DECODE_GPU, b, 2, 1000, 0.5);
+    ck_assert(!cli_gpu_decode_sharing(&g));
+    ck_assert_uint_eq(g.helped_files, 0);
+    cli_gpu_decode_stop(&g);
+    dh_plan_share_free(a);
+    dh_plan_share_free(b);
+    dh_plan_share_free(c);
+    dh_ctx_free(ctx);
 }
 END_TEST
 
@@ -209,12 +259,12 @@ START_TEST(loader_without_gpu_decoders)
     cli_gpu_decode g;
     ck_assert_int_eq(cli_gpu_decode_start(&g, 5000, 0), 0);
     const char *note = NULL;
-    ck_assert_int_eq(cli_gpu_decode_take(&g, 1000, 4, 0, &note), CLI_DECODE_GPU);
+    ck_assert_int_eq(cli_gpu_decode_take(&g, 1000, 4, 0, NULL, NULL, &note), CLI_DECODE_GPU);
     ck_assert_str_eq(note, "");
     ck_assert(!g.loading && !g.ready);
     ck_assert_str_eq(g.reason, why);
     ck_assert_uint_eq(g.busy, 0);
-    cli_gpu_decode_done(&g, CLI_DECODE_GPU, 4, 1000, 0.1);
+    cli_gpu_decode_done(&g, CLI_DECODE_GPU, NULL, 4, 1000, 0.1);
     ck_assert_uint_eq(g.gpu_series, 0);
     cli_gpu_decode_stop(&g);
     /* JPEG lossless alone: a loader, nothing pending; after the head start it has finished. */
@@ -237,6 +287,8 @@ int main(void)
                        DH_TEST(syntaxes_the_gpu_reads),
                        DH_TEST(slots_per_syntax),
                        DH_TEST(scheduler_shares_the_work),
+                       DH_TEST(gpu_series_offer_their_shares),
+                       DH_TEST(back_threads_for_classic_j2k),
                        DH_TEST(loader_without_gpu_decoders)};
     return dh_test_run(dh_test_suite("cli_batch_decode", 0, DH_TESTS(tests)));
 }

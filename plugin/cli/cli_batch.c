@@ -69,6 +69,8 @@ typedef struct batch {
     int cuda_checked; /* cuda_usable asked (under lock), first when a volume needs it */
     int gpu_sched;    /* the GPU decoders may read series: gpu_decode chooses per series */
     cli_gpu_decode gpu_decode;
+    dh_plan_share **shares; /* the workers' shares, freed once all have ended */
+    uint32_t share_count;
     uint32_t jobs, decode_threads;
     uint32_t alive; /* workers still running */
     dh_existing existing;
@@ -235,8 +237,10 @@ static void free_private(struct cli_series_private *p)
     free(p);
 }
 
-/* Reads series slot k's volume and hands it to the command; all it prints is held. */
-static void process(batch *b, size_t k, dh_ctx *ctx)
+/* Reads series slot k's volume and hands it to the command; all it prints is held. A series
+ * the GPU decodes is read through the worker's share, whose files idle workers decode from the
+ * back on their cores (cli_gpu_decode_help). */
+static void process(batch *b, size_t k, dh_ctx *ctx, dh_plan_share *share)
 {
     cli_series *s = &b->slots[k];
     struct cli_series_private *p = s->priv;
@@ -269,7 +273,7 @@ static void process(batch *b, size_t k, dh_ctx *ctx)
     int gpu_syntax = b->gpu_sched && cli_decode_gpu_syntax(syntax);
     if (gpu_syntax)
         choice = cli_gpu_decode_take(&b->gpu_decode, bytes, slots, cli_decode_cpu_prior(syntax),
-                                     &sched_note);
+                                     ctx, share, &sched_note);
     /* JPEG lossless goes to the library with the GPU decoders on only once they are loaded:
      * it loads them (0.7 s that every worker waited for) only to refuse the stream by default.
      * Any other syntax is read with them off. */
@@ -280,10 +284,19 @@ static void process(batch *b, size_t k, dh_ctx *ctx)
         dh_ctx_set_gpu_decode(ctx, choice == CLI_DECODE_GPU);
     double load_from = cli_now();
     dh_ctx_read_times(ctx, &before);
-    dh_status loaded = dh_plan_load_series(ctx, b->plan, series, &set);
+    int shared = gpu_syntax && share && choice == CLI_DECODE_GPU;
+    /* The worker's own core mostly waits while it feeds the GPU: one thread of the load decodes
+     * from the back on it meanwhile (session 17: without it, 8 of 16 cores sat in the GPU's
+     * feeders and the run used 8.6 cores on average). */
+    if (shared)
+        dh_plan_share_set_back_threads(
+            share, cli_decode_back_threads(syntax) && cli_gpu_decode_usable(&b->gpu_decode));
+    dh_status loaded = shared ? dh_plan_load_series_shared(ctx, b->plan, series, share, &set)
+                              : dh_plan_load_series(ctx, b->plan, series, &set);
     dh_ctx_read_times(ctx, &after);
     if (gpu_syntax)
-        cli_gpu_decode_done(&b->gpu_decode, choice, slots, bytes, cli_now() - load_from);
+        cli_gpu_decode_done(&b->gpu_decode, choice, shared ? share : NULL, slots, bytes,
+                            cli_now() - load_from);
     p->stage[CLI_STAGE_READ][0] = after.read_seconds - before.read_seconds;
     p->stage[CLI_STAGE_READ][1] = after.read_cpu_seconds - before.read_cpu_seconds;
     p->stage[CLI_STAGE_DECODE][0] = after.decode_seconds - before.decode_seconds;
@@ -297,6 +310,8 @@ static void process(batch *b, size_t k, dh_ctx *ctx)
         if (dh_volume_set_count(set) == 1) {
             const char *note = "";
             p->decoder = dup_or_null(dh_volume_decoder(dh_volume_set_volume(set, 0), &note));
+            if (shared && !*note && p->decoder && strchr(p->decoder, '+'))
+                note = "files of the series decoded by idle cores beside the GPU (docs/batch.md)";
             p->decoder_note = dup_or_null(*note ? note : sched_note);
             b->work(b->state, b->cl, s, dh_volume_set_volume(set, 0));
         }
@@ -316,10 +331,27 @@ done:
     p->seconds = cli_now() - start;
 }
 
+/* b->lock held: while series on the GPU have files left, decodes them on this core; returns the
+ * seconds spent (the lock dropped meanwhile). */
+static double help_gpu_series(batch *b, dh_ctx *ctx)
+{
+    if (!b->gpu_sched || !ctx)
+        return 0;
+    double from = cli_now();
+    pthread_mutex_unlock(&b->lock);
+    int any = 0;
+    while (cli_gpu_decode_help(&b->gpu_decode, ctx))
+        any = 1;
+    pthread_mutex_lock(&b->lock);
+    return any ? cli_now() - from : 0;
+}
+
 static void *worker(void *arg)
 {
     batch *b = arg;
     dh_ctx *ctx = dh_ctx_create();
+    /* This worker's series on the GPU offer their files to the others through it. */
+    dh_plan_share *share = b->gpu_sched && b->shares ? dh_plan_share_create() : NULL;
     if (ctx) {
         dh_ctx_set_threads(ctx, (int)b->decode_threads);
         /* --device cpu keeps everything on the CPU, the decoders too; otherwise each series'
@@ -330,21 +362,38 @@ static void *worker(void *arg)
     double busy = 0, idle = 0;
     pthread_mutex_lock(&b->lock);
     for (;;) {
-        double wait_from = cli_now();
+        double wait_from = cli_now(), helped = 0;
         while (b->next_take < b->todo_count &&
-               b->next_take >= b->next_emit + (size_t)b->jobs * WINDOW_PER_JOB)
-            pthread_cond_wait(&b->changed, &b->lock);
-        idle += cli_now() - wait_from;
+               b->next_take >= b->next_emit + (size_t)b->jobs * WINDOW_PER_JOB) {
+            double h = help_gpu_series(b, ctx);
+            helped += h;
+            if (h == 0)
+                pthread_cond_wait(&b->changed, &b->lock);
+        }
+        busy += helped;
+        idle += cli_now() - wait_from - helped;
         if (b->next_take >= b->todo_count || !ctx)
             break;
         size_t k = b->next_take++;
         pthread_mutex_unlock(&b->lock);
         double from = cli_now();
-        process(b, k, ctx);
+        process(b, k, ctx, share);
         busy += cli_now() - from;
         pthread_mutex_lock(&b->lock);
         b->slots[k].priv->ready = 1;
         pthread_cond_broadcast(&b->changed);
+    }
+    /* No series left to take: the series still on the GPU get this core until they are read
+     * (the run's tail, where the GPU alone would be the wall). */
+    while (ctx && b->gpu_sched && cli_gpu_decode_sharing(&b->gpu_decode)) {
+        double h = help_gpu_series(b, ctx);
+        busy += h;
+        if (h == 0) {
+            pthread_mutex_unlock(&b->lock);
+            struct timespec pause = {0, 2000000};
+            nanosleep(&pause, NULL);
+            pthread_mutex_lock(&b->lock);
+        }
     }
     b->busy += busy;
     b->idle += idle;
@@ -352,6 +401,12 @@ static void *worker(void *arg)
     pthread_cond_broadcast(&b->changed);
     pthread_mutex_unlock(&b->lock);
     dh_ctx_free(ctx);
+    /* Shares are kept until every worker is done: a helper may still hold this one's pointer
+     * (it then finds no file); batch_free_shares frees them. */
+    pthread_mutex_lock(&b->lock);
+    if (share)
+        b->shares[b->share_count++] = share;
+    pthread_mutex_unlock(&b->lock);
     return NULL;
 }
 
@@ -823,6 +878,10 @@ static void stats(const batch *b)
                 "%llu on the CPU beside it; %.3f s waiting for a GPU slot or the decoders' load\n",
                 (unsigned long long)b->gpu_decode.gpu_series,
                 (unsigned long long)b->gpu_decode.cpu_series, b->gpu_decode.waited);
+    if (b->gpu_decode.helped_files > 0)
+        fprintf(stderr, "dicomhist: stats: files of series on the GPU decoded by cores beside it: "
+                "%llu, in %.3f s of the workers' time (inside decode)\n",
+                (unsigned long long)b->gpu_decode.helped_files, b->gpu_decode.helped_seconds);
     /* The CPU columns count the worker threads alone; OpenJPEG decodes on a thread of its own
      * while the worker waits, and the scan and the GPU driver have theirs. */
     struct rusage ru;
@@ -967,6 +1026,7 @@ int cli_run_batch(const cli_command_line *cl, const cli_batch_config *cfg, cli_s
     pthread_mutex_init(&b.lock, NULL);
     pthread_cond_init(&b.changed, NULL);
     pthread_t *ids = calloc(workers, sizeof *ids);
+    b.shares = calloc(workers, sizeof *b.shares); /* NULL: each frees its own, not shared */
     uint32_t started = 0;
     pthread_mutex_lock(&b.lock);
     for (uint32_t w = 0; ids && w < workers; w++)
@@ -1002,6 +1062,9 @@ int cli_run_batch(const cli_command_line *cl, const cli_batch_config *cfg, cli_s
     for (uint32_t w = 0; w < started; w++)
         pthread_join(ids[w], NULL);
     free(ids);
+    for (uint32_t w = 0; w < b.share_count; w++)
+        dh_plan_share_free(b.shares[w]);
+    free(b.shares);
     cli_gpu_decode_stop(&b.gpu_decode);
     pthread_mutex_destroy(&b.lock);
     pthread_cond_destroy(&b.changed);

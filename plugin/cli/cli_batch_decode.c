@@ -21,6 +21,10 @@
 /* How long the workers wait for a loader that fails at once (cli_gpu_decode_start). */
 #define LOADER_HEAD_START_NS 50000000
 
+/* How often a waiting worker looks again for files to decode while some series is on the GPU:
+ * a share offers its files only once its owner has read the first header (a few ms). */
+#define HELP_POLL_NS 5000000
+
 cli_decode_choice cli_decode_choose(const cli_decode_view *v)
 {
     if (!v->loading && !v->ready)
@@ -67,6 +71,12 @@ double cli_decode_cpu_prior(const char *uid)
 int cli_decode_gpu_refused(const char *uid)
 {
     return uid && strcmp(uid, "1.2.840.10008.1.2.4.70") == 0 && !cli_decode_gpu_syntax(uid);
+}
+
+int cli_decode_back_threads(const char *uid)
+{
+    return uid && (strcmp(uid, "1.2.840.10008.1.2.4.90") == 0 ||
+                   strcmp(uid, "1.2.840.10008.1.2.4.91") == 0);
 }
 
 uint32_t cli_decode_slots(const char *uid, uint32_t jobs)
@@ -136,8 +146,74 @@ int cli_gpu_decode_start(cli_gpu_decode *g, uint64_t pending, int want_loader)
     return 0;
 }
 
+/* Waits on g->changed (g->lock held), waking every HELP_POLL_NS while a series is shared. */
+static void wait_changed(cli_gpu_decode *g)
+{
+    if (!g->shared) {
+        pthread_cond_wait(&g->changed, &g->lock);
+        return;
+    }
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += HELP_POLL_NS;
+    if (until.tv_nsec >= 1000000000)
+        until.tv_sec++, until.tv_nsec -= 1000000000;
+    pthread_cond_timedwait(&g->changed, &g->lock, &until);
+}
+
+/* g->lock held: the share with the most files not yet claimed, or NULL. */
+static dh_plan_share *share_to_help(cli_gpu_decode *g)
+{
+    dh_plan_share *best = NULL;
+    size_t most = 0;
+    for (uint32_t i = 0; i < g->shared; i++) {
+        size_t left = dh_plan_share_left(g->shares[i]);
+        if (left > most)
+            most = left, best = g->shares[i];
+    }
+    return best;
+}
+
+int cli_gpu_decode_help(cli_gpu_decode *g, dh_ctx *ctx)
+{
+    if (!ctx)
+        return 0;
+    pthread_mutex_lock(&g->lock);
+    dh_plan_share *share = share_to_help(g);
+    pthread_mutex_unlock(&g->lock);
+    if (!share)
+        return 0;
+    /* The share lives until the batch ends (one per worker, reused): should its series end
+     * meanwhile, the call finds no file, or one of its owner's next GPU series. */
+    double from = now();
+    dh_ctx_set_gpu_decode(ctx, 0);
+    int helped = dh_plan_share_help(ctx, share);
+    pthread_mutex_lock(&g->lock);
+    g->helped_files += (uint64_t)helped;
+    g->helped_seconds += now() - from;
+    pthread_mutex_unlock(&g->lock);
+    return helped;
+}
+
+int cli_gpu_decode_sharing(cli_gpu_decode *g)
+{
+    pthread_mutex_lock(&g->lock);
+    int sharing = g->shared > 0;
+    pthread_mutex_unlock(&g->lock);
+    return sharing;
+}
+
+int cli_gpu_decode_usable(cli_gpu_decode *g)
+{
+    pthread_mutex_lock(&g->lock);
+    int usable = g->ready;
+    pthread_mutex_unlock(&g->lock);
+    return usable;
+}
+
 cli_decode_choice cli_gpu_decode_take(cli_gpu_decode *g, uint64_t bytes, uint32_t slots,
-                                      double cpu_prior, const char **note)
+                                      double cpu_prior, dh_ctx *ctx, dh_plan_share *own,
+                                      const char **note)
 {
     pthread_mutex_lock(&g->lock);
     g->pending -= bytes < g->pending ? bytes : g->pending;
@@ -158,15 +234,32 @@ cli_decode_choice cli_gpu_decode_take(cli_gpu_decode *g, uint64_t bytes, uint32_
         if (c != CLI_DECODE_WAIT)
             break;
         was_loading |= g->loading;
-        g->waiting++;
         waited = 1;
-        pthread_cond_wait(&g->changed, &g->lock);
+        if (ctx && share_to_help(g)) { /* a file of a series on the GPU, rather than sleep */
+            pthread_mutex_unlock(&g->lock);
+            double help_from = now();
+            cli_gpu_decode_help(g, ctx);
+            pthread_mutex_lock(&g->lock);
+            from += now() - help_from; /* counted as helping, not as waiting */
+            continue;
+        }
+        g->waiting++;
+        wait_changed(g);
         g->waiting--;
     }
     if (waited)
         g->waited += now() - from;
-    if (c == CLI_DECODE_GPU && g->ready)
+    if (c == CLI_DECODE_GPU && g->ready) {
         g->busy++;
+        if (own && g->shared == g->share_capacity) {
+            uint32_t cap = g->share_capacity ? 2 * g->share_capacity : 16;
+            dh_plan_share **grown = realloc(g->shares, cap * sizeof *grown);
+            if (grown)
+                g->shares = grown, g->share_capacity = cap;
+        }
+        if (own && g->shared < g->share_capacity)
+            g->shares[g->shared++] = own;
+    }
     *note = c == CLI_DECODE_GPU ? ""
             : was_loading ? "decoded on the CPU while the GPU decoders loaded (docs/batch.md)"
                           : "decoded on the CPU beside the GPU, whose decode slots were all busy "
@@ -175,10 +268,15 @@ cli_decode_choice cli_gpu_decode_take(cli_gpu_decode *g, uint64_t bytes, uint32_
     return c;
 }
 
-void cli_gpu_decode_done(cli_gpu_decode *g, cli_decode_choice choice, uint32_t slots,
-                         uint64_t bytes, double seconds)
+void cli_gpu_decode_done(cli_gpu_decode *g, cli_decode_choice choice, dh_plan_share *own,
+                         uint32_t slots, uint64_t bytes, double seconds)
 {
     pthread_mutex_lock(&g->lock);
+    for (uint32_t i = 0; own && i < g->shared; i++)
+        if (g->shares[i] == own) {
+            g->shares[i] = g->shares[--g->shared];
+            break;
+        }
     if (choice == CLI_DECODE_GPU && g->ready) {
         g->busy--;
         g->gpu_bytes += (double)bytes;
@@ -209,4 +307,6 @@ void cli_gpu_decode_stop(cli_gpu_decode *g)
     g->started = 0;
     pthread_mutex_destroy(&g->lock);
     pthread_cond_destroy(&g->changed);
+    free(g->shares);
+    g->shares = NULL;
 }

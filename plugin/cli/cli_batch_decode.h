@@ -15,6 +15,8 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "dicomhist.h"
+
 /* The choice for one series. */
 typedef enum cli_decode_choice {
     CLI_DECODE_CPU,  /* the CPU decoders, on the worker's own core */
@@ -68,6 +70,12 @@ int cli_decode_gpu_refused(const char *transfer_syntax_uid);
  * HTJ2K all of them; DICOMHIST_GPU_DECODE_SLOTS overrides both, to measure. */
 uint32_t cli_decode_slots(const char *transfer_syntax_uid, uint32_t jobs);
 
+/* Back threads of a series on the GPU (dh_plan_share_set_back_threads): one for classic JPEG
+ * 2000, whose GPU decoding is about 20 cores' worth, so its feeder mostly waits (session 17: with
+ * it the run kept 12.6 cores busy instead of 8.6); none for HTJ2K, where the GPU reads a file in a
+ * thirtieth of a core's time and the feeder is never idle long. */
+int cli_decode_back_threads(const char *transfer_syntax_uid);
+
 /* The scheduler of one batch. */
 typedef struct cli_gpu_decode {
     pthread_mutex_t lock;
@@ -83,6 +91,12 @@ typedef struct cli_gpu_decode {
     double waited;       /* workers' seconds spent waiting for a slot or the load */
     double load_start;   /* when the loader started (CLOCK_MONOTONIC seconds) */
     uint64_t gpu_series, cpu_series;
+    /* The shares of the series on the GPU now (dh_plan_share): idle workers decode their files
+     * from the back on their cores, so the GPU and the cores split a series, not only series. */
+    dh_plan_share **shares;
+    uint32_t shared, share_capacity;
+    uint64_t helped_files;  /* files of GPU series the cores decoded beside it */
+    double helped_seconds;  /* the workers' seconds doing so */
 } cli_gpu_decode;
 
 /* Prepares g with `pending` GPU-decodable bytes and, when pending > 0 or want_loader, starts
@@ -95,14 +109,27 @@ int cli_gpu_decode_start(cli_gpu_decode *g, uint64_t pending, int want_loader);
 int cli_gpu_decode_loaded(cli_gpu_decode *g);
 
 /* The decoder for one GPU-decodable series of `bytes` at `slots` (cpu_prior: its syntax's
- * cli_decode_cpu_prior); waits while the rule says so.
- * *note is set to why a series the GPU could read goes to the CPU ("" otherwise). */
+ * cli_decode_cpu_prior); while the rule says wait, the worker decodes files of the series on
+ * the GPU with ctx (cli_gpu_decode_help), or sleeps where none is left. On CLI_DECODE_GPU, `own`
+ * (the worker's share, read with dh_plan_load_series_shared) is offered to the others until
+ * cli_gpu_decode_done. *note is set to why a series the GPU could read goes to the CPU ("" otherwise). */
 cli_decode_choice cli_gpu_decode_take(cli_gpu_decode *g, uint64_t bytes, uint32_t slots,
-                                      double cpu_prior, const char **note);
+                                      double cpu_prior, dh_ctx *ctx, dh_plan_share *own,
+                                      const char **note);
 
-/* The series taken with `choice` is read, in `seconds` of wall time. */
-void cli_gpu_decode_done(cli_gpu_decode *g, cli_decode_choice choice, uint32_t slots,
-                         uint64_t bytes, double seconds);
+/* The series taken with `choice` (and `own`, as given to take) is read, in `seconds`. */
+void cli_gpu_decode_done(cli_gpu_decode *g, cli_decode_choice choice, dh_plan_share *own,
+                         uint32_t slots, uint64_t bytes, double seconds);
+
+/* Decodes one file of a series on the GPU now, from the back, on this worker's core (ctx's GPU
+ * decoding turned off): the share with the most files left. 1 when it did, 0 when none had any. */
+int cli_gpu_decode_help(cli_gpu_decode *g, dh_ctx *ctx);
+
+/* 1 while some series is being read on the GPU (its files may still be offered for help). */
+int cli_gpu_decode_sharing(cli_gpu_decode *g);
+
+/* 1 once the GPU decoders have loaded and are usable. */
+int cli_gpu_decode_usable(cli_gpu_decode *g);
 
 /* Waits for the loader and releases g. */
 void cli_gpu_decode_stop(cli_gpu_decode *g);

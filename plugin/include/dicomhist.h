@@ -1078,6 +1078,32 @@ DH_API void dh_device_volume_release(dh_device_volume *v, void *cuda_stream);
  * the GPU alone for the others. "" for a file that could not be read or an index out of range. */
 DH_API const char *dh_plan_file_transfer_syntax(const dh_plan *plan, size_t file);
 
+/* ---- One series' files shared between decoders (issue 24: the GPU and idle cores) ---------
+ * dh_plan_load_series_shared reads a series as dh_plan_load_series does, except that while it
+ * runs other threads may decode files of the same series through dh_plan_share_help, each with
+ * its own context (typically the GPU decoding from the front, cores with the CPU decoders from the
+ * back). Each file is decoded once, by whoever claims it, into its own slice: the volume, its
+ * failures and its values are those of dh_plan_load_series (lossless decoders agree; the volume's
+ * decoder then names both). The call returns once every file is decoded, helpers' included. One
+ * share serves one load at a time; helpers may call at any time, before, during or after it. */
+typedef struct dh_plan_share dh_plan_share;
+/* NULL when out of memory. */
+DH_API dh_plan_share *dh_plan_share_create(void);
+/* No load or helper may be using it. NULL is ignored. */
+DH_API void dh_plan_share_free(dh_plan_share *share);
+DH_API dh_status dh_plan_load_series_shared(dh_ctx *ctx, const dh_plan *plan, size_t series,
+                                            dh_plan_share *share, dh_volume_set **out);
+/* Decodes one file of the load now running on share, from the back, with ctx's decoders (its
+ * dh_ctx_set_gpu_decode, codec threads and read timing); 1 when it decoded one (the file's
+ * failure, if any, is the load's), 0 when none was left or no load runs. */
+DH_API int dh_plan_share_help(dh_ctx *ctx, dh_plan_share *share);
+/* Files of the running load not yet claimed by anyone; 0 when no load runs. */
+DH_API size_t dh_plan_share_left(dh_plan_share *share);
+/* Threads the load itself adds, while its context decodes on the GPU, to decode files from the
+ * back with the CPU decoders (default 0, at most 64): a thread feeding the GPU mostly waits for
+ * it, so its core is free for them (docs/batch.md). */
+DH_API void dh_plan_share_set_back_threads(dh_plan_share *share, int threads);
+
 #ifdef __cplusplus
 }
 #endif

@@ -16,6 +16,7 @@
 #include "context.h"
 #include "parallel.h"
 #include "plan.h"
+#include "plan_share.h"
 #include "volume.h"
 #include "volume_set.h"
 
@@ -91,14 +92,16 @@ static dh_status read_timed(const dh_plan_file *f, const dh_dicom_read_options *
     return st;
 }
 
-static void decode_one(void *arg, size_t slot)
+/* Slot `slot` decoded with `options`: the owner's, or a helper's of a shared load (plan_share.c),
+ * which differ only in the decoders used, never in the values. */
+static void decode_slot(void *arg, size_t slot, const dh_dicom_read_options *options)
 {
     decode_job *j = arg;
     const dh_plan_file *f = &j->plan->files[j->series->files[slot]];
     char *msg = j->message[slot];
     dh_dicom_image *img = NULL;
-    dh_status st = j->times ? read_timed(f, &j->options, &img, msg, &j->times[slot])
-                            : dh_plan_file_read(f, 1, &j->options, &img, msg, DH_DICOM_MSG_LEN);
+    dh_status st = j->times ? read_timed(f, options, &img, msg, &j->times[slot])
+                            : dh_plan_file_read(f, 1, options, &img, msg, DH_DICOM_MSG_LEN);
     if (st == DH_OK) {
         memcpy(j->decoder[slot], img->decoder, sizeof j->decoder[slot]);
         memcpy(j->decoder_note[slot], img->decoder_note, sizeof j->decoder_note[slot]);
@@ -117,6 +120,11 @@ static void decode_one(void *arg, size_t slot)
     }
     dh_dicom_image_free(img);
     j->status[slot] = st;
+}
+
+static void decode_one(void *arg, size_t slot)
+{
+    decode_slot(arg, slot, &((decode_job *)arg)->options);
 }
 
 static void add_times(dh_read_times *sum, const dh_read_times *t)
@@ -166,8 +174,10 @@ static dh_status first_header(const dh_plan *p, const dh_plan_series *g, dh_dico
     return st;
 }
 
-/* A series of single-frame files into set; returns 0, or -1 when out of memory. */
-static int load_files(dh_ctx *ctx, const dh_plan *p, const dh_plan_series *g, dh_volume_set *set)
+/* A series of single-frame files into set, its files shared with share's helpers when share is
+ * not NULL; returns 0, or -1 when out of memory. */
+static int load_files(dh_ctx *ctx, const dh_plan *p, const dh_plan_series *g, dh_volume_set *set,
+                      dh_plan_share *share)
 {
     if (g->status != DH_OK)
         return dh_set_add_failure(set, g->path, g->status, "%s", g->message);
@@ -187,7 +197,11 @@ static int load_files(dh_ctx *ctx, const dh_plan *p, const dh_plan_series *g, dh
         goto done;
     if (!v || !job.status || !job.message || !job.decoder || !job.decoder_note)
         goto done;
-    dh_parallel_for(dh_ctx_worker_threads(ctx, g->count), g->count, decode_one, &job);
+    if (share)
+        dh_plan_share_run(share, g->count, dh_ctx_worker_threads(ctx, g->count), decode_slot, &job,
+                          &job.options);
+    else
+        dh_parallel_for(dh_ctx_worker_threads(ctx, g->count), g->count, decode_one, &job);
     for (size_t i = 0; job.times && i < g->count; i++)
         add_times(&ctx->read_times, &job.times[i]);
 
@@ -275,8 +289,8 @@ static int load_single(dh_ctx *ctx, const dh_plan *p, const dh_plan_series *g,
     return 0;
 }
 
-dh_status dh_plan_load_series(dh_ctx *ctx, const dh_plan *plan, size_t series,
-                              dh_volume_set **out)
+static dh_status load_series(dh_ctx *ctx, const dh_plan *plan, size_t series,
+                             dh_plan_share *share, dh_volume_set **out)
 {
     if (!out)
         return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "dh_plan_load_series: out is NULL");
@@ -287,7 +301,8 @@ dh_status dh_plan_load_series(dh_ctx *ctx, const dh_plan *plan, size_t series,
                            plan ? plan->series_count : 0);
     dh_volume_set *set = calloc(1, sizeof *set);
     const dh_plan_series *g = &plan->series[series];
-    if (!set || (g->single ? load_single(ctx, plan, g, set) : load_files(ctx, plan, g, set)) != 0) {
+    if (!set || (g->single ? load_single(ctx, plan, g, set)
+                          : load_files(ctx, plan, g, set, share)) != 0) {
         dh_volume_set_free(set);
         return dh_ctx_fail(ctx, DH_ERR_NO_MEMORY, "%s: out of memory reading the series",
                            g->path);
@@ -295,4 +310,16 @@ dh_status dh_plan_load_series(dh_ctx *ctx, const dh_plan *plan, size_t series,
     dh_ctx_clear(ctx);
     *out = set;
     return DH_OK;
+}
+
+dh_status dh_plan_load_series(dh_ctx *ctx, const dh_plan *plan, size_t series,
+                              dh_volume_set **out)
+{
+    return load_series(ctx, plan, series, NULL, out);
+}
+
+dh_status dh_plan_load_series_shared(dh_ctx *ctx, const dh_plan *plan, size_t series,
+                                     dh_plan_share *share, dh_volume_set **out)
+{
+    return load_series(ctx, plan, series, share, out);
 }

@@ -127,7 +127,9 @@ def compare_batch(c, exe, shared, tmp):
     no lock between them (issue 24): --device cuda and auto write the pixels --device cpu
     writes, with the same exit status (the folder holds files that fail on purpose). "cuda1":
     cuda with one GPU decode slot (DICOMHIST_GPU_DECODE_SLOTS=1), so that JPEG 2000 series also
-    go to the cores beside a busy GPU (plugin/cli/cli_batch_decode.c): the same pixels."""
+    go to the cores beside a busy GPU (plugin/cli/cli_batch_decode.c), and the workers waiting
+    for the slot decode files of the series on it from the back (dh_plan_share, session 17):
+    the same pixels."""
     outs = {}
     for dev in ("cpu", "cuda", "auto", "cuda1"):
         d = os.path.join(tmp, f"batch_{dev}")
