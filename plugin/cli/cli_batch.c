@@ -51,6 +51,7 @@ struct cli_series_private {
     int ready;
     char *decoder, *decoder_note; /* of the series' volume (dh_volume_decoder), NULL: none */
     double stage[CLI_STAGE_COUNT][2]; /* --stats: wall and CPU seconds per stage */
+    int device_read; /* SV1 into device memory (cli_decode_device_sv1): 1 read, -1 fell back */
 };
 
 typedef struct batch {
@@ -81,6 +82,7 @@ typedef struct batch {
     int any_failure, text_emitted, want_summary;
     /* --stats: the stages' sums over the series, what the workers did besides, the scan */
     double stage[CLI_STAGE_COUNT][2];
+    size_t device_series, device_fallbacks; /* SV1 series read into device memory / not */
     double busy, idle;  /* workers' seconds processing series / waiting for the output order */
     double start, scan; /* when the run started; seconds of the scan */
 } batch;
@@ -323,7 +325,9 @@ static void process(batch *b, size_t k, dh_ctx *ctx, dh_plan_share *share)
             share, cli_decode_back_threads(syntax) && cli_gpu_decode_usable(&b->gpu_decode));
     double device_decode[2] = {0, 0};
     dh_status loaded = DH_OK;
-    if (!(device_sv1 && load_on_device(ctx, b->plan, series, &set, device_decode)))
+    if (device_sv1)
+        p->device_read = load_on_device(ctx, b->plan, series, &set, device_decode) ? 1 : -1;
+    if (p->device_read != 1)
         loaded = shared ? dh_plan_load_series_shared(ctx, b->plan, series, share, &set)
                         : dh_plan_load_series(ctx, b->plan, series, &set);
     dh_ctx_read_times(ctx, &after);
@@ -582,6 +586,8 @@ static void emit(batch *b, size_t k)
         }
     for (int st = 0; st < CLI_STAGE_COUNT; st++)
         b->stage[st][0] += p->stage[st][0], b->stage[st][1] += p->stage[st][1];
+    b->device_series += p->device_read == 1;
+    b->device_fallbacks += p->device_read == -1;
     b->progress.files_done += p->file_count;
     b->progress.series_done++;
     cli_progress_show(&b->progress, 0);
@@ -913,6 +919,10 @@ static void stats(const batch *b)
                 "%llu on the CPU beside it; %.3f s waiting for a GPU slot or the decoders' load\n",
                 (unsigned long long)b->gpu_decode.gpu_series,
                 (unsigned long long)b->gpu_decode.cpu_series, b->gpu_decode.waited);
+    if (b->device_series + b->device_fallbacks > 0)
+        fprintf(stderr, "dicomhist: stats: JPEG lossless SV1 series into device memory: %zu, "
+                "%zu read on the host after the device call failed (inside decode)\n",
+                b->device_series, b->device_fallbacks);
     if (b->gpu_decode.helped_files > 0)
         fprintf(stderr, "dicomhist: stats: files of series on the GPU decoded by cores beside it: "
                 "%llu, in %.3f s of the workers' time (inside decode)\n",

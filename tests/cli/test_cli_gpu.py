@@ -176,15 +176,19 @@ def compare_sv1_batch(c, exe, shared, tmp):
     proved only the fallback."""
     archive = sv1_archive(shared, os.environ.get("DH_GPU_DECODE_STREAMS"),
                           os.path.join(tmp, "sv1_archive"))
-    outs, decoders = {}, {}
+    outs, decoders, stats = {}, {}, {}
     for dev, env in (("cpu", None), ("cuda", None), ("cuda", {"DH_GPU_JPEG_LOSSLESS": "0"})):
         key = dev + ("-dcmtk" if env else "")
         d = os.path.join(tmp, f"sv1_{key}")
-        r = t.run(exe, "equalize", "--jobs", "4", "--device", dev, "-o", d, archive, env=env)
+        r = t.run(exe, "equalize", "--jobs", "4", "--stats", "--device", dev, "-o", d, archive,
+                  env=env)
+        stats[key] = [line for line in r.err.splitlines() if "into device memory" in line]
         outs[key] = (r.rc, derived_pixels(d) if os.path.isdir(d) else {})
         man = os.path.join(d, "dicomhist-manifest.jsonl")
-        decoders[key] = [json.loads(line).get("decoder") or "" for line in open(man)] \
-            if os.path.isfile(man) else []
+        decoders[key] = []
+        if os.path.isfile(man):
+            with open(man) as f:
+                decoders[key] = [json.loads(line).get("decoder") or "" for line in f]
         shutil.rmtree(d, ignore_errors=True)
     for key in ("cuda", "cuda-dcmtk"):
         c.check(outs[key] == outs["cpu"],
@@ -193,8 +197,12 @@ def compare_sv1_batch(c, exe, shared, tmp):
                 f"{'equal' if outs[key][1] == outs['cpu'][1] else 'differ'}")
     c.check(any("nvjpeg" in d for d in decoders["cuda"]),
             f"SV1 batch --device cuda: no series read by nvJPEG (decoders {decoders['cuda']})")
+    c.check(len(stats["cuda"]) == 1 and ": 0," not in stats["cuda"][0]
+            and not stats["cpu"] and not stats["cuda-dcmtk"],
+            f"SV1 batch --stats: cuda {stats['cuda']}, cpu {stats['cpu']}, "
+            f"DH_GPU_JPEG_LOSSLESS=0 {stats['cuda-dcmtk']}")
     c.check(not any("nvjpeg" in d for d in decoders["cuda-dcmtk"]),
-            f"SV1 batch DH_GPU_JPEG_LOSSLESS=0: nvJPEG read some (decoders {decoders['cuda-dcmtk']})")
+            f"SV1 batch DH_GPU_JPEG_LOSSLESS=0: nvJPEG read some ({decoders['cuda-dcmtk']})")
     return len(outs["cpu"][1])
 
 
