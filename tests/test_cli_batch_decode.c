@@ -271,7 +271,32 @@ START_TEST(loader_without_gpu_decoders)
     ck_assert_int_eq(cli_gpu_decode_start(&g, 0, 1), 0);
     ck_assert(g.started);
     ck_assert(cli_gpu_decode_loaded(&g));
+    ck_assert(!cli_gpu_decode_wait_usable(&g)); /* no GPU: the SV1 series stay with DCMTK */
     cli_gpu_decode_stop(&g);
+}
+END_TEST
+
+START_TEST(sv1_into_device_memory_under_device_cuda)
+{
+    const char *sv1 = "1.2.840.10008.1.2.4.70";
+    unsetenv("DH_GPU_JPEG_LOSSLESS");
+    ck_assert(cli_decode_device_sv1(sv1, DH_DEVICE_CUDA));
+    ck_assert(!cli_decode_device_sv1(sv1, DH_DEVICE_AUTO)); /* auto keeps DCMTK */
+    ck_assert(!cli_decode_device_sv1(sv1, DH_DEVICE_CPU));
+    const char *others[] = {"1.2.840.10008.1.2.4.90", "1.2.840.10008.1.2.4.201",
+                            "1.2.840.10008.1.2.4.57", "1.2.840.10008.1.2.4.80",
+                            "1.2.840.10008.1.2.4.7",  "1.2.840.10008.1.2.4.700",
+                            "1.2.840.10008.1.2.1",    ""};
+    for (size_t i = 0; i < sizeof others / sizeof *others; i++)
+        ck_assert_msg(!cli_decode_device_sv1(others[i], DH_DEVICE_CUDA), "%s", others[i]);
+    ck_assert(!cli_decode_device_sv1(NULL, DH_DEVICE_CUDA));
+    setenv("DH_GPU_JPEG_LOSSLESS", "0", 1); /* DCMTK asked for */
+    ck_assert(!cli_decode_device_sv1(sv1, DH_DEVICE_CUDA));
+    setenv("DH_GPU_JPEG_LOSSLESS", "1", 1); /* nvJPEG asked for: the batch is the fast way */
+    ck_assert(cli_decode_device_sv1(sv1, DH_DEVICE_CUDA));
+    setenv("DH_GPU_JPEG_LOSSLESS", "all", 1);
+    ck_assert(cli_decode_device_sv1(sv1, DH_DEVICE_CUDA));
+    unsetenv("DH_GPU_JPEG_LOSSLESS");
 }
 END_TEST
 
@@ -289,6 +314,7 @@ int main(void)
                        DH_TEST(scheduler_shares_the_work),
                        DH_TEST(gpu_series_offer_their_shares),
                        DH_TEST(back_threads_for_classic_j2k),
-                       DH_TEST(loader_without_gpu_decoders)};
+                       DH_TEST(loader_without_gpu_decoders),
+                       DH_TEST(sv1_into_device_memory_under_device_cuda)};
     return dh_test_run(dh_test_suite("cli_batch_decode", 0, DH_TESTS(tests)));
 }

@@ -51,6 +51,7 @@ struct cli_series_private {
     int ready;
     char *decoder, *decoder_note; /* of the series' volume (dh_volume_decoder), NULL: none */
     double stage[CLI_STAGE_COUNT][2]; /* --stats: wall and CPU seconds per stage */
+    int device_read; /* SV1 into device memory (cli_decode_device_sv1): 1 read, -1 fell back */
 };
 
 typedef struct batch {
@@ -81,6 +82,7 @@ typedef struct batch {
     int any_failure, text_emitted, want_summary;
     /* --stats: the stages' sums over the series, what the workers did besides, the scan */
     double stage[CLI_STAGE_COUNT][2];
+    size_t device_series, device_fallbacks; /* SV1 series read into device memory / not */
     double busy, idle;  /* workers' seconds processing series / waiting for the output order */
     double start, scan; /* when the run started; seconds of the scan */
 } batch;
@@ -237,6 +239,30 @@ static void free_private(struct cli_series_private *p)
     free(p);
 }
 
+/* The series read into GPU memory and downloaded (cli_decode_device_sv1): 1 with *set the host
+ * set, whose volume is the one dh_plan_load_series gives (the decoders are exact) and names its
+ * decoders; 0 where the device call failed (DH_ERR_NO_DEVICE or any other), nothing kept, so the
+ * caller reads the series as before. The library times no stage on this path: decode[] gets the
+ * call's wall seconds and this thread's CPU seconds (reading and decoding in one, counted as
+ * decode as the library counts a one-file series; the GPU's time and the batch's helper threads
+ * are not CPU time of this thread). */
+static int load_on_device(dh_ctx *ctx, const dh_plan *plan, size_t series, dh_volume_set **set,
+                          double decode[2])
+{
+    double wall = cli_now(), cpu = thread_cpu();
+    dh_device_volume dv;
+    int ok = dh_plan_load_series_device(ctx, plan, series, NULL, NULL, 0, &dv) == DH_OK &&
+             dh_device_volume_download(ctx, &dv, NULL) == DH_OK;
+    if (ok) { /* the host set is kept, the device samples freed */
+        *set = dv.set;
+        dv.set = NULL;
+    }
+    dh_device_volume_release(&dv, NULL);
+    decode[0] += cli_now() - wall;
+    decode[1] += thread_cpu() - cpu;
+    return ok;
+}
+
 /* Reads series slot k's volume and hands it to the command; all it prints is held. A series
  * the GPU decodes is read through the worker's share, whose files idle workers decode from the
  * back on their cores (cli_gpu_decode_help). */
@@ -270,8 +296,14 @@ static void process(batch *b, size_t k, dh_ctx *ctx, dh_plan_share *share)
     cli_decode_choice choice = CLI_DECODE_CPU;
     uint64_t bytes = dh_plan_series_sample_bytes(b->plan, series);
     uint32_t slots = cli_decode_slots(syntax, b->jobs);
-    int gpu_syntax = b->gpu_sched && cli_decode_gpu_syntax(syntax);
-    if (gpu_syntax)
+    /* JPEG lossless SV1 under --device cuda: the whole series in one nvJPEG batch into GPU
+     * memory (cli_decode_device_sv1), once the GPU decoders are known usable. */
+    int device_sv1 = b->gpu_sched && cli_decode_device_sv1(syntax, b->cl->device) &&
+                     cli_gpu_decode_wait_usable(&b->gpu_decode);
+    int gpu_syntax = b->gpu_sched && !device_sv1 && cli_decode_gpu_syntax(syntax);
+    if (device_sv1)
+        choice = CLI_DECODE_GPU;
+    else if (gpu_syntax)
         choice = cli_gpu_decode_take(&b->gpu_decode, bytes, slots, cli_decode_cpu_prior(syntax),
                                      ctx, share, &sched_note);
     /* JPEG lossless goes to the library with the GPU decoders on only once they are loaded:
@@ -291,16 +323,23 @@ static void process(batch *b, size_t k, dh_ctx *ctx, dh_plan_share *share)
     if (shared)
         dh_plan_share_set_back_threads(
             share, cli_decode_back_threads(syntax) && cli_gpu_decode_usable(&b->gpu_decode));
-    dh_status loaded = shared ? dh_plan_load_series_shared(ctx, b->plan, series, share, &set)
-                              : dh_plan_load_series(ctx, b->plan, series, &set);
+    double device_decode[2] = {0, 0};
+    dh_status loaded = DH_OK;
+    if (device_sv1)
+        p->device_read = load_on_device(ctx, b->plan, series, &set, device_decode) ? 1 : -1;
+    if (p->device_read != 1)
+        loaded = shared ? dh_plan_load_series_shared(ctx, b->plan, series, share, &set)
+                        : dh_plan_load_series(ctx, b->plan, series, &set);
     dh_ctx_read_times(ctx, &after);
     if (gpu_syntax)
         cli_gpu_decode_done(&b->gpu_decode, choice, shared ? share : NULL, slots, bytes,
                             cli_now() - load_from);
     p->stage[CLI_STAGE_READ][0] = after.read_seconds - before.read_seconds;
     p->stage[CLI_STAGE_READ][1] = after.read_cpu_seconds - before.read_cpu_seconds;
-    p->stage[CLI_STAGE_DECODE][0] = after.decode_seconds - before.decode_seconds;
-    p->stage[CLI_STAGE_DECODE][1] = after.decode_cpu_seconds - before.decode_cpu_seconds;
+    p->stage[CLI_STAGE_DECODE][0] =
+        after.decode_seconds - before.decode_seconds + device_decode[0];
+    p->stage[CLI_STAGE_DECODE][1] =
+        after.decode_cpu_seconds - before.decode_cpu_seconds + device_decode[1];
     if (loaded != DH_OK) {
         cli_series_fail(s, dh_plan_series_path(b->plan, series), dh_ctx_error(ctx));
     } else {
@@ -547,6 +586,8 @@ static void emit(batch *b, size_t k)
         }
     for (int st = 0; st < CLI_STAGE_COUNT; st++)
         b->stage[st][0] += p->stage[st][0], b->stage[st][1] += p->stage[st][1];
+    b->device_series += p->device_read == 1;
+    b->device_fallbacks += p->device_read == -1;
     b->progress.files_done += p->file_count;
     b->progress.series_done++;
     cli_progress_show(&b->progress, 0);
@@ -878,6 +919,10 @@ static void stats(const batch *b)
                 "%llu on the CPU beside it; %.3f s waiting for a GPU slot or the decoders' load\n",
                 (unsigned long long)b->gpu_decode.gpu_series,
                 (unsigned long long)b->gpu_decode.cpu_series, b->gpu_decode.waited);
+    if (b->device_series + b->device_fallbacks > 0)
+        fprintf(stderr, "dicomhist: stats: JPEG lossless SV1 series into device memory: %zu, "
+                "%zu read on the host after the device call failed (inside decode)\n",
+                b->device_series, b->device_fallbacks);
     if (b->gpu_decode.helped_files > 0)
         fprintf(stderr, "dicomhist: stats: files of series on the GPU decoded by cores beside it: "
                 "%llu, in %.3f s of the workers' time (inside decode)\n",
@@ -1018,9 +1063,10 @@ int cli_run_batch(const cli_command_line *cl, const cli_batch_config *cfg, cli_s
     for (size_t t = 0; b.gpu_sched && t < b.todo_count; t++) {
         const char *syntax = dh_plan_file_transfer_syntax(
             b.plan, dh_plan_series_file(b.plan, b.todo[t], 0));
-        if (cli_decode_gpu_syntax(syntax))
+        int device_sv1 = cli_decode_device_sv1(syntax, cl->device); /* not scheduled */
+        if (!device_sv1 && cli_decode_gpu_syntax(syntax))
             gpu_pending += dh_plan_series_sample_bytes(b.plan, b.todo[t]);
-        gpu_asked |= cli_decode_gpu_refused(syntax);
+        gpu_asked |= device_sv1 || cli_decode_gpu_refused(syntax);
     }
     cli_gpu_decode_start(&b.gpu_decode, gpu_pending, gpu_asked);
     pthread_mutex_init(&b.lock, NULL);

@@ -73,6 +73,13 @@ int cli_decode_gpu_refused(const char *uid)
     return uid && strcmp(uid, "1.2.840.10008.1.2.4.70") == 0 && !cli_decode_gpu_syntax(uid);
 }
 
+int cli_decode_device_sv1(const char *uid, dh_device device)
+{
+    const char *lossless = getenv("DH_GPU_JPEG_LOSSLESS");
+    return device == DH_DEVICE_CUDA && uid && strcmp(uid, "1.2.840.10008.1.2.4.70") == 0 &&
+           !(lossless && strcmp(lossless, "0") == 0);
+}
+
 int cli_decode_back_threads(const char *uid)
 {
     return uid && (strcmp(uid, "1.2.840.10008.1.2.4.90") == 0 ||
@@ -298,6 +305,16 @@ int cli_gpu_decode_loaded(cli_gpu_decode *g)
     int loaded = !g->loading;
     pthread_mutex_unlock(&g->lock);
     return loaded;
+}
+
+int cli_gpu_decode_wait_usable(cli_gpu_decode *g)
+{
+    pthread_mutex_lock(&g->lock);
+    while (g->loading)
+        pthread_cond_wait(&g->changed, &g->lock);
+    int usable = g->ready;
+    pthread_mutex_unlock(&g->lock);
+    return usable;
 }
 
 void cli_gpu_decode_stop(cli_gpu_decode *g)

@@ -65,6 +65,15 @@ int cli_decode_gpu_syntax(const char *transfer_syntax_uid);
  * one the library gives everywhere), and off while they load (no worker waits for them). */
 int cli_decode_gpu_refused(const char *transfer_syntax_uid);
 
+/* 1 where the batch reads a series whose first file is in this syntax with
+ * dh_plan_load_series_device and downloads it (docs/batch.md, "JPEG lossless SV1 into device
+ * memory"): JPEG lossless SV1 under --device cuda, unless DH_GPU_JPEG_LOSSLESS=0 keeps DCMTK.
+ * There nvJPEG's lossless backend reads a series in one batch at 3.2-4.0 GB/s on the H100 host
+ * against DCMTK's 1.1 GB/s on 16 threads (docs/performance.md, "Session 17 (decode)"), where its
+ * one-file path (cli_decode_gpu_syntax) reads 45-79 MB/s. --device auto keeps DCMTK: a batch
+ * whose GPU is not asked for leaves it alone for decoding as for computing. */
+int cli_decode_device_sv1(const char *transfer_syntax_uid, dh_device device);
+
 /* The decode slots for a syntax on `jobs` workers: classic JPEG 2000 at most 8 (the GPU's own
  * J2K decoding is the wall: measured on the H100 host, 16 workers, 8 slots beat 2, 4 and 16),
  * HTJ2K all of them; DICOMHIST_GPU_DECODE_SLOTS overrides both, to measure. */
@@ -130,6 +139,10 @@ int cli_gpu_decode_sharing(cli_gpu_decode *g);
 
 /* 1 once the GPU decoders have loaded and are usable. */
 int cli_gpu_decode_usable(cli_gpu_decode *g);
+
+/* Waits while the GPU decoders load; 1 when they are usable (or the library loads them on
+ * first use, the loader thread having failed to start), 0 when they are not. */
+int cli_gpu_decode_wait_usable(cli_gpu_decode *g);
 
 /* Waits for the loader and releases g. */
 void cli_gpu_decode_stop(cli_gpu_decode *g);

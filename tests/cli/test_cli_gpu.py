@@ -13,6 +13,9 @@ For every file and series folder of ../shared/dicom and ../shared/dicom-jpeg2000
 - `equalize` of the whole folder as one batch on 8 workers sharing the GPU (cuda also with one
   GPU decode slot, the other JPEG 2000 series decoded by the cores beside it): --device cuda and
   auto write the pixels --device cpu writes;
+- the JPEG lossless SV1 series of both folders and of the build's generated streams as one batch:
+  --device cuda (nvJPEG into GPU memory) and DH_GPU_JPEG_LOSSLESS=0 (DCMTK) write the pixels
+  --device cpu writes;
 - `mi` between images of the same shape: identical JSON records but for the `device` field
   (the GPU promises the same bits).
 A run in which too few inputs could be read at all fails: comparing two identical errors proves
@@ -22,6 +25,7 @@ Usage: test_cli_gpu.py DICOMHIST SHARED_DICOM. Exits 77 (skipped) where no GPU i
 folder is absent. Needs no module beyond the standard library (cli_testlib imports numpy and
 pydicom only for its reference decode, unused here), so it runs on a bare GPU host.
 """
+import json
 import os
 import shutil
 import struct
@@ -149,6 +153,59 @@ def compare_batch(c, exe, shared, tmp):
     return len(outs[("cpu", "equalize")][1])
 
 
+def sv1_archive(shared, streams, dest):
+    """An archive of JPEG lossless SV1 series (links, nothing copied): the SV1 files of the
+    shared folder (a 2140x1760 CR, a 512x512 CT) and the generated multi-frame SV1 streams of
+    the build (DH_GPU_DECODE_STREAMS, made by dcmcjpeg and sv1_encoder.py) where present."""
+    names = [os.path.join(shared, n) for n in ("pylibjpeg-data_RG2_JPLL.dcm",
+                                               "fo-dicom_IM-0001-0001-0001.dcm")]
+    if streams and os.path.isdir(streams):
+        names += [os.path.join(streams, n) for n in sorted(os.listdir(streams))
+                  if "jpll" in n and n.endswith(".dcm") and not n.endswith(".native.dcm")]
+    os.makedirs(dest)
+    for i, src in enumerate(n for n in names if os.path.isfile(n)):
+        os.symlink(os.path.abspath(src), os.path.join(dest, f"{i:02d}_{os.path.basename(src)}"))
+    return dest
+
+
+def compare_sv1_batch(c, exe, shared, tmp):
+    """JPEG lossless SV1 series in a batch (issue 24): --device cuda reads each into GPU memory
+    with nvJPEG's lossless backend (dh_plan_load_series_device, cli_decode_device_sv1) and writes
+    the pixels --device cpu (DCMTK) writes; DH_GPU_JPEG_LOSSLESS=0 keeps DCMTK, with the same
+    pixels again. nvJPEG must have read some series (the manifest's decoder), else the test
+    proved only the fallback."""
+    archive = sv1_archive(shared, os.environ.get("DH_GPU_DECODE_STREAMS"),
+                          os.path.join(tmp, "sv1_archive"))
+    outs, decoders, stats = {}, {}, {}
+    for dev, env in (("cpu", None), ("cuda", None), ("cuda", {"DH_GPU_JPEG_LOSSLESS": "0"})):
+        key = dev + ("-dcmtk" if env else "")
+        d = os.path.join(tmp, f"sv1_{key}")
+        r = t.run(exe, "equalize", "--jobs", "4", "--stats", "--device", dev, "-o", d, archive,
+                  env=env)
+        stats[key] = [line for line in r.err.splitlines() if "into device memory" in line]
+        outs[key] = (r.rc, derived_pixels(d) if os.path.isdir(d) else {})
+        man = os.path.join(d, "dicomhist-manifest.jsonl")
+        decoders[key] = []
+        if os.path.isfile(man):
+            with open(man) as f:
+                decoders[key] = [json.loads(line).get("decoder") or "" for line in f]
+        shutil.rmtree(d, ignore_errors=True)
+    for key in ("cuda", "cuda-dcmtk"):
+        c.check(outs[key] == outs["cpu"],
+                f"SV1 batch --device {key}: rc {outs[key][0]} against {outs['cpu'][0]}, "
+                f"{len(outs[key][1])} against {len(outs['cpu'][1])} files, pixels "
+                f"{'equal' if outs[key][1] == outs['cpu'][1] else 'differ'}")
+    c.check(any("nvjpeg" in d for d in decoders["cuda"]),
+            f"SV1 batch --device cuda: no series read by nvJPEG (decoders {decoders['cuda']})")
+    c.check(len(stats["cuda"]) == 1 and ": 0," not in stats["cuda"][0]
+            and not stats["cpu"] and not stats["cuda-dcmtk"],
+            f"SV1 batch --stats: cuda {stats['cuda']}, cpu {stats['cpu']}, "
+            f"DH_GPU_JPEG_LOSSLESS=0 {stats['cuda-dcmtk']}")
+    c.check(not any("nvjpeg" in d for d in decoders["cuda-dcmtk"]),
+            f"SV1 batch DH_GPU_JPEG_LOSSLESS=0: nvJPEG read some ({decoders['cuda-dcmtk']})")
+    return len(outs["cpu"][1])
+
+
 def records_but_device(run):
     """The JSON records with the field that names the device taken out; every other value must
     match exactly (numbers are printed so that they read back to the same double)."""
@@ -201,10 +258,13 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         batch = compare_batch(c, exe, shared, tmp)
     c.check(batch >= 20, f"only {batch} files were written by the batch at all")
+    with tempfile.TemporaryDirectory() as tmp:
+        sv1 = compare_sv1_batch(c, exe, shared, tmp)
+    c.check(sv1 >= 2, f"only {sv1} files were written by the SV1 batch at all")
     scored = compare_mi(c, exe, shared)
     c.check(scored >= 20, f"only {scored} MI records were produced at all")
-    print(f"compared {readable} histograms, {written} derived series, a batch of {batch} files "
-          f"and {scored} MI records")
+    print(f"compared {readable} histograms, {written} derived series, a batch of {batch} files, "
+          f"an SV1 batch of {sv1} files and {scored} MI records")
     c.finish()
 
 
