@@ -280,6 +280,8 @@ START_TEST(sv1_into_device_memory_under_device_cuda)
 {
     const char *sv1 = "1.2.840.10008.1.2.4.70";
     unsetenv("DH_GPU_JPEG_LOSSLESS");
+    ck_assert(!cli_decode_device_sv1(sv1, DH_DEVICE_CUDA)); /* asked for only (run 81) */
+    setenv("DH_GPU_JPEG_LOSSLESS", "1", 1);
     ck_assert(cli_decode_device_sv1(sv1, DH_DEVICE_CUDA));
     ck_assert(!cli_decode_device_sv1(sv1, DH_DEVICE_AUTO)); /* auto keeps DCMTK */
     ck_assert(!cli_decode_device_sv1(sv1, DH_DEVICE_CPU));

@@ -75,9 +75,12 @@ int cli_decode_gpu_refused(const char *uid)
 
 int cli_decode_device_sv1(const char *uid, dh_device device)
 {
+    /* Asked for only: per series (16 concurrent calls of 40 frames) the device read was slower
+     * than DCMTK on the cores, 3.81 s against 1.93 for the bench archive on the H100 host
+     * (bench/NOTES.md run 81), though one batch of 240 frames decodes at 3.5x DCMTK. */
     const char *lossless = getenv("DH_GPU_JPEG_LOSSLESS");
     return device == DH_DEVICE_CUDA && uid && strcmp(uid, "1.2.840.10008.1.2.4.70") == 0 &&
-           !(lossless && strcmp(lossless, "0") == 0);
+           lossless && (strcmp(lossless, "1") == 0 || strcmp(lossless, "all") == 0);
 }
 
 int cli_decode_back_threads(const char *uid)

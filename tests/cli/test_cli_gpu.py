@@ -169,16 +169,17 @@ def sv1_archive(shared, streams, dest):
 
 
 def compare_sv1_batch(c, exe, shared, tmp):
-    """JPEG lossless SV1 series in a batch (issue 24): --device cuda reads each into GPU memory
-    with nvJPEG's lossless backend (dh_plan_load_series_device, cli_decode_device_sv1) and writes
-    the pixels --device cpu (DCMTK) writes; DH_GPU_JPEG_LOSSLESS=0 keeps DCMTK, with the same
-    pixels again. nvJPEG must have read some series (the manifest's decoder), else the test
+    """JPEG lossless SV1 series in a batch (issue 24): --device cuda with DH_GPU_JPEG_LOSSLESS=1
+    reads each into GPU memory with nvJPEG's lossless backend (dh_plan_load_series_device,
+    cli_decode_device_sv1) and writes the pixels --device cpu (DCMTK) writes; without it (the
+    default) or with =0, DCMTK, with the same pixels again. nvJPEG must have read some series (the manifest's decoder), else the test
     proved only the fallback."""
     archive = sv1_archive(shared, os.environ.get("DH_GPU_DECODE_STREAMS"),
                           os.path.join(tmp, "sv1_archive"))
     outs, decoders, stats = {}, {}, {}
-    for dev, env in (("cpu", None), ("cuda", None), ("cuda", {"DH_GPU_JPEG_LOSSLESS": "0"})):
-        key = dev + ("-dcmtk" if env else "")
+    for key, dev, env in (("cpu", "cpu", None), ("cuda", "cuda", {"DH_GPU_JPEG_LOSSLESS": "1"}),
+                          ("cuda-dcmtk", "cuda", {"DH_GPU_JPEG_LOSSLESS": "0"}),
+                          ("cuda-default", "cuda", None)):
         d = os.path.join(tmp, f"sv1_{key}")
         r = t.run(exe, "equalize", "--jobs", "4", "--stats", "--device", dev, "-o", d, archive,
                   env=env)
@@ -190,7 +191,7 @@ def compare_sv1_batch(c, exe, shared, tmp):
             with open(man) as f:
                 decoders[key] = [json.loads(line).get("decoder") or "" for line in f]
         shutil.rmtree(d, ignore_errors=True)
-    for key in ("cuda", "cuda-dcmtk"):
+    for key in ("cuda", "cuda-dcmtk", "cuda-default"):
         c.check(outs[key] == outs["cpu"],
                 f"SV1 batch --device {key}: rc {outs[key][0]} against {outs['cpu'][0]}, "
                 f"{len(outs[key][1])} against {len(outs['cpu'][1])} files, pixels "
@@ -198,11 +199,12 @@ def compare_sv1_batch(c, exe, shared, tmp):
     c.check(any("nvjpeg" in d for d in decoders["cuda"]),
             f"SV1 batch --device cuda: no series read by nvJPEG (decoders {decoders['cuda']})")
     c.check(len(stats["cuda"]) == 1 and ": 0," not in stats["cuda"][0]
-            and not stats["cpu"] and not stats["cuda-dcmtk"],
+            and not stats["cpu"] and not stats["cuda-dcmtk"] and not stats["cuda-default"],
             f"SV1 batch --stats: cuda {stats['cuda']}, cpu {stats['cpu']}, "
             f"DH_GPU_JPEG_LOSSLESS=0 {stats['cuda-dcmtk']}")
-    c.check(not any("nvjpeg" in d for d in decoders["cuda-dcmtk"]),
-            f"SV1 batch DH_GPU_JPEG_LOSSLESS=0: nvJPEG read some ({decoders['cuda-dcmtk']})")
+    for key in ("cuda-dcmtk", "cuda-default"):
+        c.check(not any("nvjpeg" in d for d in decoders[key]),
+                f"SV1 batch --device {key}: nvJPEG read some ({decoders[key]})")
     return len(outs["cpu"][1])
 
 
