@@ -66,6 +66,7 @@ typedef struct batch {
     size_t next_take, next_emit;
     pthread_mutex_t lock;
     pthread_cond_t changed;
+    uint64_t changes; /* how many times changed was broadcast (announce) */
     int cuda_usable;  /* a GPU answers: --device auto may choose it */
     int cuda_checked; /* cuda_usable asked (under lock), first when a volume needs it */
     int gpu_sched;    /* the GPU decoders may read series: gpu_decode chooses per series */
@@ -370,6 +371,13 @@ done:
     p->seconds = cli_now() - start;
 }
 
+/* b->lock held: tells the waiting threads that the slots or the output order moved on. */
+static void announce(batch *b)
+{
+    b->changes++;
+    pthread_cond_broadcast(&b->changed);
+}
+
 /* b->lock held: while series on the GPU have files left, decodes them on this core; returns the
  * seconds spent (the lock dropped meanwhile). */
 static double help_gpu_series(batch *b, dh_ctx *ctx)
@@ -404,9 +412,12 @@ static void *worker(void *arg)
         double wait_from = cli_now(), helped = 0;
         while (b->next_take < b->todo_count &&
                b->next_take >= b->next_emit + (size_t)b->jobs * WINDOW_PER_JOB) {
+            /* help_gpu_series drops the lock: what was announced meanwhile is not waited for
+             * (a wait then could outlast the last announcement, and the run hang). */
+            uint64_t seen = b->changes;
             double h = help_gpu_series(b, ctx);
             helped += h;
-            if (h == 0)
+            if (h == 0 && b->changes == seen)
                 pthread_cond_wait(&b->changed, &b->lock);
         }
         busy += helped;
@@ -420,7 +431,7 @@ static void *worker(void *arg)
         busy += cli_now() - from;
         pthread_mutex_lock(&b->lock);
         b->slots[k].priv->ready = 1;
-        pthread_cond_broadcast(&b->changed);
+        announce(b);
     }
     /* No series left to take: the series still on the GPU get this core until they are read
      * (the run's tail, where the GPU alone would be the wall). */
@@ -437,7 +448,7 @@ static void *worker(void *arg)
     b->busy += busy;
     b->idle += idle;
     b->alive--;
-    pthread_cond_broadcast(&b->changed);
+    announce(b);
     pthread_mutex_unlock(&b->lock);
     dh_ctx_free(ctx);
     /* Shares are kept until every worker is done: a helper may still hold this one's pointer
@@ -1102,7 +1113,7 @@ int cli_run_batch(const cli_command_line *cl, const cli_batch_config *cfg, cli_s
         emit(&b, t);
         pthread_mutex_lock(&b.lock);
         b.next_emit = t + 1;
-        pthread_cond_broadcast(&b.changed);
+        announce(&b);
         pthread_mutex_unlock(&b.lock);
     }
     for (uint32_t w = 0; w < started; w++)
