@@ -154,6 +154,8 @@ START_TEST(slots_per_syntax)
     ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.91", 5), 5);
     ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.201", 16), 16);
     ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.90", 1), 1);
+    ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.70", 16), 4); /* SV1 to device */
+    ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.70", 3), 3);
     setenv("DICOMHIST_GPU_DECODE_SLOTS", "8", 1);
     ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.90", 16), 8);
     ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.201", 4), 4);

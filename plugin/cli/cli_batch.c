@@ -298,13 +298,15 @@ static void process(batch *b, size_t k, dh_ctx *ctx, dh_plan_share *share)
     uint64_t bytes = dh_plan_series_sample_bytes(b->plan, series);
     uint32_t slots = cli_decode_slots(syntax, b->jobs);
     /* JPEG lossless SV1 under --device cuda: the whole series in one nvJPEG batch into GPU
-     * memory (cli_decode_device_sv1), once the GPU decoders are known usable. */
-    int device_sv1 = b->gpu_sched && cli_decode_device_sv1(syntax, b->cl->device) &&
-                     cli_gpu_decode_wait_usable(&b->gpu_decode);
-    int gpu_syntax = b->gpu_sched && !device_sv1 && cli_decode_gpu_syntax(syntax);
-    if (device_sv1)
-        choice = CLI_DECODE_GPU;
-    else if (gpu_syntax)
+     * memory (cli_decode_device_sv1) when the scheduler gives it one of the GPU's slots, else
+     * DCMTK on the worker's core (run 81: sixteen such batches at once were slower than DCMTK). */
+    int sv1 = b->gpu_sched && cli_decode_device_sv1(syntax, b->cl->device);
+    int gpu_syntax = b->gpu_sched && !sv1 && cli_decode_gpu_syntax(syntax);
+    int device_sv1 = 0;
+    if (sv1) {
+        choice = cli_gpu_decode_take(&b->gpu_decode, bytes, slots, 0, ctx, NULL, &sched_note);
+        device_sv1 = choice == CLI_DECODE_GPU;
+    } else if (gpu_syntax)
         choice = cli_gpu_decode_take(&b->gpu_decode, bytes, slots, cli_decode_cpu_prior(syntax),
                                      ctx, share, &sched_note);
     /* JPEG lossless goes to the library with the GPU decoders on only once they are loaded:
@@ -332,7 +334,7 @@ static void process(batch *b, size_t k, dh_ctx *ctx, dh_plan_share *share)
         loaded = shared ? dh_plan_load_series_shared(ctx, b->plan, series, share, &set)
                         : dh_plan_load_series(ctx, b->plan, series, &set);
     dh_ctx_read_times(ctx, &after);
-    if (gpu_syntax)
+    if (gpu_syntax || sv1)
         cli_gpu_decode_done(&b->gpu_decode, choice, shared ? share : NULL, slots, bytes,
                             cli_now() - load_from);
     p->stage[CLI_STAGE_READ][0] = after.read_seconds - before.read_seconds;
@@ -1074,8 +1076,8 @@ int cli_run_batch(const cli_command_line *cl, const cli_batch_config *cfg, cli_s
     for (size_t t = 0; b.gpu_sched && t < b.todo_count; t++) {
         const char *syntax = dh_plan_file_transfer_syntax(
             b.plan, dh_plan_series_file(b.plan, b.todo[t], 0));
-        int device_sv1 = cli_decode_device_sv1(syntax, cl->device); /* not scheduled */
-        if (!device_sv1 && cli_decode_gpu_syntax(syntax))
+        int device_sv1 = cli_decode_device_sv1(syntax, cl->device);
+        if (device_sv1 || cli_decode_gpu_syntax(syntax))
             gpu_pending += dh_plan_series_sample_bytes(b.plan, b.todo[t]);
         gpu_asked |= device_sv1 || cli_decode_gpu_refused(syntax);
     }

@@ -18,6 +18,12 @@
  * 16 5.24 s, the cores beside the slots decoding on the CPU. */
 #define J2K_GPU_SLOTS 8
 
+/* JPEG lossless SV1 read into device memory a series per call (cli_decode_device_sv1): sixteen
+ * calls at once decoded at about 0.9 GB/s together on the H100 host, slower than DCMTK on the
+ * 16 cores (bench/NOTES.md, run 81), where one call of 240 frames reads 4.8 GB/s; so a few series
+ * at a time on the GPU, the other workers on DCMTK beside it. */
+#define SV1_GPU_SLOTS 4
+
 /* How long the workers wait for a loader that fails at once (cli_gpu_decode_start). */
 #define LOADER_HEAD_START_NS 50000000
 
@@ -100,6 +106,8 @@ uint32_t cli_decode_slots(const char *uid, uint32_t jobs)
     else if (uid && (strcmp(uid, "1.2.840.10008.1.2.4.90") == 0 ||
                      strcmp(uid, "1.2.840.10008.1.2.4.91") == 0))
         slots = jobs < J2K_GPU_SLOTS ? jobs : J2K_GPU_SLOTS;
+    else if (uid && strcmp(uid, "1.2.840.10008.1.2.4.70") == 0)
+        slots = jobs < SV1_GPU_SLOTS ? jobs : SV1_GPU_SLOTS;
     return slots ? slots : 1;
 }
 

@@ -76,7 +76,8 @@ int cli_decode_device_sv1(const char *transfer_syntax_uid, dh_device device);
 
 /* The decode slots for a syntax on `jobs` workers: classic JPEG 2000 at most 8 (the GPU's own
  * J2K decoding is the wall: measured on the H100 host, 16 workers, 8 slots beat 2, 4 and 16),
- * HTJ2K all of them; DICOMHIST_GPU_DECODE_SLOTS overrides both, to measure. */
+ * JPEG lossless SV1 read into device memory at most 4 (sixteen at once were slower than DCMTK),
+ * HTJ2K all of them; DICOMHIST_GPU_DECODE_SLOTS overrides them, to measure. */
 uint32_t cli_decode_slots(const char *transfer_syntax_uid, uint32_t jobs);
 
 /* Back threads of a series on the GPU (dh_plan_share_set_back_threads): one for classic JPEG
