@@ -12,10 +12,12 @@
  *      writing the gradient once (16-byte loads and stores), measured in the same run.
  * Every configuration is first checked bit for bit against the CPU twin (dh_parzen_mi_cpu) on a
  * few items (the volume: on a 512 x 512 x 48 slab, same kernels); a mismatch prints MISMATCH and
- * the program exits 1. Usage: bench_mi_parzen [--quick | --headline | --profile [noise]]
+ * the program exits 1. Usage: bench_mi_parzen [--quick | --headline | --profile [noise] | --floor]
  * (--quick: batches up to 1024; --headline: tables 2 and 3 alone, the volume at 64 bins only, to
  * compare builds of the kernels in one run; --profile: a few calls of the two headline shapes
- * alone, for nsys or ncu, on the noise table's images with `noise`)
+ * alone, for nsys or ncu, on the noise table's images with `noise`; --floor: table 2's box
+ * window with ranges found, pass by pass, against the floors of bench_mi_parzen_floor.cuh, on
+ * the smooth pairs and on noise)
  */
 #define BENCH_CUDA_ERROR_EXIT 2
 #include "bench_common.cuh"
@@ -25,6 +27,7 @@
 
 #include <vector>
 
+#include "bench_mi_parzen_floor.cuh"
 #include "mi_parzen.h"
 #include "mi_parzen_cuda.h"
 
@@ -70,6 +73,22 @@ static void phantom(float *d, size_t side, size_t n, float dx, float dy, float n
 {
     phantom_kernel<<<1024, 256, 0, s>>>(d, side, n, dx, dy, noise, seed);
     CK(cudaGetLastError());
+}
+
+/* The batches' images (tables 1 and 2, --floor): smooth pairs (each moving image the phantom
+ * shifted by its index, with its own noise), or noise. */
+static void batch_images(float *d_fixed, float *d_moving, size_t side, uint32_t count, bool noise,
+                         cudaStream_t s)
+{
+    const size_t n = side * side;
+    if (noise) {
+        noise_images(d_fixed, d_moving, n, count, s);
+        return;
+    }
+    phantom(d_fixed, side, n, 0.0f, 0.0f, 20.0f, 1, s);
+    for (uint32_t b = 0; b < count; b++)
+        phantom(d_moving + (size_t)b * n, side, n, 0.002f * (b % 17), -0.001f * (b % 13), 20.0f,
+                100 + b, s);
 }
 
 /* The floor of the volume row: read both volumes, write the gradient once. */
@@ -154,10 +173,7 @@ static void batches(cudaStream_t s, bool quick, const char *gpu)
     CK(cudaMalloc(&d_moving, (size_t)most * n * 4));
     CK(cudaMalloc(&d_grad, (size_t)most * n * 4));
     CK(cudaMalloc(&d_out, most * sizeof *d_out));
-    phantom(d_fixed, side, n, 0.0f, 0.0f, 20.0f, 1, s);
-    for (uint32_t b = 0; b < most; b++)
-        phantom(d_moving + (size_t)b * n, side, n, 0.002f * (b % 17), -0.001f * (b % 13),
-                20.0f, 100 + b, s);
+    batch_images(d_fixed, d_moving, side, most, false, s);
     printf("\n### Parzen MI value + gradient, 256x256 float32 pairs, 64 bins (%s)\n\n", gpu);
     printf("| fixed window | range | batch | check | us per call | evaluations/s | value only, us "
            "| workspace MiB |\n|---|---|---|---|---|---|---|---|\n");
@@ -213,14 +229,7 @@ static void data_kinds(cudaStream_t s, const char *gpu)
     printf("| images | fixed window | range | check | us per call | evaluations/s | value only, "
            "us |\n|---|---|---|---|---|---|---|\n");
     for (int noise = 0; noise < 2; noise++) {
-        if (noise) {
-            noise_images(d_fixed, d_moving, n, count, s);
-        } else {
-            phantom(d_fixed, side, n, 0.0f, 0.0f, 20.0f, 1, s);
-            for (uint32_t b = 0; b < count; b++)
-                phantom(d_moving + (size_t)b * n, side, n, 0.002f * (b % 17), -0.001f * (b % 13),
-                        20.0f, 100 + b, s);
-        }
+        batch_images(d_fixed, d_moving, side, count, noise != 0, s);
         for (int config = 0; config < 3; config++) { /* box found, box given, cubic found */
             const int given = config == 1, window = config == 2;
             const dh_parzen_params p = params_of(64, (uint32_t)window, given);
@@ -325,6 +334,389 @@ static void profile(cudaStream_t s, bool noise)
     CK(cudaFree(d_out));
 }
 
+/* ---- --floor: the batch's passes one by one, and their floors --------------------------------
+ * floor_batch launches the real kernels as dh_parzen_mi_cuda does for this shape (box window,
+ * float32, no masks, ranges found, a gradient; mi_parzen_cuda.cu's grids and block sizes), on its
+ * own buffers, so that each pass is timed alone; its records and gradients are checked bit for bit
+ * against the library's call first. */
+struct floor_batch {
+    pz_args a;
+    floor_axis *d_faxes;
+    unsigned long long *d_fold;
+    dim3 range_grid, hist_grid, grad_grid;
+    unsigned fixed_blocks;
+    size_t cells;
+};
+
+/* mi_parzen_cuda.cu's pz_blocks_per_item: 8 blocks per SM over the batch, at least per_block
+ * pixels a block. */
+static unsigned floor_blocks_per_item(int sms, size_t pixels, uint32_t count, size_t per_block)
+{
+    const size_t want = ((size_t)sms * 8 + count - 1) / count;
+    const size_t most = (pixels + per_block - 1) / per_block;
+    const size_t p = want < most ? want : most;
+    return (unsigned)(p < 1 ? 1 : p > 65535 ? 65535 : p);
+}
+
+template <class T> static T *floor_alloc(size_t count)
+{
+    T *p;
+    CK(cudaMalloc(&p, count * sizeof(T)));
+    return p;
+}
+
+static floor_batch floor_setup(int sms, size_t n, uint32_t count, const float *d_fixed,
+                               const float *d_moving, float *d_grad, dh_mi_values *d_out)
+{
+    floor_batch f;
+    memset(&f, 0, sizeof f);
+    pz_args &a = f.a;
+    f.cells = 64 * 64;
+    a.pixels = n, a.count = count, a.bins = 64;
+    a.fixed_window = DH_PARZEN_FIXED_BOX, a.gradient_of = DH_PARZEN_GRAD_MI;
+    a.fixed = d_fixed, a.fixed_sample = DH_PARZEN_FLOAT32, a.moving = d_moving;
+    a.keys = floor_alloc<uint32_t>(((size_t)count + 1) * 2);
+    a.n = floor_alloc<unsigned long long>(count);
+    a.joint = floor_alloc<unsigned long long>(count * f.cells);
+    a.axes = floor_alloc<dh_parzen_axis>((size_t)count + 1);
+    a.rcp = floor_alloc<double>((size_t)count + 1);
+    a.cell = floor_alloc<double>(count * f.cells);
+    a.scale = floor_alloc<double>(count);
+    a.grad_zero = floor_alloc<uint32_t>(count);
+    a.fixed_row = floor_alloc<uint8_t>(n);
+    a.out = d_out, a.gradient = d_grad;
+    a.vec_gradient = n % PZ_RUN == 0; /* cudaMalloc'd buffers: aligned */
+    f.d_faxes = floor_alloc<floor_axis>(count);
+    f.range_grid = dim3(count + 1, floor_blocks_per_item(sms, n, count + 1, 4096));
+    const size_t hist_per_block = f.cells > 4096 ? f.cells : 4096;
+    f.hist_grid = dim3(count, floor_blocks_per_item(sms, n, count, hist_per_block));
+    f.grad_grid = dim3(count, floor_blocks_per_item(sms, n, count, 2048));
+    const size_t fixed_blocks = (n + PZ_PIXEL_THREADS * 4 - 1) / (PZ_PIXEL_THREADS * 4);
+    f.fixed_blocks = (unsigned)(fixed_blocks < (size_t)sms * 8 ? fixed_blocks : (size_t)sms * 8);
+    f.d_fold = floor_alloc<unsigned long long>((size_t)count * f.hist_grid.y * PZ_HIST_THREADS);
+    return f;
+}
+
+static void floor_free(floor_batch &f)
+{
+    void *p[] = {f.a.keys, f.a.n,     f.a.joint,     f.a.axes,    f.a.rcp, f.a.cell,
+                 f.a.scale, f.a.grad_zero, f.a.fixed_row, f.d_faxes, f.d_fold};
+    for (void *x : p)
+        CK(cudaFree(x));
+}
+
+/* Median ms of fn over 20 runs (after 3), each timed alone by two events, prep run before the
+ * first event (the histograms' zeroing, which the call does in its memset). */
+template <class P, class F> static double floor_ms(cudaStream_t s, P prep, F fn)
+{
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    std::vector<float> t;
+    for (int i = 0; i < 23; i++) {
+        prep();
+        CK(cudaEventRecord(e0, s));
+        fn();
+        CK(cudaEventRecord(e1, s));
+        CK(cudaEventSynchronize(e1));
+        float ms;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        if (i >= 3)
+            t.push_back(ms);
+    }
+    CK(cudaGetLastError());
+    CK(cudaEventDestroy(e0));
+    CK(cudaEventDestroy(e1));
+    return bench_median(t);
+}
+
+template <class T> static std::vector<T> floor_get(const T *d, size_t count)
+{
+    std::vector<T> h(count);
+    CK(cudaMemcpy(h.data(), d, count * sizeof(T), cudaMemcpyDeviceToHost));
+    return h;
+}
+
+/* Whether two device buffers hold the same bytes. */
+static bool floor_same(const void *d_x, const void *d_y, size_t bytes)
+{
+    const std::vector<char> x = floor_get((const char *)d_x, bytes),
+                            y = floor_get((const char *)d_y, bytes);
+    return memcmp(x.data(), y.data(), bytes) == 0;
+}
+
+/* The host's reference for one item of each floor that computes something (mi_parzen.h's
+ * arithmetic: the CPU twin's bits, which the GPU twin equals). */
+static uint64_t floor_weight_ref(const dh_parzen_axis &ax, const uint8_t *rows, const float *v,
+                                 size_t n)
+{
+    uint64_t acc = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (rows[k] == PZ_NO_ROW || !isfinite(v[k]))
+            continue;
+        double f, w[4];
+        uint64_t q[4];
+        const uint32_t im = dh_parzen_index(ax.bins, dh_parzen_position(&ax, v[k]), &f) - 1;
+        dh_parzen_bspline(f, w);
+        dh_parzen_quantize(w, DH_PARZEN_UNIT, q);
+        acc += floor_fold(q, rows[k] * ax.bins + im);
+    }
+    return acc;
+}
+
+static float floor_arith_ref(const dh_parzen_axis &ax, double scale, uint8_t row, float x)
+{
+    if (row == PZ_NO_ROW || !isfinite(x) || x < ax.lo || x > ax.hi)
+        return 0.0f;
+    double f, slope[4], sum;
+    const double wf[1] = {1.0};
+    const uint32_t im = dh_parzen_index(ax.bins, dh_parzen_position(&ax, x), &f) - 1;
+    dh_parzen_bspline_slope(f, slope);
+    (void)im;
+#define FLOOR_CELL(r, c) scale
+    DH_PARZEN_PIXEL_SUM(sum, 1u, wf, slope, FLOOR_CELL, (uint32_t)row, im);
+#undef FLOOR_CELL
+    return (float)(sum * scale);
+}
+
+/* One data kind's row of figures (us) and whether every check passed. */
+struct floor_figures {
+    double call, memsets, range, axes_fixed, hist, score, grad, read, copy, hist_floor,
+        hist_plain, weights, grad_loads, grad_arith;
+    bool ok;
+    char why[160];
+};
+
+static void floor_fail(floor_figures &r, const char *what)
+{
+    if (r.ok)
+        snprintf(r.why, sizeof r.why, "%s", what);
+    r.ok = false;
+}
+
+static floor_figures floor_run(cudaStream_t s, int sms, bool noise)
+{
+    const size_t side = 256, n = side * side, cells = 64 * 64;
+    const uint32_t count = 1024;
+    float *d_fixed, *d_moving, *d_grad, *d_grad_lib;
+    dh_mi_values *d_out, *d_out_lib;
+    CK(cudaMalloc(&d_fixed, n * 4));
+    CK(cudaMalloc(&d_moving, (size_t)count * n * 4));
+    CK(cudaMalloc(&d_grad, (size_t)count * n * 4));
+    CK(cudaMalloc(&d_grad_lib, (size_t)count * n * 4));
+    CK(cudaMalloc(&d_out, count * sizeof *d_out));
+    CK(cudaMalloc(&d_out_lib, count * sizeof *d_out));
+    batch_images(d_fixed, d_moving, side, count, noise, s);
+    floor_figures r;
+    memset(&r, 0, sizeof r);
+    r.ok = true;
+    const dh_parzen_params p = params_of(64, DH_PARZEN_FIXED_BOX, 0);
+    dh_parzen_cuda_workspace *ws = dh_parzen_cuda_workspace_new();
+    if (!check(ws, p, n, d_fixed, d_moving, 2, s))
+        floor_fail(r, "the library's call differs from the CPU twin");
+    call(ws, p, n, d_fixed, d_moving, count, d_out_lib, d_grad_lib, s);
+    r.call = 1000.0 * bench_median_ms(s, 20, [&](int) {
+                 call(ws, p, n, d_fixed, d_moving, count, d_out_lib, d_grad_lib, s);
+             });
+    dh_parzen_cuda_workspace_free(ws);
+
+    floor_batch fb = floor_setup(sms, n, count, d_fixed, d_moving, d_grad, d_out);
+    const pz_args &a = fb.a;
+    const size_t hist_smem = cells * 8;
+    auto zero_hist = [&] {
+        CK(cudaMemsetAsync(a.n, 0, count * 8, s));
+        CK(cudaMemsetAsync(a.joint, 0, count * cells * 8, s));
+    };
+    auto zero = [&] {
+        CK(cudaMemsetAsync(a.keys, 0xFF, ((size_t)count + 1) * 8, s));
+        zero_hist();
+    };
+    auto range = [&] {
+        pz_range_kernel<DH_PARZEN_FLOAT32><<<fb.range_grid, PZ_PIXEL_THREADS, 0, s>>>(a);
+    };
+    auto axes_fixed = [&] {
+        pz_axes_kernel<<<(count + 1 + 255) / 256, 256, 0, s>>>(a);
+        pz_fixed_kernel<DH_PARZEN_FLOAT32><<<fb.fixed_blocks, PZ_PIXEL_THREADS, 0, s>>>(a);
+    };
+    auto hist = [&] {
+        pz_hist_kernel<DH_PARZEN_FLOAT32, false, true, false>
+            <<<fb.hist_grid, PZ_HIST_THREADS, hist_smem, s>>>(a);
+    };
+    auto score = [&] { pz_score_kernel<<<count, PZ_SCORE_THREADS, 0, s>>>(a, 1); };
+    auto grad = [&] {
+        pz_gradient_kernel<DH_PARZEN_FLOAT32, false, true>
+            <<<fb.grad_grid, PZ_PIXEL_THREADS, hist_smem, s>>>(a);
+    };
+    auto none = [] {};
+    zero(), range(), axes_fixed(), hist(), score(), grad();
+    CK(cudaStreamSynchronize(s));
+    CK(cudaGetLastError());
+    if (!floor_same(d_out, d_out_lib, count * sizeof *d_out) ||
+        !floor_same(d_grad, d_grad_lib, (size_t)count * n * 4))
+        floor_fail(r, "the passes launched one by one differ from the library's call");
+
+    r.memsets = 1000.0 * floor_ms(s, none, zero);
+    r.range = 1000.0 * floor_ms(s, zero, range);
+    r.axes_fixed = 1000.0 * floor_ms(s, none, axes_fixed);
+    r.hist = 1000.0 * floor_ms(s, zero_hist, hist);
+    r.score = 1000.0 * floor_ms(s, none, score);
+    r.grad = 1000.0 * floor_ms(s, none, grad);
+
+    /* the floors; the host's copies for their checks */
+    const std::vector<dh_parzen_axis> axes = floor_get(a.axes, count + 1);
+    const std::vector<double> scale = floor_get(a.scale, count);
+    const std::vector<uint8_t> rows = floor_get(a.fixed_row, n);
+    const std::vector<float> first = floor_get(d_moving, n);
+    const std::vector<float> last = floor_get(d_moving + (size_t)(count - 1) * n, n);
+    std::vector<floor_axis> faxes(count);
+    for (uint32_t b = 0; b < count; b++)
+        faxes[b] = {(float)axes[b].lo, (float)axes[b].hi, (float)(1.0 / axes[b].width)};
+    CK(cudaMemcpy(fb.d_faxes, faxes.data(), count * sizeof(floor_axis), cudaMemcpyHostToDevice));
+    const size_t n4 = (size_t)count * n / 4;
+    uint32_t *d_sink = floor_alloc<uint32_t>(1);
+    r.read = 1000.0 * floor_ms(s, none, [&] {
+                 bench_read_kernel<<<4096, 256, 0, s>>>((const uint4 *)d_moving, n4, d_sink);
+             });
+    CK(cudaFree(d_sink));
+    r.copy = 1000.0 * floor_ms(s, none, [&] {
+                 floor_copy_kernel<<<4096, 256, 0, s>>>((const float4 *)d_moving, (float4 *)d_grad,
+                                                        n4);
+             });
+    {
+        const std::vector<float> g = floor_get(d_grad, n);
+        for (size_t k = 0; k < n; k++)
+            if (g[k] != 0.5f * first[k])
+                floor_fail(r, "the copy floor's output");
+    }
+    for (int group = 1; group >= 0; group--) {
+        auto kernel = group ? floor_hist_kernel<true> : floor_hist_kernel<false>;
+        const double us = 1000.0 * floor_ms(s, zero_hist, [&] {
+            kernel<<<fb.hist_grid, PZ_HIST_THREADS, hist_smem, s>>>(a, fb.d_faxes);
+        });
+        (group ? r.hist_floor : r.hist_plain) = us;
+        /* every counted pixel added exactly one unit over its four cells */
+        const std::vector<unsigned long long> joint = floor_get(a.joint, count * cells);
+        const std::vector<unsigned long long> counted = floor_get(a.n, count);
+        for (uint32_t b = 0; b < count; b++) {
+            unsigned long long total = 0;
+            for (size_t c = 0; c < cells; c++)
+                total += joint[b * cells + c];
+            if (counted[b] != n || total != counted[b] * DH_PARZEN_UNIT)
+                floor_fail(r, "the histogram floor's totals");
+        }
+    }
+    r.weights = 1000.0 * floor_ms(s, none, [&] {
+                    floor_weight_kernel<<<fb.hist_grid, PZ_HIST_THREADS, 0, s>>>(a, fb.d_fold);
+                });
+    {
+        const size_t per_item = (size_t)fb.hist_grid.y * PZ_HIST_THREADS;
+        const std::vector<unsigned long long> fold = floor_get(fb.d_fold, count * per_item);
+        uint64_t got0 = 0, got1 = 0;
+        for (size_t t = 0; t < per_item; t++) {
+            got0 += fold[t];
+            got1 += fold[(count - 1) * per_item + t];
+        }
+        if (got0 != floor_weight_ref(axes[0], rows.data(), first.data(), n) ||
+            got1 != floor_weight_ref(axes[count - 1], rows.data(), last.data(), n))
+            floor_fail(r, "the weight floor's fold");
+    }
+    r.grad_loads = 1000.0 * floor_ms(s, none, [&] {
+                       floor_gradient_kernel<true>
+                           <<<fb.grad_grid, PZ_PIXEL_THREADS, hist_smem, s>>>(a, fb.d_faxes);
+                   });
+    {
+        const std::vector<double> table = floor_get(a.cell, cells);
+        const std::vector<float> g = floor_get(d_grad, n);
+        for (size_t k = 0; k < n; k++) {
+            float want = 0.0f;
+            if (rows[k] != PZ_NO_ROW && isfinite(first[k])) {
+                const double *t = &table[rows[k] * 64u + floor_first_cell(first[k], faxes[0], 64)];
+                want = (float)(((t[0] + t[1]) + t[2]) + t[3]);
+            }
+            if (g[k] != want)
+                floor_fail(r, "the gradient loads floor's sums");
+        }
+    }
+    r.grad_arith = 1000.0 * floor_ms(s, none, [&] {
+                       floor_gradient_kernel<false><<<fb.grad_grid, PZ_PIXEL_THREADS, 0, s>>>(
+                           a, fb.d_faxes);
+                   });
+    {
+        const std::vector<float> g = floor_get(d_grad, n);
+        for (size_t k = 0; k < n; k++)
+            if (g[k] != floor_arith_ref(axes[0], scale[0], rows[k], first[k]))
+                floor_fail(r, "the gradient arithmetic floor's values");
+    }
+    floor_free(fb);
+    CK(cudaFree(d_fixed));
+    CK(cudaFree(d_moving));
+    CK(cudaFree(d_grad));
+    CK(cudaFree(d_grad_lib));
+    CK(cudaFree(d_out));
+    CK(cudaFree(d_out_lib));
+    if (!r.ok)
+        g_failed = 1;
+    return r;
+}
+
+/* --floor's table: both data kinds, then the floor of the call: the passes that have no floor
+ * kernel as measured (memsets, range, axes and fixed rows, score), each split pass at the larger
+ * of its two parts (as if they overlapped perfectly: a lower bound) and at their sum. */
+static void floors(cudaStream_t s, const cudaDeviceProp &prop)
+{
+    const floor_figures f[2] = {floor_run(s, prop.multiProcessorCount, false),
+                                floor_run(s, prop.multiProcessorCount, true)};
+    printf("\n### Parzen MI batch pass by pass against its floors: 1024 pairs of 256x256 float32, "
+           "64 bins, box window, ranges found (%s)\n\n",
+           prop.name);
+    printf("| pass or floor | smooth phantom, us | noise, us |\n|---|---|---|\n");
+    struct row_of {
+        const char *what;
+        double floor_figures::*v;
+    };
+    const row_of rows[] = {
+        {"the whole call (dh_parzen_mi_cuda, value + gradient)", &floor_figures::call},
+        {"memsets (range keys, counts, histograms)", &floor_figures::memsets},
+        {"pz_range_kernel", &floor_figures::range},
+        {"pz_axes_kernel + pz_fixed_kernel", &floor_figures::axes_fixed},
+        {"pz_hist_kernel", &floor_figures::hist},
+        {"pz_score_kernel", &floor_figures::score},
+        {"pz_gradient_kernel", &floor_figures::grad},
+        {"floor: read the 1024 moving images once (bench_read_kernel)", &floor_figures::read},
+        {"floor: read them once, write a gradient's worth once", &floor_figures::copy},
+        {"histogram floor: loads + shared fixed-point atomics as the pass (warp sums), constant "
+         "weights",
+         &floor_figures::hist_floor},
+        {"histogram floor: loads + 4 atomics (and carries) per pixel, no warp sums",
+         &floor_figures::hist_plain},
+        {"weight floor: loads + position, B-spline, quantization, no atomics",
+         &floor_figures::weights},
+        {"gradient floor: loads, table reads, stores, no FP64", &floor_figures::grad_loads},
+        {"gradient floor: loads, FP64 arithmetic, stores, no table reads",
+         &floor_figures::grad_arith},
+    };
+    for (const row_of &r : rows)
+        printf("| %s | %.1f | %.1f |\n", r.what, f[0].*r.v, f[1].*r.v);
+    double low[2], high[2], passes[2];
+    for (int i = 0; i < 2; i++) {
+        const floor_figures &x = f[i];
+        const double rest = x.memsets + x.range + x.axes_fixed + x.score;
+        passes[i] = rest + x.hist + x.grad;
+        low[i] = rest + fmax(x.hist_floor, x.weights) + fmax(x.grad_loads, x.grad_arith);
+        high[i] = rest + x.hist_floor + x.weights + x.grad_loads + x.grad_arith;
+    }
+    printf("| the passes' sum | %.1f | %.1f |\n", passes[0], passes[1]);
+    printf("| floor of the call, the split passes overlapped (max of each pair) | %.1f | %.1f |\n",
+           low[0], low[1]);
+    printf("| the same, the split passes' parts added | %.1f | %.1f |\n", high[0], high[1]);
+    printf("| 2M evaluations/s: 1024 pairs in | 512.0 | 512.0 |\n");
+    for (int i = 0; i < 2; i++)
+        printf("\ncheck (%s): %s\n", i ? "noise" : "smooth",
+               f[i].ok ? "ok (records and gradients of the passes one by one equal the call's; "
+                         "every floor's result as the host computes it)"
+                       : f[i].why);
+}
+
 int main(int argc, char **argv)
 {
     const bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
@@ -332,6 +724,11 @@ int main(int argc, char **argv)
     const cudaDeviceProp prop = bench_device();
     cudaStream_t s;
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    if (argc > 1 && strcmp(argv[1], "--floor") == 0) {
+        floors(s, prop);
+        CK(cudaStreamDestroy(s));
+        return g_failed;
+    }
     if (argc > 1 && strcmp(argv[1], "--profile") == 0) {
         profile(s, argc > 2 && strcmp(argv[2], "noise") == 0);
         return 0;
