@@ -27,6 +27,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 namespace dh_dicom_impl {
@@ -69,9 +70,13 @@ struct j2k_decoders {
             if (!started) {
                 started = true;
                 start_time = std::chrono::steady_clock::now();
-                thread = std::thread([this, workers] {
-                    ran = gpu_decode_jpeg2000_batch(feed, workers, why);
-                });
+                try { /* no thread (EAGAIN): the frames stay in the feed, for the CPU, with why */
+                    thread = std::thread([this, workers] {
+                        ran = gpu_decode_jpeg2000_batch(feed, workers, why);
+                    });
+                } catch (const std::system_error &e) {
+                    why = std::string("cannot start the GPU decode thread: ") + e.what();
+                }
             }
         }
         feed.push(frames.data(), frames.size());
@@ -98,8 +103,13 @@ template <class Fn> void parallel_for(size_t n, uint32_t threads, const Fn &fn)
             fn(i);
     };
     std::vector<std::thread> pool;
-    for (uint32_t t = 1; t < threads && t < n; t++)
-        pool.emplace_back(run);
+    /* A thread that cannot start (EAGAIN) leaves its share to the others: thrown out of here,
+     * the vector's running threads would be destroyed joinable, and std::terminate end the host. */
+    try {
+        for (uint32_t t = 1; t < threads && t < n; t++)
+            pool.emplace_back(run);
+    } catch (const std::system_error &) {
+    }
     run();
     for (std::thread &t : pool)
         t.join();

@@ -15,6 +15,7 @@
 #include "dicom_gpu.h"
 #include "dicom_gpu_api.h"
 
+#include <system_error>
 #include <thread>
 
 namespace dh_dicom_impl {
@@ -130,15 +131,24 @@ bool gpu_decode_jpeg2000_batch(gpu_frame_feed &feed, unsigned workers, std::stri
             workers = w; /* fewer workers: the lanes there are */
             break;
         }
-    if (workers > 0) {
-        std::vector<std::thread> threads;
-        threads.reserve(workers);
-        for (unsigned w = 0; w < workers; w++)
-            threads.emplace_back(work, std::ref(q), std::move(lanes[w]));
-        for (std::thread &t : threads)
-            t.join();
+    std::vector<std::thread> threads;
+    threads.reserve(workers);
+    /* The lanes move into a worker only once its thread runs: one that cannot start (EAGAIN)
+     * gives its lanes back, and the workers started take its frames (an exception out of here
+     * would destroy them joinable, and std::terminate end the host). */
+    for (unsigned w = 0; w < workers; w++) {
+        try {
+            threads.emplace_back([&q, &lanes, w] { work(q, std::move(lanes[w])); });
+        } catch (const std::system_error &e) {
+            reason = std::string("cannot start a GPU decode thread: ") + e.what();
+            for (unsigned rest = w; rest < workers; rest++)
+                gpu_lanes_give(*api, lanes[rest], true);
+            break;
+        }
     }
-    return workers > 0;
+    for (std::thread &t : threads)
+        t.join();
+    return !threads.empty();
 }
 
 bool gpu_event_now(void *stream, void *&event, std::string &reason)

@@ -538,7 +538,10 @@ void dho_auto_start(void)
     for (int i = 0; i < A.threads; i++)
         if (pthread_create(&A.workers[i], NULL, worker_main, (void *)(intptr_t)i) != 0) {
             dho_log_warning("cannot start worker %d; running with %d", i, i);
+            /* The workers started read A.threads under the lock (next_item), as /status does. */
+            pthread_mutex_lock(&A.lock);
             A.threads = i;
+            pthread_mutex_unlock(&A.lock);
             break;
         }
     if (A.threads == 0 || pthread_create(&A.dispatcher, NULL, dispatcher_main, NULL) != 0) {
@@ -549,7 +552,9 @@ void dho_auto_start(void)
         pthread_mutex_unlock(&A.lock);
         for (int i = 0; i < A.threads; i++)
             pthread_join(A.workers[i], NULL);
+        pthread_mutex_lock(&A.lock); /* /status reads it under the lock from Orthanc's threads */
         A.running = 0;
+        pthread_mutex_unlock(&A.lock);
         return;
     }
     dho_log_warning("auto-equalization of %d modalit%s with %d worker%s", A.modality_count,
