@@ -12,12 +12,14 @@
  *      writing the gradient once (16-byte loads and stores), measured in the same run.
  * Every configuration is first checked bit for bit against the CPU twin (dh_parzen_mi_cpu) on a
  * few items (the volume: on a 512 x 512 x 48 slab, same kernels); a mismatch prints MISMATCH and
- * the program exits 1. Usage: bench_mi_parzen [--quick | --headline | --profile [noise] | --floor]
+ * the program exits 1. Usage:
+ * bench_mi_parzen [--quick | --headline | --profile [noise] | --floor | --floor3d]
  * (--quick: batches up to 1024; --headline: tables 2 and 3 alone, the volume at 64 bins only, to
  * compare builds of the kernels in one run; --profile: a few calls of the two headline shapes
  * alone, for nsys or ncu, on the noise table's images with `noise`; --floor: table 2's box
  * window with ranges found, pass by pass, against the floors of bench_mi_parzen_floor.cuh, on
- * the smooth pairs and on noise)
+ * the smooth pairs and on noise; --floor3d: the same for table 3's 512^3 pair, box window, 64
+ * bins, ranges found, against the read floor of table 3 as well)
  */
 #define BENCH_CUDA_ERROR_EXIT 2
 #include "bench_common.cuh"
@@ -334,8 +336,34 @@ static void profile(cudaStream_t s, bool noise)
     CK(cudaFree(d_out));
 }
 
-/* ---- --floor: the batch's passes one by one, and their floors --------------------------------
- * floor_batch launches the real kernels as dh_parzen_mi_cuda does for this shape (box window,
+/* What --floor and --floor3d measure: `count` items of `n` pixels (phantom side `side`), checked
+ * against the CPU twin on the first `check_pixels` of `check_items` items. */
+struct floor_shape {
+    size_t side, n;
+    uint32_t count;
+    size_t check_pixels;
+    uint32_t check_items;
+};
+static const floor_shape FLOOR_BATCH = {256, 256 * 256, 1024, 256 * 256, 2};
+static const floor_shape FLOOR_VOLUME = {512, (size_t)512 * 512 * 512, 1, (size_t)512 * 512 * 48,
+                                         1};
+
+/* The shape's images: table 2's batches, or table 3's volume pair (noise: table 2's noise). */
+static void floor_images(const floor_shape &sh, float *d_fixed, float *d_moving, bool noise,
+                         cudaStream_t s)
+{
+    if (sh.count > 1) {
+        batch_images(d_fixed, d_moving, sh.side, sh.count, noise, s);
+    } else if (noise) {
+        noise_images(d_fixed, d_moving, sh.n, 1, s);
+    } else {
+        phantom(d_fixed, sh.side, sh.n, 0.0f, 0.0f, 20.0f, 1, s);
+        phantom(d_moving, sh.side, sh.n, 0.01f, -0.005f, 20.0f, 2, s);
+    }
+}
+
+/* ---- --floor, --floor3d: the passes one by one, and their floors -----------------------------
+ * floor_batch launches the real kernels as dh_parzen_mi_cuda does for these shapes (box window,
  * float32, no masks, ranges found, a gradient; mi_parzen_cuda.cu's grids and block sizes), on its
  * own buffers, so that each pass is timed alone; its records and gradients are checked bit for bit
  * against the library's call first. */
@@ -483,6 +511,7 @@ static float floor_arith_ref(const dh_parzen_axis &ax, double scale, uint8_t row
 struct floor_figures {
     double call, memsets, range, axes_fixed, hist, score, grad, read, copy, hist_floor,
         hist_plain, weights, grad_loads, grad_arith;
+    double pair; /* the volume: table 3's floor (read both volumes, write the gradient once) */
     bool ok;
     char why[160];
 };
@@ -494,10 +523,10 @@ static void floor_fail(floor_figures &r, const char *what)
     r.ok = false;
 }
 
-static floor_figures floor_run(cudaStream_t s, int sms, bool noise)
+static floor_figures floor_run(cudaStream_t s, int sms, const floor_shape &sh, bool noise)
 {
-    const size_t side = 256, n = side * side, cells = 64 * 64;
-    const uint32_t count = 1024;
+    const size_t n = sh.n, cells = 64 * 64;
+    const uint32_t count = sh.count;
     float *d_fixed, *d_moving, *d_grad, *d_grad_lib;
     dh_mi_values *d_out, *d_out_lib;
     CK(cudaMalloc(&d_fixed, n * 4));
@@ -506,13 +535,13 @@ static floor_figures floor_run(cudaStream_t s, int sms, bool noise)
     CK(cudaMalloc(&d_grad_lib, (size_t)count * n * 4));
     CK(cudaMalloc(&d_out, count * sizeof *d_out));
     CK(cudaMalloc(&d_out_lib, count * sizeof *d_out));
-    batch_images(d_fixed, d_moving, side, count, noise, s);
+    floor_images(sh, d_fixed, d_moving, noise, s);
     floor_figures r;
     memset(&r, 0, sizeof r);
     r.ok = true;
     const dh_parzen_params p = params_of(64, DH_PARZEN_FIXED_BOX, 0);
     dh_parzen_cuda_workspace *ws = dh_parzen_cuda_workspace_new();
-    if (!check(ws, p, n, d_fixed, d_moving, 2, s))
+    if (!check(ws, p, sh.check_pixels, d_fixed, d_moving, sh.check_items, s))
         floor_fail(r, "the library's call differs from the CPU twin");
     call(ws, p, n, d_fixed, d_moving, count, d_out_lib, d_grad_lib, s);
     r.call = 1000.0 * bench_median_ms(s, 20, [&](int) {
@@ -573,6 +602,17 @@ static floor_figures floor_run(cudaStream_t s, int sms, bool noise)
         faxes[b] = {(float)axes[b].lo, (float)axes[b].hi, (float)(1.0 / axes[b].width)};
     CK(cudaMemcpy(fb.d_faxes, faxes.data(), count * sizeof(floor_axis), cudaMemcpyHostToDevice));
     const size_t n4 = (size_t)count * n / 4;
+    if (count == 1) { /* table 3's floor, which issue 22's 4x is measured against */
+        r.pair = 1000.0 * floor_ms(s, none, [&] {
+                     floor_kernel<<<4096, 256, 0, s>>>((const float4 *)d_fixed,
+                                                       (const float4 *)d_moving, (float4 *)d_grad,
+                                                       n4);
+                 });
+        const std::vector<float> f = floor_get(d_fixed, n), g = floor_get(d_grad, n);
+        for (size_t k = 0; k < n; k++)
+            if (g[k] != f[k] - first[k])
+                floor_fail(r, "the read floor's output");
+    }
     uint32_t *d_sink = floor_alloc<uint32_t>(1);
     r.read = 1000.0 * floor_ms(s, none, [&] {
                  bench_read_kernel<<<4096, 256, 0, s>>>((const uint4 *)d_moving, n4, d_sink);
@@ -659,20 +699,33 @@ static floor_figures floor_run(cudaStream_t s, int sms, bool noise)
     return r;
 }
 
-/* --floor's table: both data kinds, then the floor of the call: the passes that have no floor
- * kernel as measured (memsets, range, axes and fixed rows, score), each split pass at the larger
- * of its two parts (as if they overlapped perfectly: a lower bound) and at their sum. */
-static void floors(cudaStream_t s, const cudaDeviceProp &prop)
+/* --floor's and --floor3d's table: both data kinds, then the floor of the call: the passes that
+ * have no floor kernel as measured (memsets, range, axes and fixed rows, score), each split pass
+ * at the larger of its two parts (as if they overlapped perfectly: a lower bound) and at their
+ * sum; against 2M evaluations/s (the batch) or 4x table 3's floor (the volume). */
+static void floors(cudaStream_t s, const cudaDeviceProp &prop, const floor_shape &sh)
 {
-    const floor_figures f[2] = {floor_run(s, prop.multiProcessorCount, false),
-                                floor_run(s, prop.multiProcessorCount, true)};
-    printf("\n### Parzen MI batch pass by pass against its floors: 1024 pairs of 256x256 float32, "
-           "64 bins, box window, ranges found (%s)\n\n",
-           prop.name);
+    const bool volume = sh.count == 1;
+    const floor_figures f[2] = {floor_run(s, prop.multiProcessorCount, sh, false),
+                                floor_run(s, prop.multiProcessorCount, sh, true)};
+    if (volume)
+        printf("\n### Parzen MI 512^3 pair pass by pass against its floors: one pair of 512^3 "
+               "float32, 64 bins, box window, ranges found (%s)\n\n",
+               prop.name);
+    else
+        printf("\n### Parzen MI batch pass by pass against its floors: 1024 pairs of 256x256 "
+               "float32, 64 bins, box window, ranges found (%s)\n\n",
+               prop.name);
     printf("| pass or floor | smooth phantom, us | noise, us |\n|---|---|---|\n");
     struct row_of {
         const char *what;
         double floor_figures::*v;
+    };
+    const row_of volume_rows[] = {
+        {"floor: read both volumes, write the gradient once (table 3's; the target's 1x)",
+         &floor_figures::pair},
+        {"floor: read the moving volume once (bench_read_kernel)", &floor_figures::read},
+        {"floor: read it once, write the gradient once", &floor_figures::copy},
     };
     const row_of rows[] = {
         {"the whole call (dh_parzen_mi_cuda, value + gradient)", &floor_figures::call},
@@ -695,8 +748,16 @@ static void floors(cudaStream_t s, const cudaDeviceProp &prop)
         {"gradient floor: loads, FP64 arithmetic, stores, no table reads",
          &floor_figures::grad_arith},
     };
-    for (const row_of &r : rows)
+    for (const row_of &r : rows) {
+        if (volume && r.v == &floor_figures::copy)
+            continue; /* among volume_rows, printed in the read row's place */
+        if (volume && r.v == &floor_figures::read) {
+            for (const row_of &v : volume_rows)
+                printf("| %s | %.1f | %.1f |\n", v.what, f[0].*v.v, f[1].*v.v);
+            continue;
+        }
         printf("| %s | %.1f | %.1f |\n", r.what, f[0].*r.v, f[1].*r.v);
+    }
     double low[2], high[2], passes[2];
     for (int i = 0; i < 2; i++) {
         const floor_figures &x = f[i];
@@ -709,7 +770,16 @@ static void floors(cudaStream_t s, const cudaDeviceProp &prop)
     printf("| floor of the call, the split passes overlapped (max of each pair) | %.1f | %.1f |\n",
            low[0], low[1]);
     printf("| the same, the split passes' parts added | %.1f | %.1f |\n", high[0], high[1]);
-    printf("| 2M evaluations/s: 1024 pairs in | 512.0 | 512.0 |\n");
+    if (volume) {
+        printf("| 4x table 3's floor (issue 22's target for the pair) | %.1f | %.1f |\n",
+               4.0 * f[0].pair, 4.0 * f[1].pair);
+        printf("| the call against table 3's floor | %.2fx | %.2fx |\n", f[0].call / f[0].pair,
+               f[1].call / f[1].pair);
+        printf("| floor of the call (overlapped) against table 3's floor | %.2fx | %.2fx |\n",
+               low[0] / f[0].pair, low[1] / f[1].pair);
+    } else {
+        printf("| 2M evaluations/s: 1024 pairs in | 512.0 | 512.0 |\n");
+    }
     for (int i = 0; i < 2; i++)
         printf("\ncheck (%s): %s\n", i ? "noise" : "smooth",
                f[i].ok ? "ok (records and gradients of the passes one by one equal the call's; "
@@ -724,8 +794,8 @@ int main(int argc, char **argv)
     const cudaDeviceProp prop = bench_device();
     cudaStream_t s;
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    if (argc > 1 && strcmp(argv[1], "--floor") == 0) {
-        floors(s, prop);
+    if (argc > 1 && (strcmp(argv[1], "--floor") == 0 || strcmp(argv[1], "--floor3d") == 0)) {
+        floors(s, prop, strcmp(argv[1], "--floor") == 0 ? FLOOR_BATCH : FLOOR_VOLUME);
         CK(cudaStreamDestroy(s));
         return g_failed;
     }

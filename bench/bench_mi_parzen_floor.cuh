@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * bench_mi_parzen_floor.cuh: bench_mi_parzen --floor's kernels (issue 22: can a batch of 1024
- * pairs of 256x256 at 64 bins reach 2M evaluations/s, 512 us per call?). Each floor kernel does
+ * pairs of 256x256 at 64 bins reach 2M evaluations/s, 512 us per call?), and --floor3d's (the
+ * same kernels on one 512^3 pair: can it come within 4x of reading both volumes and writing the
+ * gradient once?). Each floor kernel does
  * only the irreducible part of one of the batch's passes, with the real kernel's launch shape,
  * block size, memory layout and loop:
  *   - floor_hist_kernel: the histogram pass's loads (fixed row byte, moving float) and its
