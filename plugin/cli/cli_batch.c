@@ -302,13 +302,10 @@ static void process(batch *b, size_t k, dh_ctx *ctx, dh_plan_share *share)
      * DCMTK on the worker's core (run 81: sixteen such batches at once were slower than DCMTK). */
     int sv1 = b->gpu_sched && cli_decode_device_sv1(syntax, b->cl->device);
     int gpu_syntax = b->gpu_sched && !sv1 && cli_decode_gpu_syntax(syntax);
-    int device_sv1 = 0;
-    if (sv1) {
-        choice = cli_gpu_decode_take(&b->gpu_decode, bytes, slots, 0, ctx, NULL, &sched_note);
-        device_sv1 = choice == CLI_DECODE_GPU;
-    } else if (gpu_syntax)
+    /* SV1 has no CPU prior, and no share: the device read takes the whole series in one call. */
+    if (sv1 || gpu_syntax)
         choice = cli_gpu_decode_take(&b->gpu_decode, bytes, slots, cli_decode_cpu_prior(syntax),
-                                     ctx, share, &sched_note);
+                                     ctx, gpu_syntax ? share : NULL, &sched_note);
     /* JPEG lossless goes to the library with the GPU decoders on only once they are loaded:
      * it loads them (0.7 s that every worker waited for) only to refuse the stream by default.
      * Any other syntax is read with them off. */
@@ -328,7 +325,7 @@ static void process(batch *b, size_t k, dh_ctx *ctx, dh_plan_share *share)
             share, cli_decode_back_threads(syntax) && cli_gpu_decode_usable(&b->gpu_decode));
     double device_decode[2] = {0, 0};
     dh_status loaded = DH_OK;
-    if (device_sv1)
+    if (sv1 && choice == CLI_DECODE_GPU)
         p->device_read = load_on_device(ctx, b->plan, series, &set, device_decode) ? 1 : -1;
     if (p->device_read != 1)
         loaded = shared ? dh_plan_load_series_shared(ctx, b->plan, series, share, &set)

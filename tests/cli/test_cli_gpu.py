@@ -172,8 +172,8 @@ def compare_sv1_batch(c, exe, shared, tmp):
     """JPEG lossless SV1 series in a batch (issue 24): --device cuda with DH_GPU_JPEG_LOSSLESS=1
     reads each into GPU memory with nvJPEG's lossless backend (dh_plan_load_series_device,
     cli_decode_device_sv1) and writes the pixels --device cpu (DCMTK) writes; without it (the
-    default) or with =0, DCMTK, with the same pixels again. nvJPEG must have read some series (the manifest's decoder), else the test
-    proved only the fallback."""
+    default) or with =0, DCMTK, with the same pixels again. nvJPEG must have read some series
+    (the manifest's decoder), else the test proved only the fallback."""
     archive = sv1_archive(shared, os.environ.get("DH_GPU_DECODE_STREAMS"),
                           os.path.join(tmp, "sv1_archive"))
     outs, decoders, stats = {}, {}, {}
