@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * test_cli_cuda_start.c: CUDA's start on a thread of its own (plugin/cli/cli_cuda_start.h)
- * without a GPU, through stand-ins for dh_cuda_prepare: the caller goes on while it runs, every
- * waiter (before or after it returns) gets its one answer, it runs once; and the library's
- * dh_cuda_prepare answers as dh_cuda_available does.
+ * without a GPU, through stand-ins for dh_cuda_available and dh_cuda_prepare: the caller goes on
+ * while they run, every waiter (before or after the answer) gets the probe's one answer and none
+ * waits for the context, which is made only where the answer is 1 and is joined at the end; and
+ * the library's dh_cuda_prepare answers as dh_cuda_available does.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
@@ -86,7 +87,7 @@ START_TEST(waiters_block_until_the_answer_then_all_get_it)
     waiter w[WAITERS];
     pthread_t ids[WAITERS];
     reset_gate(0, 1);
-    cli_cuda_start_begin(&c, gated_prepare); /* returns while prepare is blocked: on a thread */
+    cli_cuda_start_begin(&c, gated_prepare, NULL); /* returns while it is blocked */
     pthread_mutex_lock(&gate_lock);
     while (calls == 0)
         pthread_cond_wait(&gate_changed, &gate_lock);
@@ -118,7 +119,7 @@ START_TEST(an_answer_given_before_the_wait_is_not_lost)
     for (int value = 0; value <= 1; value++) {
         cli_cuda_start c;
         reset_gate(1, value);
-        cli_cuda_start_begin(&c, gated_prepare);
+        cli_cuda_start_begin(&c, gated_prepare, NULL);
         sleep_ms(20);
         ck_assert_int_eq(cli_cuda_start_wait(&c), value);
         ck_assert_int_eq(cli_cuda_start_wait(&c), value);
@@ -132,7 +133,7 @@ START_TEST(end_without_a_wait_joins_the_thread)
 {
     cli_cuda_start c;
     reset_gate(0, 0);
-    cli_cuda_start_begin(&c, gated_prepare);
+    cli_cuda_start_begin(&c, gated_prepare, NULL);
     open_gate();
     cli_cuda_start_end(&c); /* joins: prepare has returned afterwards */
     ck_assert_int_eq(gate_calls(), 1);
@@ -140,10 +141,58 @@ START_TEST(end_without_a_wait_joins_the_thread)
 }
 END_TEST
 
+/* The second step's stand-in: counts its calls, blocks on the gate. */
+static int context_calls;
+
+static int gated_context(void)
+{
+    pthread_mutex_lock(&gate_lock);
+    context_calls++;
+    pthread_cond_broadcast(&gate_changed);
+    while (!gate_open)
+        pthread_cond_wait(&gate_changed, &gate_lock);
+    pthread_mutex_unlock(&gate_lock);
+    return 1;
+}
+
+static int answer_yes(void) { return 1; }
+static int answer_no(void) { return 0; }
+
+START_TEST(the_answer_does_not_wait_for_the_context)
+{
+    cli_cuda_start c;
+    reset_gate(0, 0);
+    pthread_mutex_lock(&gate_lock);
+    context_calls = 0;
+    pthread_mutex_unlock(&gate_lock);
+    cli_cuda_start_begin(&c, answer_yes, gated_context);
+    ck_assert_int_eq(cli_cuda_start_wait(&c), 1); /* while the context is blocked */
+    pthread_mutex_lock(&gate_lock);
+    while (context_calls == 0)
+        pthread_cond_wait(&gate_changed, &gate_lock); /* it runs after the answer was given */
+    pthread_mutex_unlock(&gate_lock);
+    open_gate();
+    cli_cuda_start_end(&c); /* joins the context's step */
+    ck_assert_int_eq(context_calls, 1);
+}
+END_TEST
+
+START_TEST(no_context_where_the_answer_is_no)
+{
+    cli_cuda_start c;
+    reset_gate(1, 0);
+    context_calls = 0;
+    cli_cuda_start_begin(&c, answer_no, gated_context);
+    ck_assert_int_eq(cli_cuda_start_wait(&c), 0);
+    cli_cuda_start_end(&c);
+    ck_assert_int_eq(context_calls, 0);
+}
+END_TEST
+
 START_TEST(the_library_prepare_answers_as_cuda_available)
 {
     cli_cuda_start c;
-    cli_cuda_start_begin(&c, dh_cuda_prepare);
+    cli_cuda_start_begin(&c, dh_cuda_available, dh_cuda_prepare);
     int usable = cli_cuda_start_wait(&c);
     cli_cuda_start_end(&c);
     ck_assert_int_eq(usable, dh_cuda_available());
@@ -156,6 +205,8 @@ int main(void)
     dh_test tests[] = {DH_TEST(waiters_block_until_the_answer_then_all_get_it),
                        DH_TEST(an_answer_given_before_the_wait_is_not_lost),
                        DH_TEST(end_without_a_wait_joins_the_thread),
+                       DH_TEST(the_answer_does_not_wait_for_the_context),
+                       DH_TEST(no_context_where_the_answer_is_no),
                        DH_TEST(the_library_prepare_answers_as_cuda_available)};
     return dh_test_run(dh_test_suite("cli_cuda_start", 0, DH_TESTS(tests)));
 }
