@@ -648,6 +648,19 @@ int dh_cuda_usable(void)
     return count > 0;
 }
 
+int dh_cuda_open_context(void)
+{
+    int device = 0;
+    if (!dh_cuda_usable())
+        return 0;
+    /* cudaFree(0) is the runtime's documented no-op that makes the device's primary context. */
+    if (cudaGetDevice(&device) != cudaSuccess || cudaFree(0) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return 1;
+}
+
 int dh_cuda_name(char *name, size_t size)
 {
     int device = 0;

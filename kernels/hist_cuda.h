@@ -22,6 +22,10 @@ int dh_cuda_usable(void);
 /* The name of the current CUDA device ("NVIDIA H100 80GB HBM3") into name; returns 1, or 0 with
  * name "" when no device can be used. Never fails, never prints. */
 int dh_cuda_name(char *name, size_t size);
+/* dh_cuda_usable, and where it is 1 the current device's primary context made as well (once per
+ * process, CUDA's own state; later calls only read it), so that the process's first GPU call does
+ * not pay for it. 0 also when the context cannot be made. Never fails, never prints. */
+int dh_cuda_open_context(void);
 
 /* Host samples in, host counts out (same contract as dh_hist_cpu). Moves the data to the GPU
  * itself (pinned staging, transfer overlapped with compute, chunked when the volume exceeds free

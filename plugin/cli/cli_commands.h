@@ -41,6 +41,8 @@ void cli_report_failure_to(FILE *to, const char *what, const char *message);
  * once here rather than once per volume, then the context is created. Returns -1 with *ctx set
  * to go on, or the exit status (1, reported). */
 int cli_open_context(dh_device device, dh_ctx **ctx);
+/* The message of `--device cuda` without a usable GPU, said once; returns the exit status (1). */
+int cli_report_no_cuda(void);
 
 /* Loads the paths through dh_volume_set_load and reports each input that failed. Returns the
  * set (NULL, after reporting, when nothing could be tried at all); *failed is set to 1 when

@@ -22,13 +22,16 @@ void cli_report_failure_to(FILE *to, const char *what, const char *message) {
     fprintf(to, "dicomhist: %s: %s\n", what, message);
 }
 
+int cli_report_no_cuda(void) {
+    fprintf(stderr, "dicomhist: --device cuda: no usable CUDA GPU (this build has no CUDA "
+                    "support, or no GPU is present)\n");
+    return CLI_EXIT_INPUT;
+}
+
 int cli_open_context(dh_device device, dh_ctx **ctx) {
     *ctx = NULL;
-    if (device == DH_DEVICE_CUDA && !dh_cuda_available()) {
-        fprintf(stderr, "dicomhist: --device cuda: no usable CUDA GPU (this build has no CUDA "
-                        "support, or no GPU is present)\n");
-        return CLI_EXIT_INPUT;
-    }
+    if (device == DH_DEVICE_CUDA && !dh_cuda_available())
+        return cli_report_no_cuda();
     *ctx = dh_ctx_create();
     if (!*ctx) {
         fprintf(stderr, "dicomhist: out of memory\n");

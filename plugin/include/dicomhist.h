@@ -1104,6 +1104,16 @@ DH_API size_t dh_plan_share_left(dh_plan_share *share);
  * it, so its core is free for them (docs/batch.md). */
 DH_API void dh_plan_share_set_back_threads(dh_plan_share *share, int threads);
 
+/* ---- CUDA started ahead of the first GPU call (issue 24) ----------------------------------
+ * dh_cuda_available, and where it returns 1 the GPU's CUDA context also exists afterwards (made
+ * once per process and kept by CUDA until the process ends; later calls cost nothing), so the
+ * process's first GPU computation does not pay for it (CUDA's start, driver and context, took
+ * 0.34 s on an H100 host: docs/performance.md, session 19). Thread-safe; a host calls it on a
+ * thread of its own to overlap CUDA's start with its other work (the dicomhist command does,
+ * under --device cuda). 0 also when the context cannot be made (a GPU taken by another process
+ * in exclusive mode). Never fails. */
+DH_API int dh_cuda_prepare(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -144,6 +144,15 @@ int dh_cuda_available(void)
 #endif
 }
 
+int dh_cuda_prepare(void)
+{
+#ifdef DH_HAVE_CUDA
+    return dh_cuda_open_context();
+#else
+    return 0;
+#endif
+}
+
 int dh_cuda_device_name(char *name, size_t size)
 {
     if (!name || size == 0)

@@ -334,6 +334,14 @@ def check_mi_and_derived(c, binary, shared, tmp):
             c.check(r.err.startswith("dicomhist: --device cuda: "),
                     f"{args[0]} --device cuda without a GPU: the same message ({r.err.strip()!r})")
         c.check(not os.path.exists(os.path.join(tmp, "cuda-out")), "--device cuda: nothing written")
+        # The batch starts CUDA beside its scan (session 19) and still says this first and alone,
+        # before any input's own failure.
+        r = t.run(binary, "equalize", "--device", "cuda", "-o", os.path.join(tmp, "cuda-out"),
+                  os.path.join(tmp, "no-such-input"))
+        c.equal((r.rc, r.out, r.err.count("\n")), (1, "", 1),
+                "equalize --device cuda, no GPU, a missing input: exit 1, one line")
+        c.check(r.err.startswith("dicomhist: --device cuda: "),
+                f"equalize --device cuda, no GPU, a missing input: the GPU's message ({r.err!r})")
 
     # equalize and window write derived files and report them in the documented JSON lines.
     for command, args, window in (
