@@ -19,7 +19,9 @@
  * alone, for nsys or ncu, on the noise table's images with `noise`; --floor: table 2's box
  * window with ranges found, pass by pass, against the floors of bench_mi_parzen_floor.cuh, on
  * the smooth pairs and on noise; --floor3d: the same for table 3's 512^3 pair, box window, 64
- * bins, ranges found, against the read floor of table 3 as well)
+ * bins, ranges found, against the read floor of table 3 as well; both also time the call with
+ * ranges given, the fixed pass alone in its vector and scalar forms and its read + write floor,
+ * and print the given-range call's floors)
  */
 #define BENCH_CUDA_ERROR_EXIT 2
 #include "bench_common.cuh"
@@ -372,7 +374,8 @@ struct floor_batch {
     floor_axis *d_faxes;
     unsigned long long *d_fold;
     dim3 range_grid, hist_grid, grad_grid;
-    unsigned fixed_blocks;
+    unsigned fixed_blocks;     /* pz_fixed_kernel's (the scalar path; session 18's pass) */
+    unsigned fixed_vec_blocks; /* pz_fixed_vec_kernel's (the library's path for these buffers) */
     size_t cells;
 };
 
@@ -421,6 +424,8 @@ static floor_batch floor_setup(int sms, size_t n, uint32_t count, const float *d
     f.grad_grid = dim3(count, floor_blocks_per_item(sms, n, count, 2048));
     const size_t fixed_blocks = (n + PZ_PIXEL_THREADS * 4 - 1) / (PZ_PIXEL_THREADS * 4);
     f.fixed_blocks = (unsigned)(fixed_blocks < (size_t)sms * 8 ? fixed_blocks : (size_t)sms * 8);
+    const size_t vec_blocks = (n + PZ_PIXEL_THREADS * 8 - 1) / (PZ_PIXEL_THREADS * 8);
+    f.fixed_vec_blocks = (unsigned)(vec_blocks < (size_t)sms * 8 ? vec_blocks : (size_t)sms * 8);
     f.d_fold = floor_alloc<unsigned long long>((size_t)count * f.hist_grid.y * PZ_HIST_THREADS);
     return f;
 }
@@ -512,6 +517,9 @@ struct floor_figures {
     double call, memsets, range, axes_fixed, hist, score, grad, read, copy, hist_floor,
         hist_plain, weights, grad_loads, grad_arith;
     double pair; /* the volume: table 3's floor (read both volumes, write the gradient once) */
+    /* session 19: the call with ranges given; the fixed pass alone, scalar (session 18's) and
+     * vector (the library's now), and its floor (floor_fixed_kernel) */
+    double call_given, fixed_scalar, fixed_vec, fixed_floor;
     bool ok;
     char why[160];
 };
@@ -547,6 +555,17 @@ static floor_figures floor_run(cudaStream_t s, int sms, const floor_shape &sh, b
     r.call = 1000.0 * bench_median_ms(s, 20, [&](int) {
                  call(ws, p, n, d_fixed, d_moving, count, d_out_lib, d_grad_lib, s);
              });
+    {
+        /* ranges given (no range pass): the benchmark's -200..2200, which holds both kinds */
+        const dh_parzen_params pg = params_of(64, DH_PARZEN_FIXED_BOX, 1);
+        if (!check(ws, pg, sh.check_pixels, d_fixed, d_moving, sh.check_items, s))
+            floor_fail(r, "the library's call with ranges given differs from the CPU twin");
+        call(ws, pg, n, d_fixed, d_moving, count, d_out_lib, d_grad_lib, s);
+        r.call_given = 1000.0 * bench_median_ms(s, 20, [&](int) {
+                           call(ws, pg, n, d_fixed, d_moving, count, d_out_lib, d_grad_lib, s);
+                       });
+        call(ws, p, n, d_fixed, d_moving, count, d_out_lib, d_grad_lib, s); /* found, for below */
+    }
     dh_parzen_cuda_workspace_free(ws);
 
     floor_batch fb = floor_setup(sms, n, count, d_fixed, d_moving, d_grad, d_out);
@@ -565,7 +584,7 @@ static floor_figures floor_run(cudaStream_t s, int sms, const floor_shape &sh, b
     };
     auto axes_fixed = [&] {
         pz_axes_kernel<<<(count + 1 + 255) / 256, 256, 0, s>>>(a);
-        pz_fixed_kernel<DH_PARZEN_FLOAT32><<<fb.fixed_blocks, PZ_PIXEL_THREADS, 0, s>>>(a);
+        pz_fixed_vec_kernel<DH_PARZEN_FLOAT32><<<fb.fixed_vec_blocks, PZ_PIXEL_THREADS, 0, s>>>(a);
     };
     auto hist = [&] {
         pz_hist_kernel<DH_PARZEN_FLOAT32, false, true, false>
@@ -588,6 +607,34 @@ static floor_figures floor_run(cudaStream_t s, int sms, const floor_shape &sh, b
     r.range = 1000.0 * floor_ms(s, zero, range);
     r.axes_fixed = 1000.0 * floor_ms(s, none, axes_fixed);
     r.hist = 1000.0 * floor_ms(s, zero_hist, hist);
+    {
+        /* the fixed pass alone: the vector kernel (the library's) and the scalar one (session
+         * 18's), the same rows byte for byte, and those rows as the host computes them */
+        r.fixed_vec = 1000.0 * floor_ms(s, none, [&] {
+                          pz_fixed_vec_kernel<DH_PARZEN_FLOAT32>
+                              <<<fb.fixed_vec_blocks, PZ_PIXEL_THREADS, 0, s>>>(a);
+                      });
+        const std::vector<uint8_t> vec_rows = floor_get(a.fixed_row, n);
+        r.fixed_scalar = 1000.0 * floor_ms(s, none, [&] {
+                             pz_fixed_kernel<DH_PARZEN_FLOAT32>
+                                 <<<fb.fixed_blocks, PZ_PIXEL_THREADS, 0, s>>>(a);
+                         });
+        const std::vector<uint8_t> scalar_rows = floor_get(a.fixed_row, n);
+        if (memcmp(vec_rows.data(), scalar_rows.data(), n) != 0)
+            floor_fail(r, "the fixed pass's vector and scalar rows differ");
+        const dh_parzen_axis fax = floor_get(a.axes + count, 1)[0];
+        const std::vector<float> fv = floor_get(d_fixed, n);
+        for (size_t k = 0; k < n; k++) {
+            double f;
+            const uint8_t want = isfinite(fv[k]) ? (uint8_t)dh_parzen_index(
+                                                       64, dh_parzen_position(&fax, fv[k]), &f)
+                                                 : PZ_NO_ROW;
+            if (vec_rows[k] != want) {
+                floor_fail(r, "the fixed pass's rows differ from the host's");
+                break;
+            }
+        }
+    }
     r.score = 1000.0 * floor_ms(s, none, score);
     r.grad = 1000.0 * floor_ms(s, none, grad);
 
@@ -612,6 +659,22 @@ static floor_figures floor_run(cudaStream_t s, int sms, const floor_shape &sh, b
         for (size_t k = 0; k < n; k++)
             if (g[k] != f[k] - first[k])
                 floor_fail(r, "the read floor's output");
+    }
+    {
+        /* the fixed pass's floor: its reads and writes alone, into a buffer of its own */
+        uint32_t *d_rows = floor_alloc<uint32_t>(n / 4);
+        r.fixed_floor = 1000.0 * floor_ms(s, none, [&] {
+                            floor_fixed_kernel<<<fb.fixed_vec_blocks, PZ_PIXEL_THREADS, 0, s>>>(
+                                (const float4 *)d_fixed, d_rows, n / 4);
+                        });
+        const std::vector<uint32_t> got = floor_get(d_rows, n / 4);
+        const std::vector<float> fv = floor_get(d_fixed, n);
+        for (size_t g = 0; g < n / 4; g++)
+            if (got[g] != floor_top_bytes(fv[4 * g], fv[4 * g + 1], fv[4 * g + 2], fv[4 * g + 3])) {
+                floor_fail(r, "the fixed pass floor's bytes");
+                break;
+            }
+        CK(cudaFree(d_rows));
     }
     uint32_t *d_sink = floor_alloc<uint32_t>(1);
     r.read = 1000.0 * floor_ms(s, none, [&] {
@@ -731,7 +794,13 @@ static void floors(cudaStream_t s, const cudaDeviceProp &prop, const floor_shape
         {"the whole call (dh_parzen_mi_cuda, value + gradient)", &floor_figures::call},
         {"memsets (range keys, counts, histograms)", &floor_figures::memsets},
         {"pz_range_kernel", &floor_figures::range},
-        {"pz_axes_kernel + pz_fixed_kernel", &floor_figures::axes_fixed},
+        {"pz_axes_kernel + pz_fixed_vec_kernel (the library's fixed pass)",
+         &floor_figures::axes_fixed},
+        {"pz_fixed_vec_kernel alone (session 19: groups of four pixels)",
+         &floor_figures::fixed_vec},
+        {"pz_fixed_kernel alone (session 18's scalar pass)", &floor_figures::fixed_scalar},
+        {"fixed pass floor: read the fixed image once, write a byte per pixel",
+         &floor_figures::fixed_floor},
         {"pz_hist_kernel", &floor_figures::hist},
         {"pz_score_kernel", &floor_figures::score},
         {"pz_gradient_kernel", &floor_figures::grad},
@@ -766,6 +835,12 @@ static void floors(cudaStream_t s, const cudaDeviceProp &prop, const floor_shape
         low[i] = rest + fmax(x.hist_floor, x.weights) + fmax(x.grad_loads, x.grad_arith);
         high[i] = rest + x.hist_floor + x.weights + x.grad_loads + x.grad_arith;
     }
+    /* ranges given: no range pass; the fixed pass as measured, then at its floor */
+    double given_low[2], given_floor[2];
+    for (int i = 0; i < 2; i++) {
+        given_low[i] = low[i] - f[i].range;
+        given_floor[i] = given_low[i] - f[i].axes_fixed + f[i].fixed_floor;
+    }
     printf("| the passes' sum | %.1f | %.1f |\n", passes[0], passes[1]);
     printf("| floor of the call, the split passes overlapped (max of each pair) | %.1f | %.1f |\n",
            low[0], low[1]);
@@ -777,8 +852,19 @@ static void floors(cudaStream_t s, const cudaDeviceProp &prop, const floor_shape
                f[1].call / f[1].pair);
         printf("| floor of the call (overlapped) against table 3's floor | %.2fx | %.2fx |\n",
                low[0] / f[0].pair, low[1] / f[1].pair);
+        printf("| the call with ranges given (-200..2200) | %.1f = %.2fx | %.1f = %.2fx |\n",
+               f[0].call_given, f[0].call_given / f[0].pair, f[1].call_given,
+               f[1].call_given / f[1].pair);
+        printf("| floor of a given-range call (overlapped, no range pass, fixed pass as measured) "
+               "| %.1f = %.2fx | %.1f = %.2fx |\n",
+               given_low[0], given_low[0] / f[0].pair, given_low[1], given_low[1] / f[1].pair);
+        printf("| the same, the fixed pass at its floor | %.1f = %.2fx | %.1f = %.2fx |\n",
+               given_floor[0], given_floor[0] / f[0].pair, given_floor[1],
+               given_floor[1] / f[1].pair);
     } else {
         printf("| 2M evaluations/s: 1024 pairs in | 512.0 | 512.0 |\n");
+        printf("| the call with ranges given (-200..2200) | %.1f | %.1f |\n", f[0].call_given,
+               f[1].call_given);
     }
     for (int i = 0; i < 2; i++)
         printf("\ncheck (%s): %s\n", i ? "noise" : "smooth",

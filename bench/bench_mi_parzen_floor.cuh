@@ -17,7 +17,10 @@
  *   - floor_gradient_kernel: the gradient pass's loads and stores with the factor-table reads
  *     (TABLE) but a float32 cell and a plain sum, or its arithmetic (ARITH: position, fraction,
  *     slopes, the cell sum and scale in FP64) with a register in place of the table;
- *   - floor_copy_kernel: read the batch once and write a gradient's worth once.
+ *   - floor_copy_kernel: read the batch once and write a gradient's worth once;
+ *   - floor_fixed_kernel (session 19): the fixed pass's reads and writes alone: the fixed image
+ *     read once by 16-byte loads and a byte written per pixel, with pz_fixed_vec_kernel's grid
+ *     and loop (two groups of four pixels per thread and trip), no arithmetic.
  * The real kernels themselves come from kernels/mi_parzen_cuda_pixels.cuh and _score.cuh,
  * included here (they are private to mi_parzen_cuda.cu, whose launch code floor_batch mirrors),
  * so that each pass can be timed on its own and the floors reuse the real arithmetic exactly.
@@ -30,6 +33,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "mi_parzen.h"
 #include "mi_parzen_cuda_pixels.cuh"
@@ -242,6 +246,37 @@ __global__ static void floor_copy_kernel(const float4 *m, float4 *g, size_t n4)
          i += (size_t)gridDim.x * blockDim.x) {
         const float4 x = __ldcs(m + i);
         __stcs(g + i, make_float4(0.5f * x.x, 0.5f * x.y, 0.5f * x.z, 0.5f * x.w));
+    }
+}
+
+/* Four floats' top bytes in one word (byte u: float u's bits >> 24): what floor_fixed_kernel
+ * writes, a byte of each sample that the host can check. */
+__host__ __device__ static inline uint32_t floor_top_bytes(float x, float y, float z, float w)
+{
+    uint32_t b[4];
+    const float v[4] = {x, y, z, w};
+    for (int u = 0; u < 4; u++) {
+        uint32_t bits;
+        memcpy(&bits, &v[u], 4);
+        b[u] = bits >> 24;
+    }
+    return b[0] | b[1] << 8 | b[2] << 16 | b[3] << 24;
+}
+
+/* The fixed pass's floor (its unavoidable reads and writes): read n4 groups of four fixed floats,
+ * write a byte per pixel (floor_top_bytes), with pz_fixed_vec_kernel's loop and grid. */
+__global__ static void floor_fixed_kernel(const float4 *f, uint32_t *rows, size_t n4)
+{
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    size_t g = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    for (; g + stride < n4; g += 2 * stride) {
+        const float4 x = f[g], y = f[g + stride];
+        rows[g] = floor_top_bytes(x.x, x.y, x.z, x.w);
+        rows[g + stride] = floor_top_bytes(y.x, y.y, y.z, y.w);
+    }
+    for (; g < n4; g += stride) {
+        const float4 x = f[g];
+        rows[g] = floor_top_bytes(x.x, x.y, x.z, x.w);
     }
 }
 
