@@ -1028,7 +1028,8 @@ static void gap_run(cudaStream_t s, const cudaDeviceProp &prop, const gap_clock 
     auto none = [] {};
     const double alone[5] = {1000.0 * floor_ms(s, none, zero),
                              1000.0 * floor_ms(s, none, axes_fixed),
-                             1000.0 * floor_ms(s, zero_hist, hist), 1000.0 * floor_ms(s, none, score),
+                             1000.0 * floor_ms(s, zero_hist, hist),
+                             1000.0 * floor_ms(s, none, score),
                              1000.0 * floor_ms(s, none, grad)};
     const double alone_mhz = gap_clock_now(c, s);
     const double hist_after_fixed = 1000.0 * floor_ms(s, [&] { zero_hist(), axes_fixed(); }, hist);

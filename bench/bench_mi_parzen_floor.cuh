@@ -300,7 +300,8 @@ __device__ static inline uint32_t floor_row_f32(float x, float lo, float hi, flo
 __device__ static inline uint32_t floor_rows_f32(float4 x, float lo, float hi, float rcp, int bins)
 {
     return floor_row_f32(x.x, lo, hi, rcp, bins) | floor_row_f32(x.y, lo, hi, rcp, bins) << 8 |
-           floor_row_f32(x.z, lo, hi, rcp, bins) << 16 | floor_row_f32(x.w, lo, hi, rcp, bins) << 24;
+           floor_row_f32(x.z, lo, hi, rcp, bins) << 16 |
+           floor_row_f32(x.w, lo, hi, rcp, bins) << 24;
 }
 
 __global__ static void floor_fixed_f32_kernel(const float4 *f, uint32_t *rows, size_t n4, float lo,
