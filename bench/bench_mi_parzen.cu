@@ -13,13 +13,17 @@
  * Every configuration is first checked bit for bit against the CPU twin (dh_parzen_mi_cpu) on a
  * few items (the volume: on a 512 x 512 x 48 slab, same kernels); a mismatch prints MISMATCH and
  * the program exits 1. Usage:
- * bench_mi_parzen [--quick | --headline | --profile [noise] | --floor | --floor3d]
+ * bench_mi_parzen [--quick | --headline | --profile [noise] | --floor | --floor3d | --gap3d]
  * (--quick: batches up to 1024; --headline: tables 2 and 3 alone, the volume at 64 bins only, to
  * compare builds of the kernels in one run; --profile: a few calls of the two headline shapes
  * alone, for nsys or ncu, on the noise table's images with `noise`; --floor: table 2's box
  * window with ranges found, pass by pass, against the floors of bench_mi_parzen_floor.cuh, on
  * the smooth pairs and on noise; --floor3d: the same for table 3's 512^3 pair, box window, 64
- * bins, ranges found, against the read floor of table 3 as well)
+ * bins, ranges found, against the read floor of table 3 as well; both also time the call with
+ * ranges given, the fixed pass alone in its vector and scalar forms and its read + write floor,
+ * and print the given-range call's floors; --gap3d: the 512^3 call with ranges given against
+ * its passes launched in its order, back to back and after idle, and alone, with the SM clock
+ * after each loop: where the call's time over its passes' sum goes)
  */
 #define BENCH_CUDA_ERROR_EXIT 2
 #include "bench_common.cuh"
@@ -27,6 +31,9 @@
 #include <math.h>
 #include <string.h>
 
+#include <chrono>
+#include <functional>
+#include <thread>
 #include <vector>
 
 #include "bench_mi_parzen_floor.cuh"
@@ -372,7 +379,8 @@ struct floor_batch {
     floor_axis *d_faxes;
     unsigned long long *d_fold;
     dim3 range_grid, hist_grid, grad_grid;
-    unsigned fixed_blocks;
+    unsigned fixed_blocks;     /* pz_fixed_kernel's (the scalar path; session 18's pass) */
+    unsigned fixed_vec_blocks; /* pz_fixed_vec_kernel's (the library's path for these buffers) */
     size_t cells;
 };
 
@@ -421,6 +429,8 @@ static floor_batch floor_setup(int sms, size_t n, uint32_t count, const float *d
     f.grad_grid = dim3(count, floor_blocks_per_item(sms, n, count, 2048));
     const size_t fixed_blocks = (n + PZ_PIXEL_THREADS * 4 - 1) / (PZ_PIXEL_THREADS * 4);
     f.fixed_blocks = (unsigned)(fixed_blocks < (size_t)sms * 8 ? fixed_blocks : (size_t)sms * 8);
+    const size_t vec_blocks = (n + PZ_PIXEL_THREADS * 8 - 1) / (PZ_PIXEL_THREADS * 8);
+    f.fixed_vec_blocks = (unsigned)(vec_blocks < (size_t)sms * 8 ? vec_blocks : (size_t)sms * 8);
     f.d_fold = floor_alloc<unsigned long long>((size_t)count * f.hist_grid.y * PZ_HIST_THREADS);
     return f;
 }
@@ -512,6 +522,9 @@ struct floor_figures {
     double call, memsets, range, axes_fixed, hist, score, grad, read, copy, hist_floor,
         hist_plain, weights, grad_loads, grad_arith;
     double pair; /* the volume: table 3's floor (read both volumes, write the gradient once) */
+    /* session 19: the call with ranges given; the fixed pass alone, scalar (session 18's) and
+     * vector (the library's now), and its floor (floor_fixed_kernel) */
+    double call_given, fixed_scalar, fixed_vec, fixed_floor;
     bool ok;
     char why[160];
 };
@@ -547,6 +560,17 @@ static floor_figures floor_run(cudaStream_t s, int sms, const floor_shape &sh, b
     r.call = 1000.0 * bench_median_ms(s, 20, [&](int) {
                  call(ws, p, n, d_fixed, d_moving, count, d_out_lib, d_grad_lib, s);
              });
+    {
+        /* ranges given (no range pass): the benchmark's -200..2200, which holds both kinds */
+        const dh_parzen_params pg = params_of(64, DH_PARZEN_FIXED_BOX, 1);
+        if (!check(ws, pg, sh.check_pixels, d_fixed, d_moving, sh.check_items, s))
+            floor_fail(r, "the library's call with ranges given differs from the CPU twin");
+        call(ws, pg, n, d_fixed, d_moving, count, d_out_lib, d_grad_lib, s);
+        r.call_given = 1000.0 * bench_median_ms(s, 20, [&](int) {
+                           call(ws, pg, n, d_fixed, d_moving, count, d_out_lib, d_grad_lib, s);
+                       });
+        call(ws, p, n, d_fixed, d_moving, count, d_out_lib, d_grad_lib, s); /* found, for below */
+    }
     dh_parzen_cuda_workspace_free(ws);
 
     floor_batch fb = floor_setup(sms, n, count, d_fixed, d_moving, d_grad, d_out);
@@ -565,7 +589,7 @@ static floor_figures floor_run(cudaStream_t s, int sms, const floor_shape &sh, b
     };
     auto axes_fixed = [&] {
         pz_axes_kernel<<<(count + 1 + 255) / 256, 256, 0, s>>>(a);
-        pz_fixed_kernel<DH_PARZEN_FLOAT32><<<fb.fixed_blocks, PZ_PIXEL_THREADS, 0, s>>>(a);
+        pz_fixed_vec_kernel<DH_PARZEN_FLOAT32><<<fb.fixed_vec_blocks, PZ_PIXEL_THREADS, 0, s>>>(a);
     };
     auto hist = [&] {
         pz_hist_kernel<DH_PARZEN_FLOAT32, false, true, false>
@@ -588,6 +612,34 @@ static floor_figures floor_run(cudaStream_t s, int sms, const floor_shape &sh, b
     r.range = 1000.0 * floor_ms(s, zero, range);
     r.axes_fixed = 1000.0 * floor_ms(s, none, axes_fixed);
     r.hist = 1000.0 * floor_ms(s, zero_hist, hist);
+    {
+        /* the fixed pass alone: the vector kernel (the library's) and the scalar one (session
+         * 18's), the same rows byte for byte, and those rows as the host computes them */
+        r.fixed_vec = 1000.0 * floor_ms(s, none, [&] {
+                          pz_fixed_vec_kernel<DH_PARZEN_FLOAT32>
+                              <<<fb.fixed_vec_blocks, PZ_PIXEL_THREADS, 0, s>>>(a);
+                      });
+        const std::vector<uint8_t> vec_rows = floor_get(a.fixed_row, n);
+        r.fixed_scalar = 1000.0 * floor_ms(s, none, [&] {
+                             pz_fixed_kernel<DH_PARZEN_FLOAT32>
+                                 <<<fb.fixed_blocks, PZ_PIXEL_THREADS, 0, s>>>(a);
+                         });
+        const std::vector<uint8_t> scalar_rows = floor_get(a.fixed_row, n);
+        if (memcmp(vec_rows.data(), scalar_rows.data(), n) != 0)
+            floor_fail(r, "the fixed pass's vector and scalar rows differ");
+        const dh_parzen_axis fax = floor_get(a.axes + count, 1)[0];
+        const std::vector<float> fv = floor_get(d_fixed, n);
+        for (size_t k = 0; k < n; k++) {
+            double f;
+            const uint8_t want = isfinite(fv[k]) ? (uint8_t)dh_parzen_index(
+                                                       64, dh_parzen_position(&fax, fv[k]), &f)
+                                                 : PZ_NO_ROW;
+            if (vec_rows[k] != want) {
+                floor_fail(r, "the fixed pass's rows differ from the host's");
+                break;
+            }
+        }
+    }
     r.score = 1000.0 * floor_ms(s, none, score);
     r.grad = 1000.0 * floor_ms(s, none, grad);
 
@@ -612,6 +664,22 @@ static floor_figures floor_run(cudaStream_t s, int sms, const floor_shape &sh, b
         for (size_t k = 0; k < n; k++)
             if (g[k] != f[k] - first[k])
                 floor_fail(r, "the read floor's output");
+    }
+    {
+        /* the fixed pass's floor: its reads and writes alone, into a buffer of its own */
+        uint32_t *d_rows = floor_alloc<uint32_t>(n / 4);
+        r.fixed_floor = 1000.0 * floor_ms(s, none, [&] {
+                            floor_fixed_kernel<<<fb.fixed_vec_blocks, PZ_PIXEL_THREADS, 0, s>>>(
+                                (const float4 *)d_fixed, d_rows, n / 4);
+                        });
+        const std::vector<uint32_t> got = floor_get(d_rows, n / 4);
+        const std::vector<float> fv = floor_get(d_fixed, n);
+        for (size_t g = 0; g < n / 4; g++)
+            if (got[g] != floor_top_bytes(fv[4 * g], fv[4 * g + 1], fv[4 * g + 2], fv[4 * g + 3])) {
+                floor_fail(r, "the fixed pass floor's bytes");
+                break;
+            }
+        CK(cudaFree(d_rows));
     }
     uint32_t *d_sink = floor_alloc<uint32_t>(1);
     r.read = 1000.0 * floor_ms(s, none, [&] {
@@ -731,7 +799,13 @@ static void floors(cudaStream_t s, const cudaDeviceProp &prop, const floor_shape
         {"the whole call (dh_parzen_mi_cuda, value + gradient)", &floor_figures::call},
         {"memsets (range keys, counts, histograms)", &floor_figures::memsets},
         {"pz_range_kernel", &floor_figures::range},
-        {"pz_axes_kernel + pz_fixed_kernel", &floor_figures::axes_fixed},
+        {"pz_axes_kernel + pz_fixed_vec_kernel (the library's fixed pass)",
+         &floor_figures::axes_fixed},
+        {"pz_fixed_vec_kernel alone (session 19: groups of four pixels)",
+         &floor_figures::fixed_vec},
+        {"pz_fixed_kernel alone (session 18's scalar pass)", &floor_figures::fixed_scalar},
+        {"fixed pass floor: read the fixed image once, write a byte per pixel",
+         &floor_figures::fixed_floor},
         {"pz_hist_kernel", &floor_figures::hist},
         {"pz_score_kernel", &floor_figures::score},
         {"pz_gradient_kernel", &floor_figures::grad},
@@ -766,6 +840,12 @@ static void floors(cudaStream_t s, const cudaDeviceProp &prop, const floor_shape
         low[i] = rest + fmax(x.hist_floor, x.weights) + fmax(x.grad_loads, x.grad_arith);
         high[i] = rest + x.hist_floor + x.weights + x.grad_loads + x.grad_arith;
     }
+    /* ranges given: no range pass; the fixed pass as measured, then at its floor */
+    double given_low[2], given_floor[2];
+    for (int i = 0; i < 2; i++) {
+        given_low[i] = low[i] - f[i].range;
+        given_floor[i] = given_low[i] - f[i].axes_fixed + f[i].fixed_floor;
+    }
     printf("| the passes' sum | %.1f | %.1f |\n", passes[0], passes[1]);
     printf("| floor of the call, the split passes overlapped (max of each pair) | %.1f | %.1f |\n",
            low[0], low[1]);
@@ -777,14 +857,285 @@ static void floors(cudaStream_t s, const cudaDeviceProp &prop, const floor_shape
                f[1].call / f[1].pair);
         printf("| floor of the call (overlapped) against table 3's floor | %.2fx | %.2fx |\n",
                low[0] / f[0].pair, low[1] / f[1].pair);
+        printf("| the call with ranges given (-200..2200) | %.1f = %.2fx | %.1f = %.2fx |\n",
+               f[0].call_given, f[0].call_given / f[0].pair, f[1].call_given,
+               f[1].call_given / f[1].pair);
+        printf("| floor of a given-range call (overlapped, no range pass, fixed pass as measured) "
+               "| %.1f = %.2fx | %.1f = %.2fx |\n",
+               given_low[0], given_low[0] / f[0].pair, given_low[1], given_low[1] / f[1].pair);
+        printf("| the same, the fixed pass at its floor | %.1f = %.2fx | %.1f = %.2fx |\n",
+               given_floor[0], given_floor[0] / f[0].pair, given_floor[1],
+               given_floor[1] / f[1].pair);
     } else {
         printf("| 2M evaluations/s: 1024 pairs in | 512.0 | 512.0 |\n");
+        printf("| the call with ranges given (-200..2200) | %.1f | %.1f |\n", f[0].call_given,
+               f[1].call_given);
     }
     for (int i = 0; i < 2; i++)
         printf("\ncheck (%s): %s\n", i ? "noise" : "smooth",
                f[i].ok ? "ok (records and gradients of the passes one by one equal the call's; "
                          "every floor's result as the host computes it)"
                        : f[i].why);
+}
+
+/* ---- --gap3d: the 512^3 call against the sum of its passes (issue 22, session 19 parzen2) ----
+ * Session 19's first run found the smooth pair's call, ranges given, 109 us over the sum of its
+ * passes timed alone (the noise pair: 16 us under it). --gap3d asks where that time goes: the
+ * library's call back to back (as --floor3d times it), each alone (a wait before the next), and
+ * each after 5 ms of idle; the same passes launched as the call launches them (floor_batch, the
+ * call's ranges), back to back with an event between passes, and each rep after 5 ms of idle;
+ * each pass alone; the histogram right after the fixed pass and the gradient right after the
+ * histogram and score (untimed), so that a pass slower in the call than alone is named; and the
+ * SM clock (gap_clock_kernel) at the end of each loop, no wait before it. */
+
+/* Every block spins `cycles` SM cycles between two reads of %globaltimer: its SM's clock, MHz. */
+__global__ static void gap_clock_kernel(long long cycles, float *mhz)
+{
+    unsigned long long t0, t1;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    const long long c0 = clock64();
+    long long c1 = c0;
+    while (c1 - c0 < cycles)
+        c1 = clock64();
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
+    if (threadIdx.x == 0)
+        mhz[blockIdx.x] = (float)(c1 - c0) * 1000.0f / (float)(t1 - t0);
+}
+
+struct gap_clock {
+    int sms;
+    float *d_mhz;
+};
+
+/* Enqueues a probe on s (no wait before it), then waits: the median SM clock over the SMs. */
+static double gap_clock_now(const gap_clock &c, cudaStream_t s)
+{
+    gap_clock_kernel<<<c.sms, 32, 0, s>>>(1ll << 18, c.d_mhz);
+    CK(cudaStreamSynchronize(s));
+    CK(cudaGetLastError());
+    std::vector<float> mhz(c.sms);
+    CK(cudaMemcpy(mhz.data(), c.d_mhz, c.sms * sizeof(float), cudaMemcpyDeviceToHost));
+    return bench_median(mhz);
+}
+
+/* A sequence's steps timed over `reps` runs (after 3 untimed) with an event between steps: per
+ * step and whole-run medians, us; idle_ms > 0: each run starts after a wait and that much sleep,
+ * else the runs go back to back. The SM clock right behind the last run (no wait). */
+struct gap_steps {
+    std::vector<double> step;
+    double whole, mhz;
+};
+
+static gap_steps gap_time_steps(cudaStream_t s, const gap_clock &c,
+                                const std::vector<std::function<void()>> &steps, int reps,
+                                int idle_ms)
+{
+    const size_t n = steps.size();
+    for (int i = 0; i < 3; i++)
+        for (const auto &f : steps)
+            f();
+    CK(cudaStreamSynchronize(s));
+    std::vector<cudaEvent_t> ev((n + 1) * reps);
+    for (auto &e : ev)
+        CK(cudaEventCreate(&e));
+    for (int r = 0; r < reps; r++) {
+        if (idle_ms > 0) {
+            CK(cudaStreamSynchronize(s));
+            std::this_thread::sleep_for(std::chrono::milliseconds(idle_ms));
+        }
+        for (size_t i = 0; i < n; i++) {
+            CK(cudaEventRecord(ev[r * (n + 1) + i], s));
+            steps[i]();
+        }
+        CK(cudaEventRecord(ev[r * (n + 1) + n], s));
+    }
+    gap_steps g;
+    g.mhz = gap_clock_now(c, s);
+    std::vector<float> whole(reps);
+    std::vector<std::vector<float>> each(n, std::vector<float>(reps));
+    for (int r = 0; r < reps; r++) {
+        const cudaEvent_t *e = &ev[r * (n + 1)];
+        for (size_t i = 0; i < n; i++)
+            CK(cudaEventElapsedTime(&each[i][r], e[i], e[i + 1]));
+        CK(cudaEventElapsedTime(&whole[r], e[0], e[n]));
+    }
+    for (auto &e : ev)
+        CK(cudaEventDestroy(e));
+    for (size_t i = 0; i < n; i++)
+        g.step.push_back(1000.0 * bench_median(each[i]));
+    g.whole = 1000.0 * bench_median(whole);
+    return g;
+}
+
+static void gap_run(cudaStream_t s, const cudaDeviceProp &prop, const gap_clock &c, bool noise)
+{
+    const floor_shape &sh = FLOOR_VOLUME;
+    const size_t n = sh.n, cells = 64 * 64;
+    float *d_fixed, *d_moving, *d_grad, *d_grad_lib;
+    dh_mi_values *d_out, *d_out_lib;
+    CK(cudaMalloc(&d_fixed, n * 4));
+    CK(cudaMalloc(&d_moving, n * 4));
+    CK(cudaMalloc(&d_grad, n * 4));
+    CK(cudaMalloc(&d_grad_lib, n * 4));
+    CK(cudaMalloc(&d_out, sizeof *d_out));
+    CK(cudaMalloc(&d_out_lib, sizeof *d_out));
+    floor_images(sh, d_fixed, d_moving, noise, s);
+    const dh_parzen_params pg = params_of(64, DH_PARZEN_FIXED_BOX, 1);
+    dh_parzen_cuda_workspace *ws = dh_parzen_cuda_workspace_new();
+    bool ok = check(ws, pg, sh.check_pixels, d_fixed, d_moving, 1, s);
+    auto lib = [&] { call(ws, pg, n, d_fixed, d_moving, 1, d_out_lib, d_grad_lib, s); };
+    const double idle_mhz = gap_clock_now(c, s);
+    const gap_steps call_b2b = gap_time_steps(s, c, {lib}, 20, 0);
+    const gap_steps call_idle = gap_time_steps(s, c, {lib}, 20, 5);
+    const double call_each = bench_median_each_us(s, 3, 20, lib);
+
+    /* the call's passes as it launches them, ranges given */
+    floor_batch fb = floor_setup(prop.multiProcessorCount, n, 1, d_fixed, d_moving, d_grad, d_out);
+    pz_args &a = fb.a;
+    a.fixed_given = a.moving_given = 1;
+    a.fixed_lo = pg.fixed_lo, a.fixed_hi = pg.fixed_hi;
+    a.moving_lo = pg.moving_lo, a.moving_hi = pg.moving_hi;
+    const size_t hist_smem = cells * 8;
+    auto zero_hist = [&] {
+        CK(cudaMemsetAsync(a.n, 0, 8, s));
+        CK(cudaMemsetAsync(a.joint, 0, cells * 8, s));
+    };
+    auto zero = [&] {
+        CK(cudaMemsetAsync(a.keys, 0xFF, 16, s));
+        zero_hist();
+    };
+    auto axes_fixed = [&] {
+        pz_axes_kernel<<<1, 256, 0, s>>>(a);
+        pz_fixed_vec_kernel<DH_PARZEN_FLOAT32><<<fb.fixed_vec_blocks, PZ_PIXEL_THREADS, 0, s>>>(a);
+    };
+    auto hist = [&] {
+        pz_hist_kernel<DH_PARZEN_FLOAT32, false, true, false>
+            <<<fb.hist_grid, PZ_HIST_THREADS, hist_smem, s>>>(a);
+    };
+    auto score = [&] { pz_score_kernel<<<1, PZ_SCORE_THREADS, 0, s>>>(a, 1); };
+    auto grad = [&] {
+        pz_gradient_kernel<DH_PARZEN_FLOAT32, false, true>
+            <<<fb.grad_grid, PZ_PIXEL_THREADS, hist_smem, s>>>(a);
+    };
+    lib();
+    zero(), axes_fixed(), hist(), score(), grad();
+    CK(cudaStreamSynchronize(s));
+    CK(cudaGetLastError());
+    ok = ok && floor_same(d_out, d_out_lib, sizeof *d_out) && floor_same(d_grad, d_grad_lib, n * 4);
+    const std::vector<std::function<void()>> seq = {zero, axes_fixed, hist, score, grad};
+    const gap_steps seq_b2b = gap_time_steps(s, c, seq, 20, 0);
+    const gap_steps seq_idle = gap_time_steps(s, c, seq, 20, 5);
+    auto none = [] {};
+    const double alone[5] = {1000.0 * floor_ms(s, none, zero),
+                             1000.0 * floor_ms(s, none, axes_fixed),
+                             1000.0 * floor_ms(s, zero_hist, hist),
+                             1000.0 * floor_ms(s, none, score),
+                             1000.0 * floor_ms(s, none, grad)};
+    const double alone_mhz = gap_clock_now(c, s);
+    const double hist_after_fixed = 1000.0 * floor_ms(s, [&] { zero_hist(), axes_fixed(); }, hist);
+    const double grad_after_hist =
+        1000.0 * floor_ms(s, [&] { zero_hist(), hist(), score(); }, grad);
+    /* the fixed pass: alone, its read + write floor, and in float32 (floor_fixed_f32_kernel):
+     * how far a float32 pre-test could take it, and how many voxels lie near a bin's edge */
+    const double fixed_alone = 1000.0 * floor_ms(s, none, [&] {
+        pz_fixed_vec_kernel<DH_PARZEN_FLOAT32><<<fb.fixed_vec_blocks, PZ_PIXEL_THREADS, 0, s>>>(a);
+    });
+    const std::vector<uint8_t> rows = floor_get(a.fixed_row, n);
+    const dh_parzen_axis fax = floor_get(a.axes + 1, 1)[0];
+    uint32_t *d_rows = floor_alloc<uint32_t>(n / 4);
+    const double fixed_floor = 1000.0 * floor_ms(s, none, [&] {
+        floor_fixed_kernel<<<fb.fixed_vec_blocks, PZ_PIXEL_THREADS, 0, s>>>(
+            (const float4 *)d_fixed, d_rows, n / 4);
+    });
+    const float flo = (float)fax.lo, fhi = (float)fax.hi, frcp = (float)(1.0 / fax.width);
+    const double fixed_f32 = 1000.0 * floor_ms(s, none, [&] {
+        floor_fixed_f32_kernel<<<fb.fixed_vec_blocks, PZ_PIXEL_THREADS, 0, s>>>(
+            (const float4 *)d_fixed, d_rows, n / 4, flo, fhi, frcp, 64);
+    });
+    size_t differ = 0, near = 0, near_warps = 0;
+    {
+        const std::vector<uint8_t> r32 = floor_get((const uint8_t *)d_rows, n);
+        const std::vector<float> fv = floor_get(d_fixed, n);
+        bool warp_near = false;
+        for (size_t k = 0; k < n; k++) {
+            differ += r32[k] != rows[k];
+            const double t = dh_parzen_position(&fax, fv[k]);
+            const bool e = fabs(t - floor(t + 0.5)) < 1e-3;
+            near += e;
+            warp_near = warp_near || e;
+            if (k % 128 == 127) {
+                near_warps += warp_near;
+                warp_near = false;
+            }
+        }
+    }
+    CK(cudaFree(d_rows));
+    /* the histogram alone, back to back (no wait between reps) */
+    const gap_steps hist_b2b = gap_time_steps(s, c, {zero_hist, hist}, 20, 0);
+    const gap_steps grad_b2b = gap_time_steps(s, c, {grad}, 20, 0);
+
+    const char *names[5] = {"memsets", "pz_axes_kernel + pz_fixed_vec_kernel", "pz_hist_kernel",
+                            "pz_score_kernel", "pz_gradient_kernel"};
+    printf("\n#### %s pair, ranges given (-200..2200), us (%s)\n\n", noise ? "noise" : "smooth",
+           prop.name);
+    printf("| what | us | SM clock after, MHz |\n| --- | --- | --- |\n");
+    printf("| the library's call, back to back (--floor3d's figure) | %.1f | %.0f |\n",
+           call_b2b.whole, call_b2b.mhz);
+    printf("| the library's call, each alone (a wait before the next) | %.1f | |\n", call_each);
+    printf("| the library's call, each after 5 ms idle | %.1f | %.0f |\n", call_idle.whole,
+           call_idle.mhz);
+    printf("| its passes as it launches them, back to back, events between | %.1f | %.0f |\n",
+           seq_b2b.whole, seq_b2b.mhz);
+    printf("| the same, each run after 5 ms idle | %.1f | %.0f |\n", seq_idle.whole,
+           seq_idle.mhz);
+    double sum = 0;
+    for (int i = 0; i < 5; i++)
+        sum += alone[i];
+    printf("| the passes timed alone, summed | %.1f | %.0f |\n", sum, alone_mhz);
+    printf("| SM clock before the loops (idle) | | %.0f |\n", idle_mhz);
+    printf("\n| pass | in the sequence, back to back | in the sequence, after idle | alone |\n"
+           "| --- | --- | --- | --- |\n");
+    for (int i = 0; i < 5; i++)
+        printf("| %s | %.1f | %.1f | %.1f |\n", names[i], seq_b2b.step[i], seq_idle.step[i],
+               alone[i]);
+    printf("| pz_hist_kernel right after the fixed pass (untimed prep) | | | %.1f |\n",
+           hist_after_fixed);
+    printf("| pz_gradient_kernel right after the histogram and score | | | %.1f |\n",
+           grad_after_hist);
+    printf("| pz_hist_kernel alone, back to back (+ its memsets) | %.1f (clock %.0f) | | |\n",
+           hist_b2b.whole, hist_b2b.mhz);
+    printf("| pz_gradient_kernel alone, back to back | %.1f (clock %.0f) | | |\n", grad_b2b.whole,
+           grad_b2b.mhz);
+    printf("| the fixed pass alone (pz_fixed_vec_kernel) | | | %.1f |\n", fixed_alone);
+    printf("| its floor: read the fixed volume, write a byte per voxel | | | %.1f |\n",
+           fixed_floor);
+    printf("| its loop with float32 rows (floor_fixed_f32_kernel; %zu of %zu rows differ from "
+           "the exact ones) | | | %.1f |\n",
+           differ, n, fixed_f32);
+    printf("| voxels within 1e-3 of a bin's edge: %zu (%.4f%%); 128-voxel runs holding one: %zu "
+           "of %zu | | | |\n",
+           near, 100.0 * near / n, near_warps, n / 128);
+    printf("\ncheck (%s): %s\n", noise ? "noise" : "smooth",
+           ok ? "ok (the call equals the CPU twin on the slab; the passes launched one by one "
+                "equal the call, records and gradient)"
+              : "FAILED");
+    if (!ok)
+        g_failed = 1;
+    floor_free(fb);
+    dh_parzen_cuda_workspace_free(ws);
+    void *p[] = {d_fixed, d_moving, d_grad, d_grad_lib, d_out, d_out_lib};
+    for (void *x : p)
+        CK(cudaFree(x));
+}
+
+static void gaps(cudaStream_t s, const cudaDeviceProp &prop)
+{
+    gap_clock c = {prop.multiProcessorCount, nullptr};
+    CK(cudaMalloc(&c.d_mhz, c.sms * sizeof(float)));
+    printf("\n### Parzen MI 512^3 pair: the call against its passes (--gap3d)\n");
+    gap_run(s, prop, c, false);
+    gap_run(s, prop, c, true);
+    CK(cudaFree(c.d_mhz));
 }
 
 int main(int argc, char **argv)
@@ -796,6 +1147,11 @@ int main(int argc, char **argv)
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     if (argc > 1 && (strcmp(argv[1], "--floor") == 0 || strcmp(argv[1], "--floor3d") == 0)) {
         floors(s, prop, strcmp(argv[1], "--floor") == 0 ? FLOOR_BATCH : FLOOR_VOLUME);
+        CK(cudaStreamDestroy(s));
+        return g_failed;
+    }
+    if (argc > 1 && strcmp(argv[1], "--gap3d") == 0) {
+        gaps(s, prop);
         CK(cudaStreamDestroy(s));
         return g_failed;
     }

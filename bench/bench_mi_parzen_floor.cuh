@@ -17,7 +17,12 @@
  *   - floor_gradient_kernel: the gradient pass's loads and stores with the factor-table reads
  *     (TABLE) but a float32 cell and a plain sum, or its arithmetic (ARITH: position, fraction,
  *     slopes, the cell sum and scale in FP64) with a register in place of the table;
- *   - floor_copy_kernel: read the batch once and write a gradient's worth once.
+ *   - floor_copy_kernel: read the batch once and write a gradient's worth once;
+ *   - floor_fixed_kernel (session 19): the fixed pass's reads and writes alone: the fixed image
+ *     read once by 16-byte loads and a byte written per pixel, with pz_fixed_vec_kernel's grid
+ *     and loop (two groups of four pixels per thread and trip), no arithmetic;
+ *   - floor_fixed_f32_kernel (session 19, parzen2; --gap3d): the same loop with the row computed
+ *     in float32 (not the definition's rows near a bin's edge): what a float32 pre-test costs.
  * The real kernels themselves come from kernels/mi_parzen_cuda_pixels.cuh and _score.cuh,
  * included here (they are private to mi_parzen_cuda.cu, whose launch code floor_batch mirrors),
  * so that each pass can be timed on its own and the floors reuse the real arithmetic exactly.
@@ -30,6 +35,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "mi_parzen.h"
 #include "mi_parzen_cuda_pixels.cuh"
@@ -243,6 +249,73 @@ __global__ static void floor_copy_kernel(const float4 *m, float4 *g, size_t n4)
         const float4 x = __ldcs(m + i);
         __stcs(g + i, make_float4(0.5f * x.x, 0.5f * x.y, 0.5f * x.z, 0.5f * x.w));
     }
+}
+
+/* Four floats' top bytes in one word (byte u: float u's bits >> 24): what floor_fixed_kernel
+ * writes, a byte of each sample that the host can check. */
+__host__ __device__ static inline uint32_t floor_top_bytes(float x, float y, float z, float w)
+{
+    uint32_t b[4];
+    const float v[4] = {x, y, z, w};
+    for (int u = 0; u < 4; u++) {
+        uint32_t bits;
+        memcpy(&bits, &v[u], 4);
+        b[u] = bits >> 24;
+    }
+    return b[0] | b[1] << 8 | b[2] << 16 | b[3] << 24;
+}
+
+/* The fixed pass's floor (its unavoidable reads and writes): read n4 groups of four fixed floats,
+ * write a byte per pixel (floor_top_bytes), with pz_fixed_vec_kernel's loop and grid. */
+__global__ static void floor_fixed_kernel(const float4 *f, uint32_t *rows, size_t n4)
+{
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    size_t g = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    for (; g + stride < n4; g += 2 * stride) {
+        const float4 x = f[g], y = f[g + stride];
+        rows[g] = floor_top_bytes(x.x, x.y, x.z, x.w);
+        rows[g + stride] = floor_top_bytes(y.x, y.y, y.z, y.w);
+    }
+    for (; g < n4; g += stride) {
+        const float4 x = f[g];
+        rows[g] = floor_top_bytes(x.x, x.y, x.z, x.w);
+    }
+}
+
+/* Session 19 (parzen2): the fixed pass's loop with float32 arithmetic in place of the exact FP64
+ * position: row = clamp((int)((clamp(x) - lo) * rcp + 2), 2, B - 3), PZ_NO_ROW for a value that
+ * is not finite. Not the definition's rows (they differ near a bin's edge; the bench counts how
+ * often): the cost of a float32 pre-test where no voxel falls back to the exact path, between
+ * the pass (pz_fixed_vec_kernel) and its read + write floor (floor_fixed_kernel). */
+__device__ static inline uint32_t floor_row_f32(float x, float lo, float hi, float rcp, int bins)
+{
+    if (!isfinite(x))
+        return PZ_NO_ROW;
+    const float c = fminf(fmaxf(x, lo), hi);
+    int i = (int)__fadd_rn(__fmul_rn(__fsub_rn(c, lo), rcp), 2.0f);
+    i = i < 2 ? 2 : i > bins - 3 ? bins - 3 : i;
+    return (uint32_t)i;
+}
+
+__device__ static inline uint32_t floor_rows_f32(float4 x, float lo, float hi, float rcp, int bins)
+{
+    return floor_row_f32(x.x, lo, hi, rcp, bins) | floor_row_f32(x.y, lo, hi, rcp, bins) << 8 |
+           floor_row_f32(x.z, lo, hi, rcp, bins) << 16 |
+           floor_row_f32(x.w, lo, hi, rcp, bins) << 24;
+}
+
+__global__ static void floor_fixed_f32_kernel(const float4 *f, uint32_t *rows, size_t n4, float lo,
+                                              float hi, float rcp, int bins)
+{
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    size_t g = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    for (; g + stride < n4; g += 2 * stride) {
+        const float4 x = f[g], y = f[g + stride];
+        rows[g] = floor_rows_f32(x, lo, hi, rcp, bins);
+        rows[g + stride] = floor_rows_f32(y, lo, hi, rcp, bins);
+    }
+    for (; g < n4; g += stride)
+        rows[g] = floor_rows_f32(f[g], lo, hi, rcp, bins);
 }
 
 #endif /* DH_BENCH_MI_PARZEN_FLOOR_CUH */

@@ -377,6 +377,48 @@ def cuda_host_split(fixed, drr, reps, trials):
         ("C call: parzen_evaluate_device, value", lambda: _core.parzen_evaluate_device(
             pm_v._handle, n, fp, i16, 0, mp, f32, 0, 1, stream, rp, 0)),
     ]
+    # session 19: the steady state's pieces one by one (the plan's checks, the out= addresses,
+    # the lock, session 18's route through the array-kind dispatch), and the ways to allocate
+    # both results (scores and gradient) that the array library offers
+    pm_plan = pm._plan
+    lock = pm._lock
+    sig = pm_plan.kinds.signature
+    arrays4 = (ft, md, None, None)
+
+    def locked():
+        with lock:
+            pass
+
+    both_bytes = torch.empty((), dtype=torch.uint8, device=dev).expand((80 + md.numel() * 4,))
+    npix = md.numel()
+
+    def one_torch_allocation():
+        buf = torch.empty_like(both_bytes)
+        r, g = buf.split_with_sizes([80, npix * 4])
+        return r[:72].view(1, 72), g.view(torch.float32).view(md.shape)
+
+    pieces += [
+        ("session 19: plan.stream_for (4 arrays' signatures compared, device, stream)",
+         lambda: pm_plan.stream_for(arrays4, True)),
+        ("session 19: a tensor's signature (shape, stride(), dtype, get_device())",
+         lambda: sig(md)),
+        ("session 19: the engine's lock, taken and released", locked),
+        ("results: torch.empty_like of the gradient's template alone",
+         lambda: torch.empty_like(pm_templates[1])),
+        ("results: torch.empty(shape, dtype=float32, device=dev) (the gradient)",
+         lambda: torch.empty(md.shape, dtype=torch.float32, device=dev)),
+        ("results: one torch.empty_like for both, split into two views", one_torch_allocation),
+    ]
+    session19 = hasattr(type(pm_plan), "own")  # else an older package, timed beside
+    if session19:
+        pieces += [
+            ("session 19: plan.own(tensor): type check + data_ptr()", lambda: pm_plan.own(md)),
+            ("session 19: ParzenMI(out=) entered below the new dispatch (_evaluate_device: "
+             "session 18's entry)",
+             lambda: pm._evaluate_device(ft, md, None, None, True, None, pm_out)),
+            ("session 19: MIFixed.scores(out=) entered below the new dispatch (_scores_device)",
+             lambda: mf._scores_device(md, None, None, False, mi_out)),
+        ]
     api = _c_api()
     # what the plans allocate from (dicomhist/_device_plan.py): 0-d tensors expanded to the
     # results' shapes, made here so that an older package can be timed by the same script
@@ -417,9 +459,21 @@ def cuda_host_split(fixed, drr, reps, trials):
             ("CuPy: ParzenMI.evaluate(out=), value + gradient",
              lambda: pm_c.evaluate(fc, mc, out=cpm_out)),
             ("results: cupy.empty (scores)", lambda: cupy.empty((1, 72), cupy.uint8)),
+            ("results: cupy.cuda.alloc alone (the pool's allocation, no array)",
+             lambda: cupy.cuda.alloc(72)),
+            ("results: one cupy.cuda.alloc for both, two cupy.ndarray on it",
+             lambda: (lambda mem: (cupy.ndarray((1, 72), cupy.uint8, mem),
+                                   cupy.ndarray(mc.shape, cupy.float32, mem + 80)))(
+                 cupy.cuda.alloc(80 + mc.size * 4))),
+
             ("results: cupy.empty (scores, gradient)",
              lambda: (cupy.empty((1, 72), cupy.uint8), cupy.empty(mc.shape, cupy.float32))),
         ]
+        if session19:
+            pieces.append(("session 19: CuPy ParzenMI(out=) entered below the new dispatch "
+                           "(_evaluate_device)",
+                           lambda: pm_c._evaluate_device(fc, mc, None, None, True, None,
+                                                         cpm_out)))
     except ImportError:
         pass
     torch.cuda.synchronize()
@@ -481,6 +535,13 @@ def cuda_host_split(fixed, drr, reps, trials):
               t.get("results: cupy.empty (scores, gradient)")),
              ("CuPy: ParzenMI.evaluate(out=), value + gradient",
               "CuPy: C call parzen_evaluate_device + gradient", 0.0)]
+    pairs += [("session 19: ParzenMI(out=) entered below the new dispatch (_evaluate_device: "
+               "session 18's entry)",
+               "C call, records (parzen_evaluate_device, session 15)", 0.0),
+              ("session 19: MIFixed.scores(out=) entered below the new dispatch (_scores_device)",
+               "C call: mi_evaluate_device", 0.0),
+              ("session 19: CuPy ParzenMI(out=) entered below the new dispatch (_evaluate_device)",
+               "CuPy: C call parzen_evaluate_device + gradient", 0.0)]
     for pkg, bare, alloc in pairs:
         if pkg in t:
             cost = t[pkg] - t[bare]

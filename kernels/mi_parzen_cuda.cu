@@ -7,7 +7,8 @@
  *   1. one memset: the range keys and the per-item counts and joint histograms;
  *   2. pz_range_kernel (only for a range not given): min/max keys of every image's valid pixels;
  *   3. pz_axes_kernel: every axis, with mi_parzen.h's arithmetic, and its width's reciprocal;
- *   4. pz_fixed_kernel: the fixed pixels' indices (and positions for the cubic window), once for
+ *   4. pz_fixed_vec_kernel (pz_fixed_kernel where the fixed image is not aligned for vector
+ *      loads): the fixed pixels' indices (and positions for the cubic window), once for
  *      the whole batch (a one-item call with the cubic window: in step 5 instead);
  *   5. pz_hist_kernel: the joint histograms, uint64 sums of quantized weights, privatized in
  *      shared memory where bins x bins x 8 bytes fit (then one merge of the non-zero cells), else
@@ -191,6 +192,42 @@ int pz_launch_pixels(const dh_parzen_cuda_workspace *ws, const pz_args &a, cudaS
     return DH_PARZEN_OK;
 }
 
+/* Whether the fixed pass can take its vector path (pz_fixed_vec_kernel): the samples 16-byte
+ * (float32) or 8-byte (16-bit) aligned, the mask 4-byte aligned (the rows are: the workspace
+ * is). */
+bool pz_fixed_vec_fits(const pz_args &a)
+{
+    const uintptr_t need = a.fixed_sample == DH_PARZEN_FLOAT32 ? 16 : 8;
+    return (uintptr_t)a.fixed % need == 0 && (uintptr_t)a.fixed_mask % 4 == 0;
+}
+
+template <dh_parzen_sample S>
+void pz_launch_fixed_as(const pz_args &a, bool vec, unsigned grid, cudaStream_t stream)
+{
+    if (vec)
+        pz_fixed_vec_kernel<S><<<grid, PZ_PIXEL_THREADS, 0, stream>>>(a);
+    else
+        pz_fixed_kernel<S><<<grid, PZ_PIXEL_THREADS, 0, stream>>>(a);
+}
+
+/* The fixed pass (the rows, and the positions for the cubic window), once for the batch: the
+ * vector path where it fits (two groups of four pixels per thread and trip), else the scalar
+ * kernel (four pixels per thread and trip); PZ_BLOCKS_PER_SM blocks per SM at most. */
+void pz_launch_fixed(const dh_parzen_cuda_workspace *ws, const pz_args &a, cudaStream_t stream)
+{
+    const bool vec = pz_fixed_vec_fits(a);
+    const size_t per_block = (size_t)PZ_PIXEL_THREADS * (vec ? 8 : 4);
+    size_t blocks = (a.pixels + per_block - 1) / per_block;
+    if (blocks > (size_t)ws->sms * PZ_BLOCKS_PER_SM)
+        blocks = (size_t)ws->sms * PZ_BLOCKS_PER_SM;
+    if (a.fixed_sample == DH_PARZEN_FLOAT32)
+        pz_launch_fixed_as<DH_PARZEN_FLOAT32>(a, vec, (unsigned)blocks, stream);
+    else if (a.fixed_sample == DH_PARZEN_UINT16)
+        pz_launch_fixed_as<DH_PARZEN_UINT16>(a, vec, (unsigned)blocks, stream);
+    else
+        pz_launch_fixed_as<DH_PARZEN_INT16>(a, vec, (unsigned)blocks, stream);
+}
+
 template <dh_parzen_sample S>
 int pz_launch_sample(const dh_parzen_cuda_workspace *ws, const pz_args &a, cudaStream_t stream,
                      bool gradient, bool fused, char *msg, size_t msg_len)
@@ -305,18 +342,7 @@ extern "C" int dh_parzen_mi_cuda(dh_parzen_cuda_workspace *ws, const dh_parzen_p
      * the fixed pass, once for the batch */
     const bool fused = count == 1 && cubic && pz_private_fits(ws, params->bins);
     if (!fused) {
-        size_t fixed_blocks = (pixels + PZ_PIXEL_THREADS * 4 - 1) / (PZ_PIXEL_THREADS * 4);
-        if (fixed_blocks > (size_t)ws->sms * PZ_BLOCKS_PER_SM)
-            fixed_blocks = (size_t)ws->sms * PZ_BLOCKS_PER_SM;
-        if (fixed->sample == DH_PARZEN_FLOAT32)
-            pz_fixed_kernel<DH_PARZEN_FLOAT32>
-                <<<(unsigned)fixed_blocks, PZ_PIXEL_THREADS, 0, stream>>>(a);
-        else if (fixed->sample == DH_PARZEN_UINT16)
-            pz_fixed_kernel<DH_PARZEN_UINT16>
-                <<<(unsigned)fixed_blocks, PZ_PIXEL_THREADS, 0, stream>>>(a);
-        else
-            pz_fixed_kernel<DH_PARZEN_INT16>
-                <<<(unsigned)fixed_blocks, PZ_PIXEL_THREADS, 0, stream>>>(a);
+        pz_launch_fixed(ws, a, stream);
         PZ_CK(cudaGetLastError(), "the fixed kernel's launch");
     }
     switch (moving->sample) {

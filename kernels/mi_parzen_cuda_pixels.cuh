@@ -284,10 +284,11 @@ __global__ void pz_axes_kernel(pz_args a)
 
 /* Each fixed pixel's index i on its axis (PZ_NO_ROW where it does not count) and, for the cubic
  * window, its position t (also returned): computed once per call, read by every batch item.
- * Four pixels' loads in flight per thread. */
-__device__ __forceinline__ uint8_t pz_fixed_pixel(const pz_args &a, const dh_parzen_axis &ax,
-                                                  double rcp, size_t k, bool valid, double v,
-                                                  double *t)
+ * pz_fixed_row computes, pz_fixed_pixel also stores the row. Four pixels' loads in flight per
+ * thread in pz_fixed_kernel (the scalar path; pz_fixed_vec_kernel below groups them by four). */
+__device__ __forceinline__ uint8_t pz_fixed_row(const pz_args &a, const dh_parzen_axis &ax,
+                                                double rcp, size_t k, bool valid, double v,
+                                                double *t)
 {
     double f;
     uint8_t row = PZ_NO_ROW;
@@ -297,6 +298,15 @@ __device__ __forceinline__ uint8_t pz_fixed_pixel(const pz_args &a, const dh_par
         if (a.fixed_window == DH_PARZEN_FIXED_CUBIC)
             a.fixed_t[k] = *t;
     }
+    return row;
+}
+
+/* The same, the row stored. */
+__device__ __forceinline__ uint8_t pz_fixed_pixel(const pz_args &a, const dh_parzen_axis &ax,
+                                                  double rcp, size_t k, bool valid, double v,
+                                                  double *t)
+{
+    const uint8_t row = pz_fixed_row(a, ax, rcp, k, valid, v, t);
     a.fixed_row[k] = row;
     return row;
 }
@@ -332,6 +342,92 @@ __global__ void __launch_bounds__(PZ_PIXEL_THREADS) pz_fixed_kernel(pz_args a)
             pz_fixed_pixel(a, ax, rcp, k + u * stride, valid[u], v[u], &t);
     }
     for (; k < a.pixels; k += stride) {
+        double v;
+        const bool valid = pz_read_eager<S>(a.fixed, a.fixed_mask, k, &v);
+        pz_fixed_pixel(a, ax, rcp, k, valid, v, &t);
+    }
+}
+
+/* Fixed pixels 4g..4g+3 as doubles (exact) and whether each counts (pz_read_eager's rules), by
+ * one vector load of the samples (16 bytes for float32, 8 for 16-bit) and one 4-byte load of the
+ * mask: pz_fixed_vec_kernel's, whose caller checked the alignments. */
+template <dh_parzen_sample S>
+__device__ __forceinline__ void pz_read_fixed4(const pz_args &a, size_t g, double v[4],
+                                               bool valid[4])
+{
+    const uint32_t m = a.fixed_mask ? ((const uint32_t *)a.fixed_mask)[g] : 0xFFFFFFFFu;
+    if (S == DH_PARZEN_FLOAT32) {
+        const float4 x4 = ((const float4 *)a.fixed)[g];
+        const float x[4] = {x4.x, x4.y, x4.z, x4.w};
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            v[u] = (double)x[u];
+            valid[u] = ((m >> (8 * u)) & 0xFFu) && isfinite(x[u]);
+        }
+        return;
+    }
+    uint32_t x[4];
+    if (S == DH_PARZEN_UINT16) {
+        const ushort4 h = ((const ushort4 *)a.fixed)[g];
+        x[0] = h.x, x[1] = h.y, x[2] = h.z, x[3] = h.w;
+    } else {
+        const short4 h = ((const short4 *)a.fixed)[g];
+        x[0] = (uint32_t)(h.x + 32768), x[1] = (uint32_t)(h.y + 32768);
+        x[2] = (uint32_t)(h.z + 32768), x[3] = (uint32_t)(h.w + 32768);
+    }
+#pragma unroll
+    for (int u = 0; u < 4; u++) {
+        v[u] = S == DH_PARZEN_UINT16 ? pz_u32_to_double(x[u])
+                                     : __dsub_rn(pz_u32_to_double(x[u]), 32768.0);
+        valid[u] = (m >> (8 * u)) & 0xFFu;
+    }
+}
+
+/* pz_fixed_kernel's rows by groups of four pixels: one vector load of the samples (and one of the
+ * mask bytes) and one 4-byte store of the four rows per group, two groups in flight per thread,
+ * 32-bit group arithmetic where the scalar kernel spends 64-bit index arithmetic and a byte store
+ * per pixel. The same per-pixel function (pz_fixed_pixel's), so the same bits. Needs the fixed
+ * samples 16-byte (float32) or 8-byte (16-bit) aligned and the mask 4-byte aligned (the launch
+ * checks); the pixels % 4 left over go through the scalar path. Session 19 (docs/performance.md)
+ * measured it against the scalar kernel and against the pass's read + write floor. */
+template <dh_parzen_sample S>
+__global__ void __launch_bounds__(PZ_PIXEL_THREADS) pz_fixed_vec_kernel(pz_args a)
+{
+    const dh_parzen_axis ax = a.axes[a.count];
+    const double rcp = a.rcp[a.count];
+    const size_t groups = a.pixels / 4, stride = (size_t)gridDim.x * blockDim.x;
+    const size_t first = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    uint32_t *rows4 = (uint32_t *)a.fixed_row;
+    double t;
+    size_t g = first;
+    for (; g + stride < groups; g += 2 * stride) {
+        double v[8];
+        bool valid[8];
+        pz_read_fixed4<S>(a, g, v, valid);
+        pz_read_fixed4<S>(a, g + stride, v + 4, valid + 4);
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const size_t gh = g + h * stride;
+            uint32_t word = 0;
+#pragma unroll
+            for (int u = 0; u < 4; u++)
+                word |= (uint32_t)pz_fixed_row(a, ax, rcp, 4 * gh + u, valid[4 * h + u],
+                                               v[4 * h + u], &t)
+                        << (8 * u);
+            rows4[gh] = word;
+        }
+    }
+    for (; g < groups; g += stride) {
+        double v[4];
+        bool valid[4];
+        pz_read_fixed4<S>(a, g, v, valid);
+        uint32_t word = 0;
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+            word |= (uint32_t)pz_fixed_row(a, ax, rcp, 4 * g + u, valid[u], v[u], &t) << (8 * u);
+        rows4[g] = word;
+    }
+    for (size_t k = 4 * groups + first; k < a.pixels; k += stride) {
         double v;
         const bool valid = pz_read_eager<S>(a.fixed, a.fixed_mask, k, &v);
         pz_fixed_pixel(a, ax, rcp, k, valid, v, &t);

@@ -7,7 +7,9 @@
  * batches 1, 3, 64, both fixed windows, the MI and NMI gradients, nats and bits, float32, uint16
  * and int16 pixels, private and global histograms, one and many blocks per item, given ranges
  * whose widths and offsets take every path of the GPU's division, the run paths of the
- * histogram and gradient (aligned and misaligned buffers, flat, smooth and noisy images); a
+ * histogram and gradient (aligned and misaligned buffers, flat, smooth and noisy images), the
+ * fixed pass's vector and scalar paths (an aligned fixed image, one a sample past alignment;
+ * pixel counts with and without a remainder of four); a
  * second run (and a third on another stream with the workspace reused) gives the same bits; bad
  * arguments are refused as the CPU twin refuses them. Exits 77 without a usable GPU.
  * Runs without fork (CUDA and fork do not mix).
@@ -120,7 +122,8 @@ typedef struct pz_case {
     size_t side;
     uint32_t bins, count, window, grad_of;
     int log2, masks, specials, ranges, gradient;
-    int misalign; /* moving samples, mask bytes and gradient one element past an aligned start */
+    int misalign; /* fixed and moving samples, mask bytes and gradient one element past an
+                     aligned start */
 } pz_case;
 
 static const char *describe(const pz_case *c)
@@ -213,8 +216,11 @@ static void compare(const pz_case *c, uint64_t seed)
     ck_assert_int_eq(dh_parzen_mi_cpu(&p, n, &hf, &hm, c->count, want, want_grad),
                      DH_PARZEN_OK);
 
-    dh_parzen_image df = {to_device(fixed, fe * n), c->fixed_sample, to_device(fmask, n)};
+    /* misalign: the fixed image too, so that its scalar pass (pz_fixed_kernel) runs, else the
+     * vector one (pz_fixed_vec_kernel) */
     const size_t skip = c->misalign ? 1 : 0;
+    dh_parzen_image df = {to_device_at(fixed, fe * n, fe * skip), c->fixed_sample,
+                          to_device_at(fmask, n, skip)};
     dh_parzen_image dm = {to_device_at(moving, me * n * c->count, me * skip), c->moving_sample,
                           to_device_at(mmask, n * c->count, skip)};
     const int gradient = c->gradient && c->misalign ? 2 : c->gradient;
@@ -228,8 +234,9 @@ static void compare(const pz_case *c, uint64_t seed)
     assert_same(c, n, want, want_grad, got, got_grad, "second GPU run");
     cudaStreamDestroy(stream);
     dh_parzen_cuda_workspace_free(ws);
-    cudaFree((void *)df.data);
-    cudaFree((void *)df.mask);
+    cudaFree((void *)((const char *)df.data - fe * skip));
+    if (df.mask)
+        cudaFree((void *)(df.mask - skip));
     cudaFree((void *)((const char *)dm.data - me * skip));
     if (dm.mask)
         cudaFree((void *)(dm.mask - skip));

@@ -117,11 +117,19 @@ class DevicePlan:
     arrays are on, `consts` (what the caller derived from them: sample types, counts, strides)
     and `templates` of its results (kinds.empty(template) makes one)."""
 
-    __slots__ = ("kinds", "key", "device", "consts", "templates")
+    __slots__ = ("kinds", "key", "device", "consts", "templates", "array_type")
 
     def __init__(self, kinds, key, device, consts, templates):
         self.kinds, self.key, self.device = kinds, key, device
         self.consts, self.templates = consts, templates
+        # what the public methods compare first, before any other check (session 19: an
+        # optimizer's step goes straight to the plan)
+        self.array_type = kinds.array_type
+
+    def own(self, x):
+        """x's device address when x is an array of the plan's library (what `out=` holds on
+        an optimizer's step), else None (the caller's general check takes it)."""
+        return self.kinds.address(x) if type(x) is self.array_type else None
 
     def stream_for(self, arrays, flags):
         """The current stream's handle when these arrays match the plan and their device is

@@ -172,6 +172,13 @@ class MIFixed:
         without waiting for the GPU; host=True copies them to the host instead. out: the
         DeviceScores of an earlier call of the same batch size, whose buffer is written again
         (no allocation: what a CUDA graph capture wants)."""
+        plan = self._plan
+        if plan is not None and stream is None and not host and type(moving) is plan.array_type:
+            # an optimizer's step on the kinds of the last device call: straight to the plan
+            # (session 19, issue 22's host cost)
+            s = plan.stream_for((moving, valid), None)
+            if s is not None:
+                return self._scores_planned(plan, moving, valid, s, out)[0]
         if _arrays.is_device_array(moving):
             return self._scores_device(moving, valid, stream, host, out)
         return self._scores_host(moving, valid)
@@ -293,9 +300,13 @@ class MIFixed:
             raw = plan.kinds.empty(plan.templates[0])
             scores, base = DeviceScores(raw), address(raw)
         else:
-            if not isinstance(out, DeviceScores) or len(out) != count:
-                raise ValueError(f"out: the DeviceScores of a batch of {count}")
-            scores, base = out, _arrays.device_address(out.raw)
+            raw = out.raw if isinstance(out, DeviceScores) else None
+            base = plan.own(raw)
+            if base is None or raw.shape[0] != count:  # not the plan's library: the full check
+                if raw is None or len(out) != count:
+                    raise ValueError(f"out: the DeviceScores of a batch of {count}")
+                base = _arrays.device_address(raw)
+            scores = out
         self._evaluate_calls(address(moving), mtype, stride,
                              0 if valid is None else address(valid), vstride, stream, base,
                              calls, count)

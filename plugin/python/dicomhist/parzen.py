@@ -90,6 +90,14 @@ class ParzenMI:
         out: (scores, grad) of an earlier device call of the same shape, written again (no
         allocation, what a CUDA graph capture wants). Masks: non-zero = valid; fixed_mask shaped
         like fixed, moving_mask like moving."""
+        plan = self._plan
+        if plan is not None and stream is None and type(moving) is plan.array_type:
+            # an optimizer's step on the kinds of the last device call: straight to the plan
+            # (no array-kind dispatch below; session 19, issue 22's host cost)
+            arrays = (fixed, moving, fixed_mask, moving_mask)
+            s = plan.stream_for(arrays, gradient)
+            if s is not None:
+                return self._evaluate_planned(plan, arrays, gradient, s, out)
         if type(moving) is np.ndarray and type(fixed) is np.ndarray:
             # NumPy images of types the library reads, compact, no masks: straight to the C call
             ftype, mtype = _TYPES.get(fixed.dtype), _TYPES.get(moving.dtype)
@@ -184,9 +192,15 @@ class ParzenMI:
             scores, sp, gp = DeviceScores(raw), address(raw), address(grad) if gradient else 0
         else:
             scores, grad = out
-            _check_out(scores, grad, count, shape, gradient)
-            sp = _arrays.device_address(scores.raw)
-            gp = _arrays.device_address(grad) if gradient else 0
+            raw = getattr(scores, "raw", None)
+            sp = plan.own(raw)
+            gp = plan.own(grad) if gradient else 0
+            # arrays of the plan's library (the usual out=): their sizes compared in place
+            if sp is None or gp is None or raw.shape[0] != count or \
+                    (gradient and grad.shape != shape):
+                _check_out(scores, grad, count, shape, gradient)
+                sp = _arrays.device_address(scores.raw)
+                gp = _arrays.device_address(grad) if gradient else 0
         with self._lock:
             _core.parzen_evaluate_device(
                 self._handle, pixels, address(fixed), ftype,

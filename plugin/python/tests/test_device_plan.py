@@ -138,6 +138,33 @@ def test_plan_reads_the_stream_of_each_call(xp, spy):
     assert scores.to_host().tobytes() == want.tobytes()
 
 
+def test_parzen_plan_out_is_checked_and_written(xp, spy):
+    """out= on the planned path (session 19: the results' library and sizes compared in place):
+    written again with the NumPy path's bits, no DeviceView made; results of another batch size
+    or another gradient shape refused with the plan in place."""
+    engine = dicomhist.ParzenMI(32, range_moving=(0.0, 1.0))
+    fixed, moving = images(3, 21)
+    f = xp.dev(fixed)
+    out = engine.evaluate(f, xp.dev(moving))
+    views = spy["views"]
+    for step in range(3):
+        m = images(3, 30 + step)[1]
+        want, want_grad = engine.evaluate(fixed, m)
+        again = engine.evaluate(f, xp.dev(m), out=out)
+        assert again[0] is out[0] and again[1] is out[1]
+        assert out[0].to_host().tobytes() == want.tobytes()
+        assert xp.host(out[1]).tobytes() == want_grad.tobytes()
+    assert spy["views"] == views
+    small = engine.evaluate(f, xp.dev(moving[:2]))
+    engine.evaluate(f, xp.dev(moving))  # the plan of a batch of 3 again
+    views = spy["views"]
+    with pytest.raises(ValueError, match="out"):
+        engine.evaluate(f, xp.dev(moving), out=small)
+    with pytest.raises(ValueError, match="out"):
+        engine.evaluate(f, xp.dev(moving), out=(out[0], small[1]))
+    assert spy["views"] == views  # refused by the planned path itself
+
+
 def test_mifixed_plan_batches_masks_and_out(xp, spy):
     fixed, moving = images(37, 11)
     cpu = dicomhist.MIFixed(fixed, bins=48, range_moving=(0.0, 1.0), device="cpu")
