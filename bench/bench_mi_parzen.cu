@@ -13,7 +13,8 @@
  * Every configuration is first checked bit for bit against the CPU twin (dh_parzen_mi_cpu) on a
  * few items (the volume: on a 512 x 512 x 48 slab, same kernels); a mismatch prints MISMATCH and
  * the program exits 1. Usage:
- * bench_mi_parzen [--quick | --headline | --profile [noise] | --floor | --floor3d | --gap3d]
+ * bench_mi_parzen [--quick | --headline | --profile [noise] | --floor | --floor3d | --gap3d |
+ *                  --waves3d]
  * (--quick: batches up to 1024; --headline: tables 2 and 3 alone, the volume at 64 bins only, to
  * compare builds of the kernels in one run; --profile: a few calls of the two headline shapes
  * alone, for nsys or ncu, on the noise table's images with `noise`; --floor: table 2's box
@@ -23,7 +24,9 @@
  * ranges given, the fixed pass alone in its vector and scalar forms and its read + write floor,
  * and print the given-range call's floors; --gap3d: the 512^3 call with ranges given against
  * its passes launched in its order, back to back and after idle, and alone, with the SM clock
- * after each loop: where the call's time over its passes' sum goes)
+ * after each loop: where the call's time over its passes' sum goes; --waves3d: the fixed,
+ * histogram and gradient passes of the 512^3 pair with the library's grids and with grids of one
+ * wave, on three fresh sets of buffers each, ranges given and found)
  */
 #define BENCH_CUDA_ERROR_EXIT 2
 #include "bench_common.cuh"
@@ -1138,6 +1141,151 @@ static void gaps(cudaStream_t s, const cudaDeviceProp &prop)
     CK(cudaFree(c.d_mhz));
 }
 
+/* ---- --waves3d: the 512^3 passes with grids of one wave (issue 22, session 19 parzen2) -------
+ * --gap3d found the smooth histogram pass at one of two levels (about 1310 or 1455 us) from one
+ * process or set of buffers to another. The library's grids are 8 blocks per SM, but
+ * pz_hist_kernel fits 3 per SM (38 registers at 512 threads) and pz_fixed_vec_kernel 5: 2.67 and
+ * 1.6 waves, the last blocks placed as earlier ones finish. --waves3d times the fixed, histogram
+ * and gradient passes alone with the library's grids and with grids of the blocks that fit
+ * (cudaOccupancyMaxActiveBlocksPerMultiprocessor x SMs: one wave; the grid-stride loops and the
+ * exact integer histograms give the same bits, checked), each on three fresh sets of buffers, and
+ * the whole sequence of passes with both, ranges given and found, smooth and noise volumes. */
+
+struct waves_grids {
+    unsigned fixed, hist, grad;
+};
+
+static waves_grids waves_one(int sms, size_t hist_smem)
+{
+    int f = 0, h = 0, g = 0;
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&f, pz_fixed_vec_kernel<DH_PARZEN_FLOAT32>,
+                                                     PZ_PIXEL_THREADS, 0));
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &h, pz_hist_kernel<DH_PARZEN_FLOAT32, false, true, false>, PZ_HIST_THREADS, hist_smem));
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &g, pz_gradient_kernel<DH_PARZEN_FLOAT32, false, true>, PZ_PIXEL_THREADS, hist_smem));
+    return {(unsigned)(f * sms), (unsigned)(h * sms), (unsigned)(g * sms)};
+}
+
+/* One set of buffers (fresh allocations): the passes with grids w (nullptr: the library's),
+ * timed alone (us: fixed, histogram, gradient) and as the whole sequence back to back; their
+ * records and gradient checked equal to the library's call's (d_out_lib, d_grad_lib: ranges as
+ * `given`). */
+struct waves_times {
+    double fixed, hist, grad, seq;
+    bool same;
+};
+
+static waves_times waves_time(cudaStream_t s, int sms, const float *d_fixed,
+                              const float *d_moving, bool given, const waves_grids *w,
+                              const dh_mi_values *d_out_lib, const float *d_grad_lib, size_t n)
+{
+    const size_t cells = 64 * 64, hist_smem = cells * 8;
+    float *d_grad = floor_alloc<float>(n);
+    dh_mi_values *d_out = floor_alloc<dh_mi_values>(1);
+    floor_batch fb = floor_setup(sms, n, 1, d_fixed, d_moving, d_grad, d_out);
+    pz_args &a = fb.a;
+    if (given) {
+        a.fixed_given = a.moving_given = 1;
+        a.fixed_lo = a.moving_lo = -200.0;
+        a.fixed_hi = a.moving_hi = 2200.0;
+    }
+    const waves_grids g = w ? *w : waves_grids{fb.fixed_vec_blocks, fb.hist_grid.y, fb.grad_grid.y};
+    auto zero_hist = [&] {
+        CK(cudaMemsetAsync(a.n, 0, 8, s));
+        CK(cudaMemsetAsync(a.joint, 0, cells * 8, s));
+    };
+    auto head = [&] { /* memsets, the range pass (ranges found), the axes */
+        CK(cudaMemsetAsync(a.keys, 0xFF, 16, s));
+        zero_hist();
+        if (!given)
+            pz_range_kernel<DH_PARZEN_FLOAT32><<<fb.range_grid, PZ_PIXEL_THREADS, 0, s>>>(a);
+        pz_axes_kernel<<<1, 256, 0, s>>>(a);
+    };
+    auto fixed = [&] {
+        pz_fixed_vec_kernel<DH_PARZEN_FLOAT32><<<g.fixed, PZ_PIXEL_THREADS, 0, s>>>(a);
+    };
+    auto hist = [&] {
+        pz_hist_kernel<DH_PARZEN_FLOAT32, false, true, false>
+            <<<dim3(1, g.hist), PZ_HIST_THREADS, hist_smem, s>>>(a);
+    };
+    auto score = [&] { pz_score_kernel<<<1, PZ_SCORE_THREADS, 0, s>>>(a, 1); };
+    auto grad = [&] {
+        pz_gradient_kernel<DH_PARZEN_FLOAT32, false, true>
+            <<<dim3(1, g.grad), PZ_PIXEL_THREADS, hist_smem, s>>>(a);
+    };
+    head(), fixed(), hist(), score(), grad();
+    CK(cudaStreamSynchronize(s));
+    CK(cudaGetLastError());
+    waves_times t;
+    t.same = floor_same(d_out, d_out_lib, sizeof *d_out) && floor_same(d_grad, d_grad_lib, n * 4);
+    auto none = [] {};
+    t.fixed = 1000.0 * floor_ms(s, none, fixed);
+    t.hist = 1000.0 * floor_ms(s, zero_hist, hist);
+    t.grad = 1000.0 * floor_ms(s, none, grad);
+    t.seq = 1000.0 * bench_median_ms(s, 20, [&](int) { head(), fixed(), hist(), score(), grad(); });
+    CK(cudaStreamSynchronize(s));
+    floor_free(fb);
+    CK(cudaFree(d_grad));
+    CK(cudaFree(d_out));
+    return t;
+}
+
+static void waves_run(cudaStream_t s, const cudaDeviceProp &prop, bool noise, bool given)
+{
+    const floor_shape &sh = FLOOR_VOLUME;
+    const size_t n = sh.n;
+    const int sms = prop.multiProcessorCount;
+    float *d_fixed = floor_alloc<float>(n), *d_moving = floor_alloc<float>(n),
+          *d_grad_lib = floor_alloc<float>(n);
+    dh_mi_values *d_out_lib = floor_alloc<dh_mi_values>(1);
+    floor_images(sh, d_fixed, d_moving, noise, s);
+    const dh_parzen_params p = params_of(64, DH_PARZEN_FIXED_BOX, given ? 1 : 0);
+    dh_parzen_cuda_workspace *ws = dh_parzen_cuda_workspace_new();
+    bool ok = check(ws, p, sh.check_pixels, d_fixed, d_moving, 1, s);
+    call(ws, p, n, d_fixed, d_moving, 1, d_out_lib, d_grad_lib, s);
+    const double lib = 1000.0 * bench_median_ms(s, 20, [&](int) {
+        call(ws, p, n, d_fixed, d_moving, 1, d_out_lib, d_grad_lib, s);
+    });
+    CK(cudaStreamSynchronize(s));
+    dh_parzen_cuda_workspace_free(ws);
+    const waves_grids one = waves_one(sms, 64 * 64 * 8);
+    printf("\n#### %s pair, ranges %s: the library's call %.1f us; one wave: fixed %u, histogram "
+           "%u, gradient %u blocks (%d SMs)\n\n",
+           noise ? "noise" : "smooth", given ? "given (-200..2200)" : "found", lib, one.fixed,
+           one.hist, one.grad, sms);
+    printf("| grids | buffers | fixed pass | histogram | gradient | the passes in sequence |\n"
+           "| --- | --- | --- | --- | --- | --- |\n");
+    for (int set = 1; set <= 3; set++)
+        for (int w = 0; w < 2; w++) {
+            const waves_times t =
+                waves_time(s, sms, d_fixed, d_moving, given, w ? &one : nullptr, d_out_lib,
+                           d_grad_lib, n);
+            ok = ok && t.same;
+            printf("| %s | set %d | %.1f | %.1f | %.1f | %.1f |\n",
+                   w ? "one wave" : "the library's (8 blocks per SM)", set, t.fixed, t.hist, t.grad,
+                   t.seq);
+        }
+    printf("\ncheck (%s, %s): %s\n", noise ? "noise" : "smooth", given ? "given" : "found",
+           ok ? "ok (the call equals the CPU twin on the slab; every grid's passes equal the "
+                "call, records and gradient)"
+              : "FAILED");
+    if (!ok)
+        g_failed = 1;
+    void *q[] = {d_fixed, d_moving, d_grad_lib, d_out_lib};
+    for (void *x : q)
+        CK(cudaFree(x));
+}
+
+static void waves(cudaStream_t s, const cudaDeviceProp &prop)
+{
+    printf("\n### Parzen MI 512^3 pair: the passes with grids of one wave (--waves3d, %s)\n",
+           prop.name);
+    for (int noise = 0; noise < 2; noise++)
+        for (int given = 1; given >= 0; given--)
+            waves_run(s, prop, noise != 0, given != 0);
+}
+
 int main(int argc, char **argv)
 {
     const bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
@@ -1147,6 +1295,11 @@ int main(int argc, char **argv)
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     if (argc > 1 && (strcmp(argv[1], "--floor") == 0 || strcmp(argv[1], "--floor3d") == 0)) {
         floors(s, prop, strcmp(argv[1], "--floor") == 0 ? FLOOR_BATCH : FLOOR_VOLUME);
+        CK(cudaStreamDestroy(s));
+        return g_failed;
+    }
+    if (argc > 1 && strcmp(argv[1], "--waves3d") == 0) {
+        waves(s, prop);
         CK(cudaStreamDestroy(s));
         return g_failed;
     }
