@@ -430,10 +430,10 @@ static floor_batch floor_setup(int sms, size_t n, uint32_t count, const float *d
     const size_t hist_per_block = f.cells > 4096 ? f.cells : 4096;
     f.hist_grid = dim3(count, floor_blocks_per_item(sms, n, count, hist_per_block));
     f.grad_grid = dim3(count, floor_blocks_per_item(sms, n, count, 2048));
-    const size_t fixed_blocks = (n + PZ_PIXEL_THREADS * 4 - 1) / (PZ_PIXEL_THREADS * 4);
-    f.fixed_blocks = (unsigned)(fixed_blocks < (size_t)sms * 8 ? fixed_blocks : (size_t)sms * 8);
-    const size_t vec_blocks = (n + PZ_PIXEL_THREADS * 8 - 1) / (PZ_PIXEL_THREADS * 8);
-    f.fixed_vec_blocks = (unsigned)(vec_blocks < (size_t)sms * 8 ? vec_blocks : (size_t)sms * 8);
+    int fixed_per_sm[2]; /* the library's grids (pz_launch_fixed) */
+    CK(pz_fixed_occupancy<DH_PARZEN_FLOAT32>(fixed_per_sm));
+    f.fixed_blocks = (unsigned)pz_fixed_blocks(n, false, sms, fixed_per_sm[0]);
+    f.fixed_vec_blocks = (unsigned)pz_fixed_blocks(n, true, sms, fixed_per_sm[1]);
     f.d_fold = floor_alloc<unsigned long long>((size_t)count * f.hist_grid.y * PZ_HIST_THREADS);
     return f;
 }
@@ -1143,9 +1143,12 @@ static void gaps(cudaStream_t s, const cudaDeviceProp &prop)
 
 /* ---- --waves3d: the 512^3 passes with grids of one wave (issue 22, session 19 parzen2) -------
  * --gap3d found the smooth histogram pass at one of two levels (about 1310 or 1455 us) from one
- * process or set of buffers to another. The library's grids are 8 blocks per SM, but
+ * process or set of buffers to another. The library's grids were 8 blocks per SM, but
  * pz_hist_kernel fits 3 per SM (38 registers at 512 threads) and pz_fixed_vec_kernel 5: 2.67 and
- * 1.6 waves, the last blocks placed as earlier ones finish. --waves3d times the fixed, histogram
+ * 1.6 waves, the last blocks placed as earlier ones finish. (Its first run, session 19: one wave
+ * took the fixed pass from 290 to 265 us in every case, so the library's fixed pass is one wave
+ * since; the histogram and gradient keep 8 an SM, one wave being slower or no faster there but
+ * for the smooth pair with ranges found.) --waves3d times the fixed, histogram
  * and gradient passes alone with the library's grids and with grids of the blocks that fit
  * (cudaOccupancyMaxActiveBlocksPerMultiprocessor x SMs: one wave; the grid-stride loops and the
  * exact integer histograms give the same bits, checked), each on three fresh sets of buffers, and
@@ -1263,7 +1266,7 @@ static void waves_run(cudaStream_t s, const cudaDeviceProp &prop, bool noise, bo
                            d_grad_lib, n);
             ok = ok && t.same;
             printf("| %s | set %d | %.1f | %.1f | %.1f | %.1f |\n",
-                   w ? "one wave" : "the library's (8 blocks per SM)", set, t.fixed, t.hist, t.grad,
+                   w ? "one wave" : "the library's", set, t.fixed, t.hist, t.grad,
                    t.seq);
         }
     printf("\ncheck (%s, %s): %s\n", noise ? "noise" : "smooth", given ? "given" : "found",

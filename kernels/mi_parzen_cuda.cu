@@ -37,6 +37,9 @@ struct dh_parzen_cuda_workspace {
     int device; /* the device the attributes below were read from; -1: none yet */
     int sms;
     int smem_optin; /* the most dynamic shared memory a block may ask for */
+    /* Blocks of the fixed pass that fit an SM at once, per sample type (dh_parzen_sample) and
+     * path (0 scalar, 1 vector): its grid is one wave of them (pz_launch_fixed). */
+    int fixed_per_sm[3][2];
 };
 
 namespace {
@@ -109,6 +112,12 @@ int pz_device(dh_parzen_cuda_workspace *ws, char *msg, size_t msg_len)
           "cudaDeviceGetAttribute (SM count)");
     PZ_CK(cudaDeviceGetAttribute(&ws->smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev),
           "cudaDeviceGetAttribute (shared memory)");
+    PZ_CK(pz_fixed_occupancy<DH_PARZEN_FLOAT32>(ws->fixed_per_sm[DH_PARZEN_FLOAT32]),
+          "cudaOccupancyMaxActiveBlocksPerMultiprocessor (fixed pass)");
+    PZ_CK(pz_fixed_occupancy<DH_PARZEN_UINT16>(ws->fixed_per_sm[DH_PARZEN_UINT16]),
+          "cudaOccupancyMaxActiveBlocksPerMultiprocessor (fixed pass)");
+    PZ_CK(pz_fixed_occupancy<DH_PARZEN_INT16>(ws->fixed_per_sm[DH_PARZEN_INT16]),
+          "cudaOccupancyMaxActiveBlocksPerMultiprocessor (fixed pass)");
     ws->device = dev;
     return DH_PARZEN_OK;
 }
@@ -212,14 +221,12 @@ void pz_launch_fixed_as(const pz_args &a, bool vec, unsigned grid, cudaStream_t 
 
 /* The fixed pass (the rows, and the positions for the cubic window), once for the batch: the
  * vector path where it fits (two groups of four pixels per thread and trip), else the scalar
- * kernel (four pixels per thread and trip); PZ_BLOCKS_PER_SM blocks per SM at most. */
+ * kernel (four pixels per thread and trip); at most one wave of blocks (pz_fixed_blocks). */
 void pz_launch_fixed(const dh_parzen_cuda_workspace *ws, const pz_args &a, cudaStream_t stream)
 {
     const bool vec = pz_fixed_vec_fits(a);
-    const size_t per_block = (size_t)PZ_PIXEL_THREADS * (vec ? 8 : 4);
-    size_t blocks = (a.pixels + per_block - 1) / per_block;
-    if (blocks > (size_t)ws->sms * PZ_BLOCKS_PER_SM)
-        blocks = (size_t)ws->sms * PZ_BLOCKS_PER_SM;
+    const size_t blocks =
+        pz_fixed_blocks(a.pixels, vec, ws->sms, ws->fixed_per_sm[a.fixed_sample][vec ? 1 : 0]);
     if (a.fixed_sample == DH_PARZEN_FLOAT32)
         pz_launch_fixed_as<DH_PARZEN_FLOAT32>(a, vec, (unsigned)blocks, stream);
     else if (a.fixed_sample == DH_PARZEN_UINT16)

@@ -434,6 +434,33 @@ __global__ void __launch_bounds__(PZ_PIXEL_THREADS) pz_fixed_vec_kernel(pz_args 
     }
 }
 
+/* The fixed pass's blocks per SM (`per_sm[0]` the scalar kernel's, `per_sm[1]` the vector
+ * kernel's), as many as fit at once. */
+template <dh_parzen_sample S>
+inline cudaError_t pz_fixed_occupancy(int per_sm[2])
+{
+    cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm[0], pz_fixed_kernel<S>,
+                                                                  PZ_PIXEL_THREADS, 0);
+    if (e == cudaSuccess)
+        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm[1], pz_fixed_vec_kernel<S>,
+                                                          PZ_PIXEL_THREADS, 0);
+    return e;
+}
+
+/* The fixed pass's grid: the blocks its pixels fill (four a thread on the scalar path, eight on
+ * the vector one), at most one wave of what fits (`per_sm` blocks on each of `sms` SMs). Both
+ * kernels stride over the pixels, so the grid changes no bit. One wave because the last blocks
+ * of a second, partial wave start only as earlier ones end: on the 512^3 pair (an H100, five
+ * vector blocks an SM) one wave took 265 us where eight blocks an SM (1.6 waves) took 290
+ * (bench_mi_parzen --waves3d, session 19). */
+inline size_t pz_fixed_blocks(size_t pixels, bool vec, int sms, int per_sm)
+{
+    const size_t per_block = (size_t)PZ_PIXEL_THREADS * (vec ? 8 : 4);
+    const size_t blocks = (pixels + per_block - 1) / per_block;
+    const size_t wave = (size_t)sms * (size_t)(per_sm > 0 ? per_sm : 1);
+    return blocks < wave ? blocks : wave;
+}
+
 /* Adds w (skipping zero weights: they add nothing) to a cell of an item's histogram in global
  * memory (a native 64-bit atomic). */
 __device__ __forceinline__ void pz_add_global(unsigned long long *cell, uint64_t w)
