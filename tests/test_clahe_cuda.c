@@ -92,7 +92,10 @@ static void check_case(const clahe_case *c)
 
 /* ---- data ---- */
 
-enum kind { RANDOM, CT_LIKE, CONSTANT, TWO_VALUE, EXTREMES, RADIOGRAPH, KINDS };
+/* PADDED_CT (after KINDS: large_images_and_batches only): CT_LIKE inside an ellipse per slice,
+ * one constant value outside it (a scanner's padding), so whole vectors and warps share a bin
+ * next to noise (the merged histogram adds of clahe_cuda.cu). */
+enum kind { RANDOM, CT_LIKE, CONSTANT, TWO_VALUE, EXTREMES, RADIOGRAPH, KINDS, PADDED_CT };
 
 /* n samples of `kind`, each inside the table range base .. base + len - 1, stored as the type
  * (int16 two's complement when signed). */
@@ -112,6 +115,16 @@ static void fill(uint16_t *d, size_t nx, size_t ny, size_t nz, enum kind kind, i
         dh_test_fill_ct_like(d, n, seed);
         for (size_t i = 0; i < n; i++) /* 12-bit values into the range (as stored, shifted) */
             d[i] = (uint16_t)(base + (int32_t)(d[i] * (uint64_t)len / 4096));
+        return;
+    case PADDED_CT:
+        fill(d, nx, ny, nz, CT_LIKE, base, len, seed);
+        for (size_t z = 0; z < nz; z++)
+            for (size_t y = 0; y < ny; y++)
+                for (size_t x = 0; x < nx; x++) {
+                    const double ex = (2.0 * x - nx) / (0.9 * nx), ey = (2.0 * y - ny) / (0.7 * ny);
+                    if (ex * ex + ey * ey > 1.0)
+                        d[(z * ny + y) * nx + x] = (uint16_t)(base + (int32_t)a);
+                }
         return;
     case CONSTANT:
         for (size_t i = 0; i < n; i++)
@@ -269,6 +282,9 @@ START_TEST(large_images_and_batches)
         /* y and z spans past clahe_cuda_blend.h's bound (300 x 300 doubled): the general 3D
          * mapping, not clahe_cuda_volume.cuh's */
         {5, 300, 300, 1, 2, 2, 1, 0, 12, 4096, CT_LIKE},
+        {128, 128, 64, 8, 8, 8, 1, 0, 12, 4096, PADDED_CT},
+        {128, 96, 40, 4, 4, 4, 1, 1, 16, 65536, PADDED_CT}, /* packed 16-bit counters */
+        {200, 160, 3, 4, 4, 1, 0, 0, 16, 65536, PADDED_CT},
     };
     dh_test_rng rng;
     dh_test_rng_seed(&rng, 31);
