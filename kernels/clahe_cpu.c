@@ -13,8 +13,8 @@
  * table built without a division per bin (clahe_table_cpu.h); in 2D the four entries a pixel
  * blends are packed as one 8-byte quad per bin and segment, built band by band as the rows reach
  * it (only over the bins the segment's four tiles reach: the tile pass keeps each tile's range),
- * and the row blend runs 8 pixels at a time in 32-bit AVX2 lanes where the processor has it
- * (clahe_rows_cpu.h).
+ * and the row blend runs 8 pixels at a time in 32-bit AVX2 lanes, or 16 in AVX-512 ones, where
+ * the processor has them (clahe_rows_cpu.h, clahe_cpu_path.h).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "clahe_cpu.h"
@@ -48,7 +48,7 @@ typedef struct unit {
                        * b * tx + ix; 2D: tile (ix, iy)'s table at (iy * tx + ix) * bins */
     const dh_clahe_axis_weight *wx; /* per column */
     const dh_clahe_columns *columns; /* per column, for the 2D blend */
-    int fast;                        /* the AVX2 blend */
+    int fast;                        /* the blend's build (clahe_cpu_path.h) */
     const uint32_t *bin_of;         /* per raw 16-bit sample: its bin, bins (below the window)
                                      * or bins + 1 (above) */
     uint32_t *reach; /* 2D: per tile k, the first and last bin its samples inside the window
