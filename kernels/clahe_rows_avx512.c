@@ -22,16 +22,7 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 
-#define DH_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma")))
-
-/* The high words of the 16 products u m (m in every lane): the even lanes' by one multiply, the
- * odd lanes' by another, each giving 64-bit products. */
-DH_AVX512 static inline __attribute__((always_inline)) __m512i high_words(__m512i u, __m512i m)
-{
-    const __m512i even = _mm512_srli_epi64(_mm512_mul_epu32(u, m), 32);
-    const __m512i odd = _mm512_mul_epu32(_mm512_srli_epi64(u, 32), m);
-    return _mm512_mask_blend_epi32((__mmask16)0xaaaa, even, odd);
-}
+#include "clahe_avx512_bins.h"
 
 /* One build of the loop; `gathers` is a constant in each caller, so each gets its own. */
 DH_AVX512 static inline __attribute__((always_inline)) void
@@ -40,7 +31,8 @@ blend16(const dh_clahe_row *r, const dh_clahe_columns *c, const int gathers)
     const __m512i lo = _mm512_set1_epi32(r->lo), hi = _mm512_set1_epi32(r->hi);
     const __m512i top = _mm512_set1_epi32(r->top), one = _mm512_set1_epi32(1);
     const __m512i zero = _mm512_setzero_si512(), k65537 = _mm512_set1_epi32(65537);
-    const dh_clahe_bin_rule rule = dh_clahe_bin_rule_of(r); /* a shift or a multiply-high */
+    /* The bin: a shift, or a multiply-high. */
+    const dh_clahe_bin_rule rule = dh_clahe_bin_rule_of(r->lo, r->hi, r->bins);
     const int shift = rule.shift;
     const __m128i by = _mm_cvtsi32_si128(shift < 0 ? 0 : shift);
     const __m512i magic = _mm512_set1_epi32((int)rule.magic);
@@ -64,7 +56,7 @@ blend16(const dh_clahe_row *r, const dh_clahe_columns *c, const int gathers)
         const __mmask16 inside =
             _mm512_mask_cmple_epi32_mask(_mm512_mask_cmpge_epi32_mask(m, v, lo), v, hi);
         const __m512i u = _mm512_maskz_sub_epi32(inside, v, lo); /* 0 outside: bin 0 */
-        const __m512i b = shift >= 0 ? _mm512_srl_epi32(u, by) : high_words(u, magic);
+        const __m512i b = dh_avx512_bins(u, shift, by, magic);
         /* Lanes outside the window or the row index bin 0 of a segment (or quad 0), which
          * clahe_rows_cpu.c's quads always hold: the scalar loads stay in bounds; the gathers
          * skip them. */

@@ -244,15 +244,15 @@ static void blend_portable(const dh_clahe_row *r, const dh_clahe_columns *c, uin
     }
 }
 
-dh_clahe_bin_rule dh_clahe_bin_rule_of(const dh_clahe_row *r)
+dh_clahe_bin_rule dh_clahe_bin_rule_of(int32_t lo, int32_t hi, uint32_t bins)
 {
-    const uint32_t width = (uint32_t)((int64_t)r->hi - r->lo + 1);
+    const uint32_t width = (uint32_t)((int64_t)hi - lo + 1);
     dh_clahe_bin_rule rule = {-1, 0};
     for (int k = 0; k <= 16; k++)
-        if (((uint64_t)r->bins << k) == width)
+        if (((uint64_t)bins << k) == width)
             rule.shift = k;
     if (rule.shift < 0)
-        rule.magic = (uint32_t)((((uint64_t)r->bins << 32) + width - 1) / width);
+        rule.magic = (uint32_t)((((uint64_t)bins << 32) + width - 1) / width);
     return rule;
 }
 
@@ -266,7 +266,7 @@ __attribute__((target("avx2,fma"))) static void blend_avx2(const dh_clahe_row *r
     const __m256i zero = _mm256_setzero_si256(), k = _mm256_set1_epi32(65537);
     /* The bin: a shift, or the multiply-high in the even 32-bit lanes, which _mm256_mul_epu32
      * reads. */
-    const dh_clahe_bin_rule rule = dh_clahe_bin_rule_of(r);
+    const dh_clahe_bin_rule rule = dh_clahe_bin_rule_of(r->lo, r->hi, r->bins);
     const int shift = rule.shift;
     const __m128i by = _mm_cvtsi32_si128(shift < 0 ? 0 : shift);
     const __m256i magic = _mm256_set1_epi32((int)rule.magic);

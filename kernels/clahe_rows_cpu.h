@@ -90,15 +90,16 @@ typedef struct dh_clahe_row {
     uint32_t wy0, wy1, den_y;
 } dh_clahe_row;
 
-/* How the vector builds compute a sample's bin in the row's window (W = hi - lo + 1 values,
- * u = v - lo): u >> shift where W / bins is 2^shift (shift >= 0), else (shift -1) the high word
- * of u magic with magic = ceil(bins 2^32 / W), exact by clahe_rows_cpu.c's proof. */
+/* How the vector builds compute a sample's bin in a window [lo, hi] of `bins` bins (bins <= W =
+ * hi - lo + 1 values, u = v - lo): u >> shift where W / bins is 2^shift (shift >= 0), else
+ * (shift -1) the high word of u magic with magic = ceil(bins 2^32 / W), which is
+ * floor(u bins / W) exactly by clahe_rows_cpu.c's proof. */
 typedef struct dh_clahe_bin_rule {
     int shift;
     uint32_t magic;
 } dh_clahe_bin_rule;
 
-dh_clahe_bin_rule dh_clahe_bin_rule_of(const dh_clahe_row *r);
+dh_clahe_bin_rule dh_clahe_bin_rule_of(int32_t lo, int32_t hi, uint32_t bins);
 
 /* The build of the blend that runs here (a dh_clahe_path of clahe_cpu_path.h): the processor's
  * fastest (capped by DH_CLAHE_CPU_PATH) where every product of the vector builds' 32-bit lanes
