@@ -244,18 +244,6 @@ static void blend_portable(const dh_clahe_row *r, const dh_clahe_columns *c, uin
     }
 }
 
-dh_clahe_bin_rule dh_clahe_bin_rule_of(int32_t lo, int32_t hi, uint32_t bins)
-{
-    const uint32_t width = (uint32_t)((int64_t)hi - lo + 1);
-    dh_clahe_bin_rule rule = {-1, 0};
-    for (int k = 0; k <= 16; k++)
-        if (((uint64_t)bins << k) == width)
-            rule.shift = k;
-    if (rule.shift < 0)
-        rule.magic = (uint32_t)((((uint64_t)bins << 32) + width - 1) / width);
-    return rule;
-}
-
 #ifdef DH_CLAHE_X86
 
 __attribute__((target("avx2,fma"))) static void blend_avx2(const dh_clahe_row *r,

@@ -99,7 +99,19 @@ typedef struct dh_clahe_bin_rule {
     uint32_t magic;
 } dh_clahe_bin_rule;
 
-dh_clahe_bin_rule dh_clahe_bin_rule_of(int32_t lo, int32_t hi, uint32_t bins);
+/* Inline: the AVX2 blend here and the AVX-512 files share it, and files do not call each other
+ * both ways. */
+static inline dh_clahe_bin_rule dh_clahe_bin_rule_of(int32_t lo, int32_t hi, uint32_t bins)
+{
+    const uint32_t width = (uint32_t)((int64_t)hi - lo + 1);
+    dh_clahe_bin_rule rule = {-1, 0};
+    for (int k = 0; k <= 16; k++)
+        if (((uint64_t)bins << k) == width)
+            rule.shift = k;
+    if (rule.shift < 0)
+        rule.magic = (uint32_t)((((uint64_t)bins << 32) + width - 1) / width);
+    return rule;
+}
 
 /* The build of the blend that runs here (a dh_clahe_path of clahe_cpu_path.h): the processor's
  * fastest (capped by DH_CLAHE_CPU_PATH) where every product of the vector builds' 32-bit lanes
