@@ -12,12 +12,15 @@
  *        bench_clahe_cpu --write image.raw
  *        bench_clahe_cpu --once image.raw bins threads
  *        bench_clahe_cpu --floor image.raw [runs]
+ *        bench_clahe_cpu --split image.raw [runs]
  * The second form only writes the image; the third times one call on the image written (after
  * two untimed calls, see once()) and prints its milliseconds of processor time alone: a driver
  * such as bench_clahe_opencv.py --ours alternates it with OpenCV run by run, so a shared
  * machine's load falls on both alike. The fourth times, on the same image and one thread, the
  * work no exact CLAHE avoids (bench_clahe_floor.h: the bare copy, plain histograms, a one-table
- * lookup), fastest of `runs` (default 9), one "name milliseconds" line each.
+ * lookup), fastest of `runs` (default 9), one "name milliseconds" line each. The fifth prints,
+ * per build of the row blend this processor runs (DH_CLAHE_CPU_PATH), the whole call and the
+ * blend alone on one thread, fastest of `runs` (default 9): bench_clahe_split.h.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -28,20 +31,12 @@
 #include <time.h>
 
 #include "bench_clahe_floor.h"
+#include "bench_clahe_split.h"
 #include "bench_cpu_common.h"
 #include "clahe_cpu.h"
 
 #define N 3000
 #define REPS 9
-
-/* Processor time of the whole process: on a shared machine the time the work really took on
- * its cores, not the time it waited for them (with one thread, time per core). */
-static double cpu_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* Air near 2000, an elliptic body whose density rises to its middle, rib-like bands, a bright
  * collimator strip at the top, noise of a few hundred values: the full 16-bit range is used. */
@@ -77,12 +72,12 @@ static void run(const uint16_t *img, uint16_t *out, uint32_t bins, int threads)
     dh_eq_window w = {0, 65535};
     double t[REPS];
     for (int r = 0; r < REPS; r++) {
-        double t0 = cpu_s();
+        double t0 = bench_cpu_seconds();
         if (dh_clahe_cpu(img, 0, 0, 65536, &shape, &w, bins, 65536, 2.0, threads, out) != 0) {
             fprintf(stderr, "dh_clahe_cpu failed\n");
             exit(1);
         }
-        t[r] = cpu_s() - t0;
+        t[r] = bench_cpu_seconds() - t0;
     }
     qsort(t, REPS, sizeof t[0], compare_double);
     printf("dicomhist CLAHE CPU, 3000x3000 uint16, 8x8 tiles, %5u bins, %d thread%s: median "
@@ -117,12 +112,12 @@ static int once(const char *path, uint32_t bins, int threads)
     dh_eq_window w = {0, 65535};
     double t = 0;
     for (int r = 0; r < 3; r++) {
-        double t0 = cpu_s();
+        double t0 = bench_cpu_seconds();
         if (dh_clahe_cpu(img, 0, 0, 65536, &shape, &w, bins, 65536, 2.0, threads, out) != 0) {
             fprintf(stderr, "dh_clahe_cpu failed\n");
             return 1;
         }
-        t = cpu_s() - t0;
+        t = bench_cpu_seconds() - t0;
     }
     printf("%.3f\n", t * 1e3);
     free(img);
@@ -141,12 +136,25 @@ static int floor_of(const char *path, int runs)
     return rc;
 }
 
+/* The split of bench_clahe_split.h on the image in `path`. */
+static int split_of(const char *path, int runs)
+{
+    uint16_t *img = malloc((size_t)N * N * sizeof *img), *out = malloc((size_t)N * N * sizeof *out);
+    int rc = !img || !out || read_image(path, img) != 0 ||
+             bench_clahe_split(img, out, N, runs > 0 ? runs : 9) != 0;
+    free(img);
+    free(out);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 5 && strcmp(argv[1], "--once") == 0)
         return once(argv[2], (uint32_t)atoi(argv[3]), atoi(argv[4]));
     if ((argc == 3 || argc == 4) && strcmp(argv[1], "--floor") == 0)
         return floor_of(argv[2], argc == 4 ? atoi(argv[3]) : 9);
+    if ((argc == 3 || argc == 4) && strcmp(argv[1], "--split") == 0)
+        return split_of(argv[2], argc == 4 ? atoi(argv[3]) : 9);
     int write_only = argc == 3 && strcmp(argv[1], "--write") == 0;
     int threads = argc > 1 && !write_only ? atoi(argv[1]) : 1;
     uint16_t *img = malloc((size_t)N * N * sizeof *img), *out = malloc((size_t)N * N * sizeof *out);

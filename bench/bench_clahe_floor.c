@@ -7,7 +7,8 @@
  * wait on one counter; at 65536 also two), and at 4096 bins with four tables of 16-bit counters
  * (32 KiB, the size of a level-1 data cache) flushed into 32-bit totals before any can overflow,
  * (c) the one-table lookup out = lut[in], with a 65536-entry table and with a 4096-entry table
- * indexed by the top 12 bits, scalar and (where the processor has AVX2) by 8-lane gathers. Each
+ * indexed by the top 12 bits, scalar, by 8-lane AVX2 gathers and by 16-lane AVX-512 ones (where
+ * the processor has them), and the AVX-512 gather of one 8-byte entry per sample. Each
  * is the fastest of the runs, in processor time. Every result is folded into a printed checksum
  * so no loop can be dropped.
  */
@@ -19,12 +20,7 @@
 #include <string.h>
 #include <time.h>
 
-static double cpu_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+#include "bench_cpu_common.h"
 
 /* One plain histogram: `tables` tables of 65536 >> shift counters (zeroed here, inside the
  * timing, as a histogram must be), summed into the first at the end. Returns a checksum. */
@@ -102,6 +98,42 @@ __attribute__((target("avx2"))) static uint64_t lookup_gather(const uint16_t *im
         out[i] = (uint16_t)lut32[img[i] >> shift];
     return out[0] + out[n / 2] + out[n - 1];
 }
+
+#define FLOOR_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
+/* The same by 16-lane AVX-512 gathers (vpgatherdd), the tail under a mask. */
+FLOOR_AVX512 static uint64_t lookup_gather512(const uint16_t *img, size_t n, const int32_t *lut32,
+                                              int shift, uint16_t *out)
+{
+    const __m128i by = _mm_cvtsi32_si128(shift);
+    for (size_t i = 0; i < n; i += 16) {
+        const __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        const __m512i v = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, img + i));
+        const __m512i e = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m,
+                                                      _mm512_srl_epi32(v, by), lut32, 4);
+        _mm256_mask_storeu_epi16(out + i, m, _mm512_cvtepi32_epi16(e));
+    }
+    return out[0] + out[n / 2] + out[n - 1];
+}
+
+/* out = the low 16 bits of quads[in], 64-bit entries by two 8-lane gathers (vpgatherdq) per 16
+ * samples: what the AVX-512 blend's fetch of one quad a pixel costs at least. */
+FLOOR_AVX512 static uint64_t quad_gather512(const uint16_t *img, size_t n, const uint64_t *quads,
+                                            uint16_t *out)
+{
+    for (size_t i = 0; i < n; i += 16) {
+        const __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        const __m512i v = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, img + i));
+        const __m512i zero = _mm512_setzero_si512();
+        const __m512i a = _mm512_mask_i32gather_epi64(zero, (__mmask8)m, _mm512_castsi512_si256(v),
+                                                      (const long long *)quads, 8);
+        const __m512i b = _mm512_mask_i32gather_epi64(zero, (__mmask8)(m >> 8),
+                                                      _mm512_extracti64x4_epi64(v, 1),
+                                                      (const long long *)quads, 8);
+        _mm_mask_storeu_epi16(out + i, (__mmask8)m, _mm512_cvtepi64_epi16(a));
+        _mm_mask_storeu_epi16(out + i + 8, (__mmask8)(m >> 8), _mm512_cvtepi64_epi16(b));
+    }
+    return out[0] + out[n / 2] + out[n - 1];
+}
 #endif
 
 static uint64_t lookup(const uint16_t *img, size_t n, const uint16_t *lut, int shift,
@@ -118,12 +150,15 @@ static uint64_t copy(const uint16_t *img, size_t n, uint16_t *out)
     return out[0] + out[n / 2] + out[n - 1];
 }
 
+/* In the order of what the processor needs: none, AVX2, AVX-512. */
 enum measure { COPY, HIST_4096_1, HIST_4096_4, HIST_4096_4_16, HIST_65536_1, HIST_65536_2, HIST_65536_4,
-               LUT_65536, LUT_4096, GATHER_65536, GATHER_4096, MEASURES };
+               LUT_65536, LUT_4096, GATHER_65536, GATHER_4096, GATHER512_65536, GATHER512_4096,
+               QUAD512_65536, MEASURES };
 
 static const char *const names[MEASURES] = {
     "copy", "hist4096x1", "hist4096x4", "hist4096x4_16bit", "hist65536x1", "hist65536x2", "hist65536x4",
-    "lut65536", "lut4096", "lut65536_gather", "lut4096_gather"};
+    "lut65536", "lut4096", "lut65536_gather", "lut4096_gather", "lut65536_gather512",
+    "lut4096_gather512", "quad65536_gather512"};
 
 /* The scratch every measure may use. */
 typedef struct floor_tables {
@@ -131,15 +166,20 @@ typedef struct floor_tables {
     uint16_t *h16;
     const uint16_t *lut;
     const int32_t *lut32;
+    const uint64_t *quads;
 } floor_tables;
 
-static int have_avx2(void)
+/* The measures this processor runs: up to the AVX2 ones, or all. */
+static int measures_here(void)
 {
 #ifdef FLOOR_X86
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2");
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl"))
+        return MEASURES;
+    return __builtin_cpu_supports("avx2") ? GATHER512_65536 : GATHER_65536;
 #else
-    return 0;
+    return GATHER_65536;
 #endif
 }
 
@@ -161,6 +201,9 @@ static uint64_t measure_once(enum measure m, const uint16_t *img, size_t n,
 #ifdef FLOOR_X86
     case GATHER_65536: return lookup_gather(img, n, t->lut32, 0, out);
     case GATHER_4096: return lookup_gather(img, n, t->lut32, 4, out);
+    case GATHER512_65536: return lookup_gather512(img, n, t->lut32, 0, out);
+    case GATHER512_4096: return lookup_gather512(img, n, t->lut32, 4, out);
+    case QUAD512_65536: return quad_gather512(img, n, t->quads, out);
 #endif
     default: return 0;
     }
@@ -172,12 +215,15 @@ int bench_clahe_floor(const uint16_t *img, uint16_t *out, size_t n, int reps)
     uint16_t *h16 = malloc(4 * (size_t)4096 * sizeof *h16);
     uint16_t *lut = malloc(65536 * sizeof *lut);
     int32_t *lut32 = malloc(65536 * sizeof *lut32);
-    int rc = !h || !h16 || !lut || !lut32;
+    uint64_t *quads = malloc(65536 * sizeof *quads);
+    int rc = !h || !h16 || !lut || !lut32 || !quads;
     /* A table like an equalization's: every entry different from its index. */
-    for (uint32_t v = 0; v < 65536 && !rc; v++)
+    for (uint32_t v = 0; v < 65536 && !rc; v++) {
         lut32[v] = lut[v] = (uint16_t)(65535 - (v * 7 + 13) % 65536);
-    const floor_tables t = {h, h16, lut, lut32};
-    const int measures = rc ? 0 : have_avx2() ? MEASURES : GATHER_65536;
+        quads[v] = 0x0123456789ab0000ull | lut[v];
+    }
+    const floor_tables t = {h, h16, lut, lut32, quads};
+    const int measures = rc ? 0 : measures_here();
     uint64_t check = 0;
     double best[MEASURES];
     for (int m = 0; m < measures; m++)
@@ -186,9 +232,9 @@ int bench_clahe_floor(const uint16_t *img, uint16_t *out, size_t n, int reps)
      * untimed round first (pages and caches in). */
     for (int r = -1; r < reps; r++)
         for (int m = 0; m < measures; m++) {
-            double t0 = cpu_s();
+            double t0 = bench_cpu_seconds();
             check += measure_once((enum measure)m, img, n, &t, out);
-            double t = cpu_s() - t0;
+            double t = bench_cpu_seconds() - t0;
             if (r >= 0 && t < best[m])
                 best[m] = t;
         }
@@ -200,5 +246,6 @@ int bench_clahe_floor(const uint16_t *img, uint16_t *out, size_t n, int reps)
     free(h16);
     free(lut);
     free(lut32);
+    free(quads);
     return rc;
 }

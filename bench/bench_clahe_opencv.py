@@ -21,7 +21,9 @@ lookup out = lut[in], and OpenCV's own calcHist and LUT (16-bit LUT with a 65536
 alternating run by run, fastest of the runs; then what any exact CLAHE needs at least (the fastest
 histogram plus the fastest lookup) against OpenCV's CLAHE over 5, and OpenCV's CLAHE on one thread
 against its default thread count (processor and wall time), since the target is per core: every
-OpenCV figure in the tables is with cv2.setNumThreads(1).
+OpenCV figure in the tables is with cv2.setNumThreads(1). Between them, bench_clahe_cpu --split:
+per build of the row blend the processor runs (portable, AVX2, AVX-512 with scalar loads and
+with gathers), the whole call and the blend alone.
 
 Usage: bench_clahe_opencv.py --ours build/bench/bench_clahe_cpu [--before PATH] [--runs N]
                              [--skimage] [IMAGE]
@@ -142,6 +144,9 @@ FLOOR_ROWS = [  # (key, what, bins)
     ("lut4096_gather", "(c) lookup `out = lut[in >> 4]`, AVX2 gathers", 4096),
     ("lut65536", "(c) lookup `out = lut[in]`, scalar", 65536),
     ("lut65536_gather", "(c) lookup `out = lut[in]`, AVX2 gathers", 65536),
+    ("lut4096_gather512", "(c) lookup `out = lut[in >> 4]`, AVX-512 gathers", 4096),
+    ("lut65536_gather512", "(c) lookup `out = lut[in]`, AVX-512 gathers", 65536),
+    ("quad65536_gather512", "(c) one 8-byte entry a pixel, AVX-512 gathers (the blend's fetch)", 65536),
     ("cv_lut", "(d) OpenCV `LUT` (16-bit, 65536 entries)", 65536),
 ]
 
@@ -173,7 +178,8 @@ def floor(ours, image, runs, cv2, img, cv_clahe):
     for key, what, bins in FLOOR_ROWS:
         if key in best:
             print(f"| {what} | {bins} | {best[key]:.2f} | {best[key] * 1e6 / pixels:.2f} |")
-    lookup = min(best[k] for k in ("lut65536", "lut65536_gather", "cv_lut") if k in best)
+    lookup = min(best[k] for k in ("lut65536", "lut65536_gather", "lut65536_gather512", "cv_lut")
+                 if k in best)
     budget = min(cv_clahe) / 5
     print(f"\nOpenCV's CLAHE over 5 (its fastest, {min(cv_clahe):.1f} ms, one thread): "
           f"**{budget:.2f} ms**. What any exact CLAHE does at least, the fastest histogram plus "
@@ -185,6 +191,19 @@ def floor(ours, image, runs, cv2, img, cv_clahe):
         hist = min(best[k] for k in keys if k in best)
         print(f"| {bins} | {hist:.2f} | {lookup:.2f} | {hist + lookup:.2f} | "
               f"{(hist + lookup) / budget:.2f} |")
+
+
+def split(ours, image, runs):
+    """bench_clahe_cpu --split: per build of the row blend this processor runs, the whole call
+    and the blend alone (band quads and row blends), one thread, fastest of the runs."""
+    out = subprocess.run([ours, "--split", image, str(runs)], check=True, capture_output=True,
+                         text=True).stdout
+    print(f"\n### Where the twin's time goes, per build of its blend ({cpu_model()})\n")
+    print(f"The same image, one thread, milliseconds of processor time, fastest of {runs}, the "
+          f"builds alternating run by run (DH_CLAHE_CPU_PATH); the blend alone is the band "
+          f"quads and the row blends from the call's own tables, checked equal to the call's "
+          f"output; the rest is the tile pass and the call's set-up.\n")
+    print(out.rstrip())
 
 
 def opencv_threads(cv2, img, runs):
@@ -252,6 +271,7 @@ def main():
                 subprocess.run([a.ours, "--write", image], check=True)
             img, cv_clahe = alternate(a.ours, image, a.runs, cv2, a.before)
             floor(a.ours, image, a.runs, cv2, img, cv_clahe)
+            split(a.ours, image, a.runs)
             opencv_threads(cv2, img, a.runs)
         elif image:
             img = opencv_alone(image, cv2)

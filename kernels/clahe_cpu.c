@@ -7,14 +7,15 @@
  *
  * What makes it fast, with the bits of clahe.h unchanged: a bin table indexed by the raw 16-bit
  * sample (the bin, or a mark for below / above the window) replaces a division per pixel in the
- * tile pass and the portable blend (the AVX2 blend computes it) and is rebuilt only when the
- * window changes; a tile's histogram is counted in two halves
+ * tile pass and the portable blend (the vector blends, and the AVX-512 tile pass of
+ * clahe_tiles_avx512.h, compute it) and is rebuilt only when the window changes; a tile's
+ * histogram is counted in two halves
  * of 32-bit counters (even and odd pixels, so runs of one bin do not wait on each other) and its
  * table built without a division per bin (clahe_table_cpu.h); in 2D the four entries a pixel
  * blends are packed as one 8-byte quad per bin and segment, built band by band as the rows reach
  * it (only over the bins the segment's four tiles reach: the tile pass keeps each tile's range),
- * and the row blend runs 8 pixels at a time in 32-bit AVX2 lanes where the processor has it
- * (clahe_rows_cpu.h).
+ * and the row blend runs 8 pixels at a time in 32-bit AVX2 lanes, or 16 in AVX-512 ones, where
+ * the processor has them (clahe_rows_cpu.h, clahe_cpu_path.h).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "clahe_cpu.h"
@@ -24,8 +25,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "clahe_cpu_path.h"
 #include "clahe_rows_cpu.h"
 #include "clahe_table_cpu.h"
+#include "clahe_tiles_avx512.h"
 #include "equalize_cpu.h"
 
 uint32_t dh_clahe_tiles_for_size(uint32_t n, uint32_t size)
@@ -48,7 +51,8 @@ typedef struct unit {
                        * b * tx + ix; 2D: tile (ix, iy)'s table at (iy * tx + ix) * bins */
     const dh_clahe_axis_weight *wx; /* per column */
     const dh_clahe_columns *columns; /* per column, for the 2D blend */
-    int fast;                        /* the AVX2 blend */
+    int fast;                        /* the blend's build (clahe_cpu_path.h) */
+    int count_avx512;                /* the tile pass's counting in AVX-512 */
     const uint32_t *bin_of;         /* per raw 16-bit sample: its bin, bins (below the window)
                                      * or bins + 1 (above) */
     uint32_t *reach; /* 2D: per tile k, the first and last bin its samples inside the window
@@ -144,7 +148,15 @@ static int tile_table(unit *u, uint32_t k, scratch *w)
         uint32_t *h0 = w->h0, *h1 = w->h1;
         const uint16_t flip = u->is_signed ? 0x8000 : 0;
         uint16_t kmin = 0xffff, kmax = 0;
-        for (uint32_t z = z0; z < z1; z++)
+#ifdef DH_CLAHE_AVX512_BUILT
+        for (uint32_t z = z0; z < z1 && u->count_avx512; z++) {
+            const dh_clahe_count_job job = {raw + ((size_t)(u->z0 + z) * s->ny + y0) * s->nx,
+                                            s->nx, x0, x1, y1 - y0, u->is_signed, u->lo,
+                                            u->hi, bins};
+            dh_clahe_count_avx512(&job, h0, h1, &kmin, &kmax);
+        }
+#endif
+        for (uint32_t z = z0; z < z1 && !u->count_avx512; z++)
             for (uint32_t y = y0; y < y1; y++) {
                 const uint16_t *row = raw + ((size_t)(u->z0 + z) * s->ny + y) * s->nx;
                 /* The tile's rows are short runs a row apart, which the processor's own
@@ -428,7 +440,8 @@ int dh_clahe_cpu(const void *data, int is_signed, int32_t base, uint32_t len,
     for (uint32_t k = 0; k < units && rc == 0; k++) {
         unit u = {data, is_signed, shape, shape->volume ? 0 : k, shape->volume ? shape->nz : 1,
                   shape->volume ? shape->tz : 1, 0, 0, bins, levels, clip_limit, NULL, wx,
-                  &columns, 0, bin_of, NULL, out, 0};
+                  &columns, 0, dh_clahe_cpu_path() >= DH_CLAHE_PATH_AVX512_LOADS, bin_of, NULL,
+                  out, 0};
         clamp_window(windows[k], base, len, &u.lo, &u.hi);
         uint32_t used = u.lo > u.hi ? 1
                                     : dh_clahe_bins_used(bins, (uint32_t)((int64_t)u.hi - u.lo + 1));

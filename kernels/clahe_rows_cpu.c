@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * clahe_rows_cpu.c: the 2D row blend of CLAHE's CPU twin (clahe_rows_cpu.h), in portable C and,
- * on x86-64, in AVX2 chosen at run time (function multi-versioning by target attribute: the
- * library stays built for the x86-64 baseline and other processors compile the portable code
- * alone). Both give dh_clahe_blend2's value, written with the segment weights of the header:
+ * on x86-64, in AVX2 or AVX-512 (clahe_rows_avx512.c) chosen at run time (clahe_cpu_path.h;
+ * function multi-versioning by target attribute: the library stays built for the x86-64
+ * baseline and other processors compile the portable code alone). All give dh_clahe_blend2's
+ * value, written with the segment weights of the header:
  *   num = wy0 (w0 t00 + w1 t10) + wy1 (w0 t01 + w1 t11),  out = floor((2 num + D) / (2 D))
  * with D = den_x den_y, entries t below 2^16.
  *
@@ -27,7 +28,8 @@
  * 2^32 / W) / 2^32 < 2^-16 <= 1 / W never reaches the next integer. The quads are fetched by
  * scalar loads: AVX2 gathers of the same made the whole CLAHE 1.2x slower on an AMD EPYC
  * (Zen 3), where a gather waits for all its lanes and issues no faster than the loads it stands
- * for.
+ * for. On Intel processors with AVX-512, whose gathers are faster, clahe_rows_avx512.c does the
+ * same 16 pixels a step, by gathers.
  */
 #include "clahe_rows_cpu.h"
 
@@ -35,9 +37,11 @@
 #include <string.h>
 
 #include "clahe.h"
+#include "clahe_cpu_path.h"
+#include "clahe_rows_avx512.h"
 #include "divide_exact.h"
 
-#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define DH_CLAHE_X86 1
 #include <immintrin.h>
 #endif
@@ -76,16 +80,24 @@ void dh_clahe_columns_free(dh_clahe_columns *c)
     free(c->den);
     free(c->base);
     free(c->wpair);
+    free(c->wpair16);
     free(c->inv);
     c->w0 = c->w1 = c->den = NULL;
     c->base = NULL;
-    c->wpair = NULL;
+    c->wpair = c->wpair16 = NULL;
     c->inv = NULL;
+}
+
+/* Column x's weights as the vector builds multiply them: w0, w1, w0, w1 in 16-bit lanes. */
+static uint64_t weight_pair(const dh_clahe_columns *c, size_t x)
+{
+    uint64_t pair = (uint64_t)(c->w0[x] & 0xffff) | (uint64_t)(c->w1[x] & 0xffff) << 16;
+    return pair | pair << 32;
 }
 
 int dh_clahe_columns_init(dh_clahe_columns *c, uint32_t n, uint32_t tiles, uint32_t bins)
 {
-    size_t padded = ((size_t)n + 7) / 8 * 8;
+    size_t padded = ((size_t)n + 7) / 8 * 8, padded16 = ((size_t)n + 15) / 16 * 16;
     c->n = n;
     c->tiles = tiles;
     c->bins = bins;
@@ -95,8 +107,9 @@ int dh_clahe_columns_init(dh_clahe_columns *c, uint32_t n, uint32_t tiles, uint3
     c->den = malloc(n * sizeof *c->den);
     c->base = malloc(n * sizeof *c->base);
     c->wpair = calloc(padded, sizeof *c->wpair);
+    c->wpair16 = calloc(padded16, sizeof *c->wpair16);
     c->inv = malloc(n * sizeof *c->inv);
-    if (!c->w0 || !c->w1 || !c->den || !c->base || !c->wpair || !c->inv) {
+    if (!c->w0 || !c->w1 || !c->den || !c->base || !c->wpair || !c->wpair16 || !c->inv) {
         dh_clahe_columns_free(c);
         return -1;
     }
@@ -114,9 +127,10 @@ int dh_clahe_columns_init(dh_clahe_columns *c, uint32_t n, uint32_t tiles, uint3
         size_t x = k / 8 * 8 + order[k % 8];
         if (x >= n)
             continue;
-        uint64_t pair = (uint64_t)(c->w0[x] & 0xffff) | (uint64_t)(c->w1[x] & 0xffff) << 16;
-        c->wpair[k] = pair | pair << 32;
+        c->wpair[k] = weight_pair(c, x);
     }
+    for (uint32_t x = 0; x < n; x++)
+        c->wpair16[x] = weight_pair(c, x);
     return 0;
 }
 
@@ -238,16 +252,12 @@ __attribute__((target("avx2,fma"))) static void blend_avx2(const dh_clahe_row *r
     const __m256i lo = _mm256_set1_epi32(r->lo), hi = _mm256_set1_epi32(r->hi);
     const __m256i top = _mm256_set1_epi32(r->top), one = _mm256_set1_epi32(1);
     const __m256i zero = _mm256_setzero_si256(), k = _mm256_set1_epi32(65537);
-    const uint32_t width = (uint32_t)((int64_t)r->hi - r->lo + 1);
-    /* Where W / bins is a power of two 2^k the bin is u >> k; elsewhere the multiply-high by
-     * m = ceil(bins 2^32 / W), in the even 32-bit lanes, which _mm256_mul_epu32 reads. */
-    int shift = -1;
-    for (int k = 0; k <= 16; k++)
-        if (((uint64_t)r->bins << k) == width)
-            shift = k;
+    /* The bin: a shift, or the multiply-high in the even 32-bit lanes, which _mm256_mul_epu32
+     * reads. */
+    const dh_clahe_bin_rule rule = dh_clahe_bin_rule_of(r->lo, r->hi, r->bins);
+    const int shift = rule.shift;
     const __m128i by = _mm_cvtsi32_si128(shift < 0 ? 0 : shift);
-    const __m256i magic = _mm256_set1_epi32(
-        shift >= 0 ? 0 : (int)(uint32_t)((((uint64_t)r->bins << 32) + width - 1) / width));
+    const __m256i magic = _mm256_set1_epi32((int)rule.magic);
     const uint16_t *raw = r->raw;
     uint16_t *out = r->out;
     const int is_signed = r->is_signed;
@@ -313,28 +323,25 @@ __attribute__((target("avx2,fma"))) static void blend_avx2(const dh_clahe_row *r
 
 int dh_clahe_rows_fast(const dh_clahe_columns *c, uint32_t max_den_y)
 {
-#ifdef DH_CLAHE_X86
     if (c->max_den > 32767 || (uint64_t)c->max_den * max_den_y >= ((uint64_t)1 << 29) ||
         (uint64_t)dh_clahe_segments(c->tiles) * c->bins >= ((uint64_t)1 << 31))
-        return 0;
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-    (void)c;
-    (void)max_den_y;
-    return 0;
-#endif
+        return DH_CLAHE_PATH_PORTABLE;
+    return dh_clahe_cpu_path();
 }
 
-void dh_clahe_row_blend(const dh_clahe_row *r, const dh_clahe_columns *c, int fast)
+void dh_clahe_row_blend(const dh_clahe_row *r, const dh_clahe_columns *c, int path)
 {
 #ifdef DH_CLAHE_X86
-    if (fast) {
+    if (path >= DH_CLAHE_PATH_AVX512_LOADS) {
+        dh_clahe_blend_avx512(r, c, path == DH_CLAHE_PATH_AVX512);
+        return;
+    }
+    if (path == DH_CLAHE_PATH_AVX2) {
         blend_avx2(r, c);
         return;
     }
 #else
-    (void)fast;
+    (void)path;
 #endif
     blend_portable(r, c, 0);
 }

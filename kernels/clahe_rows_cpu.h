@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * clahe_rows_cpu.h: the blend of one 2D row of CLAHE's CPU twin (clahe_rows_cpu.c), apart from
- * the tiling and the tables (clahe_cpu.c) because it is where the time goes and it has two
- * builds: portable C, and AVX2 in 32-bit integer lanes chosen at run time on x86-64. Both compute
- * clahe.h's dh_clahe_blend2 exactly, so the bits never depend on the processor.
+ * the tiling and the tables (clahe_cpu.c) because it is where the time goes and it has several
+ * builds: portable C, and AVX2 (8 pixels a step) or AVX-512 (16, clahe_rows_avx512.h) in 32-bit
+ * integer lanes chosen at run time on x86-64 (clahe_cpu_path.h). All compute clahe.h's
+ * dh_clahe_blend2 exactly, so the bits never depend on the processor.
  *
  * Segments and bands: along x the pixels between the centres of tile columns s and s + 1 form
  * segment s (tx - 1 of them; one, tile column 0 alone, when tx is 1); along y the rows between
@@ -39,14 +40,16 @@ static inline uint32_t dh_clahe_segments(uint32_t tiles)
 }
 
 /* What every row of an image shares: per column x its segment and weights, the quad index of
- * its segment's bin 0 (s * bins), the weights as the AVX2 build takes them (w0, w1, w0, w1 as
- * 16-bit lanes, in groups of 8 columns reordered 0 1 4 5 2 3 6 7) and 1 / den as a float. */
+ * its segment's bin 0 (s * bins), the weights as the AVX2 build takes them (wpair: w0, w1, w0,
+ * w1 as 16-bit lanes, in groups of 8 columns reordered 0 1 4 5 2 3 6 7) and as the AVX-512 one
+ * does (wpair16: the same in column order, zero past n up to a multiple of 16), and 1 / den as
+ * a float. */
 typedef struct dh_clahe_columns {
     uint32_t n, tiles, bins;
     uint32_t max_den; /* the largest den of a segment */
     uint32_t *w0, *w1, *den;
     uint32_t *base;
-    uint64_t *wpair;
+    uint64_t *wpair, *wpair16;
     float *inv;
 } dh_clahe_columns;
 
@@ -87,13 +90,38 @@ typedef struct dh_clahe_row {
     uint32_t wy0, wy1, den_y;
 } dh_clahe_row;
 
-/* Whether the AVX2 build runs here: x86-64 with AVX2 and FMA, every product of its 32-bit lanes
- * in bounds (den of a segment at most 32767, den_x den_y below 2^29: clahe_rows_cpu.c says why)
- * and the quad indices below 2^31. max_den_y: the largest den of a band. */
+/* How the vector builds compute a sample's bin in a window [lo, hi] of `bins` bins (bins <= W =
+ * hi - lo + 1 values, u = v - lo): u >> shift where W / bins is 2^shift (shift >= 0), else
+ * (shift -1) the high word of u magic with magic = ceil(bins 2^32 / W), which is
+ * floor(u bins / W) exactly by clahe_rows_cpu.c's proof. */
+typedef struct dh_clahe_bin_rule {
+    int shift;
+    uint32_t magic;
+} dh_clahe_bin_rule;
+
+/* Inline: the AVX2 blend here and the AVX-512 files share it, and files do not call each other
+ * both ways. */
+static inline dh_clahe_bin_rule dh_clahe_bin_rule_of(int32_t lo, int32_t hi, uint32_t bins)
+{
+    const uint32_t width = (uint32_t)((int64_t)hi - lo + 1);
+    dh_clahe_bin_rule rule = {-1, 0};
+    for (int k = 0; k <= 16; k++)
+        if (((uint64_t)bins << k) == width)
+            rule.shift = k;
+    if (rule.shift < 0)
+        rule.magic = (uint32_t)((((uint64_t)bins << 32) + width - 1) / width);
+    return rule;
+}
+
+/* The build of the blend that runs here (a dh_clahe_path of clahe_cpu_path.h): the processor's
+ * fastest (capped by DH_CLAHE_CPU_PATH) where every product of the vector builds' 32-bit lanes
+ * is in bounds (den of a segment at most 32767, den_x den_y below 2^29: clahe_rows_cpu.c says
+ * why) and the quad indices below 2^31, else DH_CLAHE_PATH_PORTABLE. max_den_y: the largest den
+ * of a band. Any build up to the one returned runs here too (the tests run each). */
 int dh_clahe_rows_fast(const dh_clahe_columns *c, uint32_t max_den_y);
 
-/* Blends the row: out[x] = dh_clahe_blend2 of the pixel's four entries. fast: the AVX2 build
- * (only where dh_clahe_rows_fast said so). */
-void dh_clahe_row_blend(const dh_clahe_row *r, const dh_clahe_columns *c, int fast);
+/* Blends the row: out[x] = dh_clahe_blend2 of the pixel's four entries, by build `path` (at
+ * most what dh_clahe_rows_fast returned). */
+void dh_clahe_row_blend(const dh_clahe_row *r, const dh_clahe_columns *c, int path);
 
 #endif /* DH_KERNELS_CLAHE_ROWS_CPU_H */

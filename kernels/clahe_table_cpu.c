@@ -16,6 +16,7 @@
 
 #include <string.h>
 
+#include "clahe_cpu_path.h"
 #include "divide_exact.h"
 #include "equalize_table.h"
 
@@ -65,10 +66,10 @@ __attribute__((target("avx2,fma"))) static void cdf_avx2(const uint32_t *c, uint
     }
 }
 
+/* AVX2 and FMA here, and not forced off (DH_CLAHE_CPU_PATH=portable, clahe_cpu_path.h). */
 static int have_avx2(void)
 {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return dh_clahe_cpu_path() >= DH_CLAHE_PATH_AVX2;
 }
 #endif
 

@@ -5,16 +5,22 @@
  * dh_eq_lut_build over the summed histogram, on dense, sparse, spiky, one-value and empty
  * histograms at every clip and bin count; a band's quads hold the entries they stand for (all of
  * them, or those of the bins its tiles reach); the 2D
- * row blend (kernels/clahe_rows_cpu.h), portable and AVX2 alike (the AVX2 one only where this
- * processor has it), equals clahe.h's dh_clahe_blend2 and dh_clahe_bin pixel by pixel, at the
+ * row blend (kernels/clahe_rows_cpu.h), every build this processor runs (portable, AVX2,
+ * AVX-512 with scalar loads and with gathers: kernels/clahe_cpu_path.h), equals clahe.h's
+ * dh_clahe_blend2 and dh_clahe_bin pixel by pixel, at the
  * largest denominators the AVX2 build takes and beyond, table entries at 0, 65535 and between,
  * signed and unsigned windows with bins a power of two, one per value or neither, pixels below
- * and above the window, border rows and columns, and rows of every length modulo 8.
+ * and above the window, border rows and columns, and rows of every length modulo 16. With
+ * DH_CLAHE_CPU_PATH set, the build it names must be the one chosen for an ordinary image (a
+ * processor without it skips the program: clahe_forced_build.h).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "clahe.h"
+#include "clahe_cpu_path.h"
+#include "clahe_forced_build.h"
 #include "clahe_rows_cpu.h"
 #include "clahe_table_cpu.h"
 #include "equalize_cpu.h"
@@ -137,6 +143,9 @@ static uint16_t sample(const window *w, dh_test_rng *rng)
     return (uint16_t)(w->lo + (int64_t)dh_test_rng_below(rng, (uint32_t)width));
 }
 
+/* The builds the row checks ran, one bit each (printed at the end: where it ran, it shows). */
+static unsigned paths_run;
+
 /* One row y of an image of ny rows in ty tile rows, n pixels in tx tile columns, against
  * dh_clahe_blend2 of the entries the definition takes (clahe.h's axes, the tables of the two tile
  * rows the row lies between), in every build this processor runs. */
@@ -171,6 +180,7 @@ static void check_row(uint32_t n, uint32_t tx, uint32_t ny, uint32_t ty, uint32_
     for (int fast = 0; fast <= dh_clahe_rows_fast(&c, wy.den); fast++) {
         memset(out, 0xab, n * sizeof *out);
         dh_clahe_row_blend(&row, &c, fast);
+        paths_run |= 1u << fast;
         for (uint32_t x = 0; x < n; x++) {
             uint32_t b = bin_of[raw[x]];
             uint16_t want = b == bins ? 0 : top;
@@ -185,7 +195,7 @@ static void check_row(uint32_t n, uint32_t tx, uint32_t ny, uint32_t ty, uint32_
             if (out[x] != want)
                 ck_abort_msg("%s: row %u of %u in %u tiles, %u pixels in %u tiles, %u bins over "
                              "[%d, %d], pixel %u: %u != %u",
-                             fast ? "avx2" : "portable", y, ny, ty, n, tx, bins, w->lo, w->hi,
+                             dh_clahe_path_name(fast), y, ny, ty, n, tx, bins, w->lo, w->hi,
                              x, out[x], want);
         }
     }
@@ -201,7 +211,9 @@ START_TEST(row_blend_equals_the_definition)
 {
     dh_test_rng rng;
     dh_test_rng_seed(&rng, 2116);
-    /* Rows of every length modulo 8 (the AVX2 build's tail), the largest denominators along x
+    /* Rows of every length modulo 8 (the AVX2 build's tail) and 16 (the AVX-512 build's masked
+     * one: 1, 7, 9, 17, 23, 40, 61, 3000, 32767, 65535, 4093, 1000, 3001 and the small shapes
+     * below), the largest denominators along x
      * the AVX2 build takes (two tiles of 32767 pixels: den 32767) and beyond it (65535), one
      * tile, a tile per pixel. */
     static const uint32_t rows[][2] = {{1, 1},     {7, 2},      {8, 8},     {9, 3},
@@ -235,6 +247,33 @@ START_TEST(row_blend_equals_the_definition)
         for (uint32_t tx = 2; tx <= 4 && tx <= n; tx++)
             for (uint32_t y = 0; y < 60; y++)
                 check_row(n, tx, 60, 2, y, &small, ENTRIES_BINARY, &rng);
+    printf("row blend builds checked:");
+    for (int p = 0; p < DH_CLAHE_PATHS; p++)
+        if (paths_run >> p & 1)
+            printf(" %s", dh_clahe_path_name((dh_clahe_path)p));
+    printf("\n");
+    fflush(stdout); /* Check runs the test in a child */
+}
+END_TEST
+
+/* DH_CLAHE_CPU_PATH=name: that build is chosen for the blend of an ordinary image (3000 x 3000
+ * in 8 x 8 tiles at 4096 bins), which the vector builds' bounds admit, so a run that forces a
+ * build and passes proves the build ran (main skips where the processor lacks it). */
+START_TEST(forced_build_is_chosen)
+{
+    const dh_clahe_path asked = dh_clahe_cpu_path_asked();
+    dh_clahe_columns c;
+    ck_assert_int_eq(dh_clahe_columns_init(&c, 3000, 8, 4096), 0);
+    const int chosen = dh_clahe_rows_fast(&c, dh_clahe_segment_at(3000, 8, 1000).den);
+    dh_clahe_columns_free(&c);
+    ck_assert_int_le(chosen, dh_clahe_cpu_path());
+    printf("DH_CLAHE_CPU_PATH %s: the blend's build %s\n",
+           asked == DH_CLAHE_PATHS ? "unset" : dh_clahe_path_name(asked),
+           dh_clahe_path_name((dh_clahe_path)chosen));
+    fflush(stdout);
+    if (asked != DH_CLAHE_PATHS)
+        ck_assert_msg(chosen == (int)asked, "DH_CLAHE_CPU_PATH=%s, but this processor runs %s",
+                      dh_clahe_path_name(asked), dh_clahe_path_name((dh_clahe_path)chosen));
 }
 END_TEST
 
@@ -328,6 +367,9 @@ int main(void)
 {
     const dh_test tests[] = {DH_TEST(table_from_halves_equals_lut_build),
                              DH_TEST(row_blend_equals_the_definition),
-                             DH_TEST(quads_hold_the_four_entries)};
+                             DH_TEST(quads_hold_the_four_entries),
+                             DH_TEST(forced_build_is_chosen)};
+    if (dh_test_clahe_build_missing())
+        return DH_TEST_SKIP;
     return dh_test_run(dh_test_suite("clahe_rows", 300, DH_TESTS(tests)));
 }
