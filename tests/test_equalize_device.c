@@ -114,6 +114,9 @@ START_TEST(test_same_bits_as_dh_equalize)
             ck_assert_int_eq(dh_volume_from_samples(ctx, NY, NX, NZ, bits, is_signed, data, &v),
                              DH_OK);
             CUDA_OK(cudaMemcpy(d_data, data, N * sizeof *data, cudaMemcpyHostToDevice));
+            /* a pageable copy may return before its DMA lands; the non-blocking stream below
+             * would not wait for it */
+            CUDA_OK(cudaDeviceSynchronize());
             for (size_t c = 0; c < sizeof CASES / sizeof CASES[0]; c++) {
                 dh_equalize_params p;
                 set_params(&p, &CASES[c]);

@@ -309,6 +309,9 @@ static void compare_spread(uint32_t bf, uint32_t bm, size_t n, uint32_t k, uint3
     ck_assert_int_eq(cudaMalloc(&d_out, k * sizeof(dh_mi_values)), cudaSuccess);
     ck_assert_int_eq(cudaMemcpy(d_moving, moving, total * 2, cudaMemcpyHostToDevice), cudaSuccess);
     ck_assert_int_eq(cudaMemcpy(d_valid, valid, total, cudaMemcpyHostToDevice), cudaSuccess);
+    /* A pageable cudaMemcpy may return before its DMA lands, and a non-blocking stream does
+     * not wait for the legacy stream's work: wait for the copies before launching there. */
+    ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
     dh_mi_values *out = malloc(k * sizeof *out);
     for (int rep = 0; rep < REPS; rep++) {
         const size_t set = (size_t)rep % SETS, found = (size_t)(rep / SETS) % 2;
@@ -522,6 +525,9 @@ static void repeat_layout(uint32_t bins, uint32_t cluster, uint32_t per_image, s
     ck_assert_int_eq(cudaMalloc(&d_out, K * sizeof(dh_mi_values)), cudaSuccess);
     ck_assert_int_eq(cudaMemcpy(d_moving, moving, (size_t)SETS * K * n * 2,
                                 cudaMemcpyHostToDevice), cudaSuccess);
+    /* A pageable cudaMemcpy may return before its DMA lands, and a non-blocking stream does
+     * not wait for the legacy stream's work: wait for the copies before launching there. */
+    ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
     dh_mi_gpu_tuning t = {.cluster = cluster, .clusters_per_image = per_image};
     dh_mi_gpu *g = NULL;
     char msg[512];
@@ -652,6 +658,8 @@ static void compare_f32(uint32_t bf, uint32_t bm, size_t n, uint32_t k, int mask
                          cudaSuccess);
         ck_assert_int_eq(cudaMemcpy2D(dv, ds, valid, n, n, k, cudaMemcpyHostToDevice),
                          cudaSuccess);
+        /* (the copies' DMA may still run when they return: see above) */
+        ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
         ck_assert_int_eq(cudaMemsetAsync(d_out, 0xFF, k * sizeof *b, stream), cudaSuccess);
         ck_assert_int_eq(dh_mi_evaluate_device(ctx, gpu, dm, DH_SAMPLE_FLOAT32, ds, k,
                                                masks ? dv : NULL, ds, stream, d_out),

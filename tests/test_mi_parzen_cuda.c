@@ -100,6 +100,9 @@ static void *to_device(const void *host, size_t bytes)
         return NULL;
     ck_assert_int_eq(cudaMalloc(&d, bytes), cudaSuccess);
     ck_assert_int_eq(cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice), cudaSuccess);
+    /* A pageable copy may return before its DMA lands, and the tests launch on non-blocking
+     * streams, which do not wait for it. */
+    ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
     return d;
 }
 
@@ -111,6 +114,7 @@ static void *to_device_at(const void *host, size_t bytes, size_t skip)
     char *d = NULL;
     ck_assert_int_eq(cudaMalloc((void **)&d, bytes + skip), cudaSuccess);
     ck_assert_int_eq(cudaMemcpy(d + skip, host, bytes, cudaMemcpyHostToDevice), cudaSuccess);
+    ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess); /* as in to_device */
     return d + skip;
 }
 

@@ -24,6 +24,9 @@ static void *to_device(const void *host, size_t bytes)
     ck_assert_int_eq(cudaMalloc(&d, bytes), cudaSuccess);
     if (host)
         ck_assert_int_eq(cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice), cudaSuccess);
+    /* A pageable copy may return before its DMA lands, and the tests launch on a non-blocking
+     * stream, which does not wait for it. */
+    ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
     return d;
 }
 

@@ -61,6 +61,7 @@ def test_masks_stream_and_out(xp):
         f, m, dfm, dmm = xp.dev(fixed), xp.dev(moving), xp.dev(fm), xp.dev(mm)
         out = engine.evaluate(f, m, fixed_mask=dfm, moving_mask=dmm)
         again = engine.evaluate(f, m, fixed_mask=dfm, moving_mask=dmm, out=out)
+    s.synchronize()  # results are ready when their stream is; s does not block the default one
     assert again[0] is out[0] and again[1] is out[1]
     assert out[0].to_host().tobytes() == want.tobytes()
     assert xp.host(out[1]).tobytes() == want_grad.tobytes()
