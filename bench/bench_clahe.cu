@@ -19,8 +19,9 @@
  * of this machine): all outputs equal, else the program exits 1. Figures are medians of
  * event-timed calls (each call is what a caller gets: the scratch reused, every stage launched).
  *
- * Usage: bench_clahe [reps] [--profile]   (default 30; --profile: one call per case, neither
- * checked nor timed, for a profiler)
+ * Usage: bench_clahe [reps] [--profile | --floor3d]   (default 30; --profile: one call per case,
+ * neither checked nor timed, for a profiler; --floor3d: the 3D 4096-bin case's call against its
+ * mapping's memory floor, bench_clahe_floor3d.cuh)
  */
 #include <cuda_runtime.h>
 
@@ -32,6 +33,7 @@
 #include <vector>
 
 #include "bench_common.cuh"
+#include "bench_clahe_floor3d.cuh"
 #include "clahe_cpu.h"
 #include "clahe_cuda.h"
 
@@ -97,12 +99,105 @@ struct Config {
     uint32_t bits, bins;
 };
 
+/* --floor3d: the 512^3 CT volume at 8x8x8 tiles and 4096 bins (the issue's 3D target): the
+ * library's call (checked against the CPU twin), the mapping's memory floor
+ * (floor3d_gather_kernel over a pair table of the library's size, checked on the host for three
+ * slices), one read of the volume and a D2D copy (a read and a write), medians of g_reps. */
+static int floor3d(const cudaDeviceProp &prop, cudaStream_t s)
+{
+    const uint32_t n1 = 512, tile = 64, tiles = 8, bins = 4096;
+    const size_t n = (size_t)n1 * n1 * n1, pairs_n = (size_t)tiles * tiles * tiles * bins;
+    uint16_t *d_in, *d_out, *d_floor;
+    uint4 *d_pairs;
+    uint32_t *d_sink;
+    CK(cudaMalloc(&d_in, n * 2));
+    CK(cudaMalloc(&d_out, n * 2));
+    CK(cudaMalloc(&d_floor, n * 2));
+    CK(cudaMalloc(&d_pairs, pairs_n * 16));
+    CK(cudaMalloc(&d_sink, 4));
+    const int grid = 4 * prop.multiProcessorCount;
+    fill_ct_volume<<<grid, 256, 0, s>>>(d_in, n1);
+    floor3d_fill_pairs<<<grid, 256, 0, s>>>(d_pairs, pairs_n);
+    CK(cudaGetLastError());
+    dh_clahe_cuda_workspace *ws = dh_clahe_cuda_workspace_new();
+    const dh_eq_window w = {0, 4095};
+    const dh_clahe_shape shape = {n1, n1, n1, tiles, tiles, tiles, 1};
+    auto call = [&] {
+        lib_ok(dh_clahe_cuda(ws, d_in, 0, 0, 4096, &shape, &w, bins, 65536, 2.0, d_out, s, msg,
+                             sizeof msg),
+               "dh_clahe_cuda");
+    };
+    const dim3 block(64, 4), fgrid(n1 / 4, n1);
+    auto gather = [&] {
+        floor3d_gather_kernel<<<fgrid, block, 0, s>>>(d_in, n1, tile, tiles, d_pairs, bins,
+                                                       d_floor);
+    };
+    call();
+    gather();
+    CK(cudaStreamSynchronize(s));
+    CK(cudaGetLastError());
+    std::vector<uint16_t> h_in(n), h_out(n), h_cpu(n), h_floor(n);
+    CK(cudaMemcpy(h_in.data(), d_in, n * 2, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(h_out.data(), d_out, n * 2, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(h_floor.data(), d_floor, n * 2, cudaMemcpyDeviceToHost));
+    bool ok = dh_clahe_cpu(h_in.data(), 0, 0, 4096, &shape, &w, bins, 65536, 2.0, 0,
+                           h_cpu.data()) == 0 &&
+              memcmp(h_out.data(), h_cpu.data(), n * 2) == 0;
+    const uint32_t zs[3] = {0, 200, n1 - 1};
+    for (uint32_t zi = 0; zi < 3 && ok; zi++)
+        for (uint32_t y = 0; y < n1 && ok; y++)
+            for (uint32_t x = 0; x < n1; x++) {
+                const size_t i = ((size_t)zs[zi] * n1 + y) * n1 + x;
+                const size_t p = (((size_t)floor3d_cell(zs[zi], tile, tiles) * tiles +
+                                   floor3d_cell(y, tile, tiles)) * tiles +
+                                  floor3d_cell(x, tile, tiles)) * bins + h_in[i];
+                const uint4 e = make_uint4(floor3d_word(4 * p), floor3d_word(4 * p + 1),
+                                           floor3d_word(4 * p + 2), floor3d_word(4 * p + 3));
+                if (h_floor[i] != floor3d_mix(e)) {
+                    fprintf(stderr, "floor3d: the gather floor's voxel %zu differs\n", i);
+                    ok = false;
+                    break;
+                }
+            }
+    printf("check: %s (the call equals dh_clahe_cpu on every voxel; the gather floor's output "
+           "equals the host's on slices 0, 200, %u)\n\n", ok ? "ok" : "FAILED", n1 - 1);
+    if (!ok)
+        return 1;
+    const double t_call = 1000.0 * bench_median_ms(s, g_reps, [&](int) { call(); });
+    const double t_gather = 1000.0 * bench_median_ms(s, g_reps, [&](int) { gather(); });
+    const double t_read = 1000.0 * bench_median_ms(s, g_reps, [&](int) {
+                              bench_read_kernel<<<grid, 256, 0, s>>>((const uint4 *)d_in, n / 8,
+                                                                     d_sink);
+                          });
+    const double t_copy = 1000.0 * bench_median_ms(s, g_reps, [&](int) {
+                              CK(cudaMemcpyAsync(d_floor, d_in, n * 2,
+                                                 cudaMemcpyDeviceToDevice, s));
+                          });
+    printf("### CLAHE 3D 512^3 12-bit CT, 8x8x8 tiles, 4096 bins: the call against its mapping's "
+           "memory floor (%s, medians of %d)\n\n", prop.name, g_reps);
+    printf("| what | us | / 3 x read |\n| --- | --- | --- |\n");
+    printf("| the library's call (dh_clahe_cuda) | %.1f | %.2fx |\n", t_call,
+           t_call / (3 * t_read));
+    printf("| mapping floor: sample loads, the 16-byte pair gather a voxel, output stores "
+           "(floor3d_gather_kernel) | %.1f | %.2fx |\n", t_gather, t_gather / (3 * t_read));
+    printf("| read the volume once | %.1f | %.2fx |\n", t_read, 1.0 / 3);
+    printf("| D2D copy (a read and a write) | %.1f | %.2fx |\n", t_copy, t_copy / (3 * t_read));
+    printf("| the target, 2 x three reads | %.1f | 2.00x |\n", 6 * t_read);
+    dh_clahe_cuda_workspace_free(ws);
+    void *bufs[] = {d_in, d_out, d_floor, d_pairs, d_sink};
+    for (void *b : bufs)
+        CK(cudaFree(b));
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    bool check = true;
+    bool check = true, floor = false;
     for (int a = 1; a < argc; a++) {
         if (strcmp(argv[a], "--profile") == 0)
             check = false;
+        else if (strcmp(argv[a], "--floor3d") == 0)
+            floor = true;
         else if (atoi(argv[a]) > 0)
             g_reps = atoi(argv[a]);
     }
@@ -112,6 +207,8 @@ int main(int argc, char **argv)
     printf("device: %s, %d SMs, %.0f MiB L2; CUDA runtime %d; %d repetitions, medians\n\n",
            prop.name, prop.multiProcessorCount, prop.l2CacheSize / 1048576.0, CUDART_VERSION,
            g_reps);
+    if (floor)
+        return floor3d(prop, s);
 
     const Config configs[] = {
         {"2D 3000x3000 uint16, 8x8 tiles, 4096 bins", 3000, 3000, 1, 8, 0, 16, 4096},
