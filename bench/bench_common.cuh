@@ -128,16 +128,21 @@ template <class F> static double bench_median_ms(cudaStream_t s, int reps, F fn)
 
 /* Median time (us) of fn() over `reps` runs on `s`, each alone: events around it and a wait for
  * its end before the next starts, so a short call is timed without the next one queued behind
- * it. `warm` untimed runs first. */
-template <class F> static double bench_median_each_us(cudaStream_t s, int warm, int reps, F fn)
+ * it. `warm` untimed runs first. prep() runs before each, outside the events (e.g. the zeroing a
+ * timed pass needs that the call it is part of does elsewhere). */
+template <class P, class F>
+static double bench_median_each_prepped_us(cudaStream_t s, int warm, int reps, P prep, F fn)
 {
     cudaEvent_t a, b;
     CK(cudaEventCreate(&a));
     CK(cudaEventCreate(&b));
-    for (int i = 0; i < warm; i++)
+    for (int i = 0; i < warm; i++) {
+        prep();
         fn();
+    }
     std::vector<float> t;
     for (int i = 0; i < reps; i++) {
+        prep();
         CK(cudaEventRecord(a, s));
         fn();
         CK(cudaEventRecord(b, s));
@@ -149,6 +154,11 @@ template <class F> static double bench_median_each_us(cudaStream_t s, int warm, 
     CK(cudaEventDestroy(a));
     CK(cudaEventDestroy(b));
     return bench_median(t);
+}
+
+template <class F> static double bench_median_each_us(cudaStream_t s, int warm, int reps, F fn)
+{
+    return bench_median_each_prepped_us(s, warm, reps, [] {}, fn);
 }
 
 /* Median us of fn(i) followed by a wait for `s`, on the host clock (after 10 untimed): what a

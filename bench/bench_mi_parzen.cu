@@ -450,25 +450,9 @@ static void floor_free(floor_batch &f)
  * first event (the histograms' zeroing, which the call does in its memset). */
 template <class P, class F> static double floor_ms(cudaStream_t s, P prep, F fn)
 {
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
-    std::vector<float> t;
-    for (int i = 0; i < 23; i++) {
-        prep();
-        CK(cudaEventRecord(e0, s));
-        fn();
-        CK(cudaEventRecord(e1, s));
-        CK(cudaEventSynchronize(e1));
-        float ms;
-        CK(cudaEventElapsedTime(&ms, e0, e1));
-        if (i >= 3)
-            t.push_back(ms);
-    }
+    const double us = bench_median_each_prepped_us(s, 3, 20, prep, fn);
     CK(cudaGetLastError());
-    CK(cudaEventDestroy(e0));
-    CK(cudaEventDestroy(e1));
-    return bench_median(t);
+    return us / 1000.0;
 }
 
 template <class T> static std::vector<T> floor_get(const T *d, size_t count)
