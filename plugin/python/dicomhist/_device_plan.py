@@ -14,6 +14,8 @@ stream is read on every call (the current stream can change between calls), neve
 Results are allocated on every call (a call's results are the caller's to keep); `out=` is the
 call without allocation."""
 
+import numpy as np
+
 from . import _arrays
 
 
@@ -62,6 +64,7 @@ class _CupyKinds:
         get_stream = cupy.cuda.get_current_stream
         self.current_stream = lambda _device: get_stream().ptr
         self._cupy = cupy
+        self._alloc = cupy.cuda.alloc
 
     @staticmethod
     def signature(x):
@@ -81,6 +84,23 @@ class _CupyKinds:
 
     def empty(self, template):
         return self._cupy.empty(*template)
+
+    def pair_layout(self, templates):
+        """How empty_pair lays two results out in one allocation: (bytes, the second's offset,
+        each one's (shape, dtype)); the offset a multiple of 256, as the pool aligns a block."""
+        parts = [(tuple(shape), np.dtype(name)) for shape, name in templates]
+        sizes = [int(np.prod(shape, dtype=np.int64)) * dt.itemsize for shape, dt in parts]
+        offset = (sizes[0] + 255) // 256 * 256
+        return offset + sizes[1], offset, parts[0], parts[1]
+
+    def empty_pair(self, layout):
+        """Two results from one pool allocation (session 20: one cupy.cuda.alloc and two
+        ndarrays on it cost 3.2-3.5 us where two cupy.empty cost 4.2-4.4). Each array holds the
+        allocation, so it stays until both are gone."""
+        total, offset, (s0, d0), (s1, d1) = layout
+        mem = self._alloc(total)
+        ndarray = self._cupy.ndarray
+        return ndarray(s0, d0, mem), ndarray(s1, d1, mem + offset)
 
 
 _KINDS = {}
@@ -117,7 +137,7 @@ class DevicePlan:
     arrays are on, `consts` (what the caller derived from them: sample types, counts, strides)
     and `templates` of its results (kinds.empty(template) makes one)."""
 
-    __slots__ = ("kinds", "key", "device", "consts", "templates", "array_type")
+    __slots__ = ("kinds", "key", "device", "consts", "templates", "array_type", "pair")
 
     def __init__(self, kinds, key, device, consts, templates):
         self.kinds, self.key, self.device = kinds, key, device
@@ -125,6 +145,10 @@ class DevicePlan:
         # what the public methods compare first, before any other check (session 19: an
         # optimizer's step goes straight to the plan)
         self.array_type = kinds.array_type
+        # two results from one allocation where the library's allocations allow it (CuPy's
+        # pool), else None: each result from its own template
+        layout = getattr(kinds, "pair_layout", None)
+        self.pair = layout(templates) if layout is not None and len(templates) == 2 else None
 
     def own(self, x):
         """x's device address when x is an array of the plan's library (what `out=` holds on

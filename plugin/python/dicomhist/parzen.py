@@ -187,8 +187,11 @@ class ParzenMI:
         address = kinds.address
         fixed, moving, fixed_mask, moving_mask = arrays
         if out is None:
-            raw = kinds.empty(plan.templates[0])
-            grad = kinds.empty(plan.templates[1]) if gradient else None
+            if gradient and plan.pair is not None:
+                raw, grad = kinds.empty_pair(plan.pair)
+            else:
+                raw = kinds.empty(plan.templates[0])
+                grad = kinds.empty(plan.templates[1]) if gradient else None
             scores, sp, gp = DeviceScores(raw), address(raw), address(grad) if gradient else 0
         else:
             scores, grad = out
