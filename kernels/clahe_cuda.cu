@@ -655,7 +655,8 @@ void map_volume(const T *data, const Batch &b, const dh_clahe_axis_weight *axes,
     const dim3 block(rt, rows), grid(vm::map_blocks(sms, rows, (uint64_t)b.ny * b.nz));
     const uint32_t step = grid.x * rows; /* rows the grid maps at once */
     const vm::Args a = {u.lo, u.hi, (uint32_t)(u.hi - u.lo), u.bins, b.top, u.magic,
-                        b.nx, b.ny, b.nz, b.tx, b.ty, b.stride, step % b.ny, step / b.ny};
+                        b.nx, b.ny, b.nz, b.tx, b.ty, b.stride, step % b.ny, step / b.ny,
+                        (uint64_t)step * b.nx, (uint64_t)b.tx * b.stride};
     if (u.ident)
         vm::map_kernel<T, 1><<<grid, block, 0, stream>>>(data, a, axes, pairs, d_out);
     else

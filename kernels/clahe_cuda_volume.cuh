@@ -40,6 +40,8 @@ struct Args {
     uint64_t magic;
     uint32_t nx, ny, nz, tx, ty, stride;
     uint32_t step_y, step_z; /* the grid's row step, gridDim.x blockDim.y rows, as y and z */
+    uint64_t step_voxels;    /* and as voxels */
+    uint64_t row_quads;      /* tx stride: a row of tiles' pairs */
 };
 
 constexpr int kThreads = 256;
@@ -123,27 +125,37 @@ struct Span {
     size_t base;
 };
 
-/* Eight voxels of one span (q: the row's quads at tile column 0): the weight of the second
- * tile grows by sp.dw per voxel, the reciprocal is shared, and all eight pair loads are issued
- * before the first blend. */
+/* The bin of d = v - lo clamped into the window: a voxel outside reads an entry it does not
+ * use (map_span sets its output apart), with one instruction where a bin is a value. */
 template <int kIdent>
+__device__ __forceinline__ uint32_t bin_clamped(const Args &a, uint32_t d)
+{
+    d = d < a.width ? d : a.width; /* v below lo wraps to a large d: also clamped */
+    return kIdent ? d : dh_clahe_bin_fast(a.lo + (int32_t)d, a.lo, a.bins, a.magic);
+}
+
+/* Eight voxels of one span (q: the row's quads at tile column 0; in: their samples): the weight
+ * of the second tile grows by sp.dw per voxel, the reciprocal is shared, and all eight pair
+ * loads are issued before the first blend. Voxels outside the window are found by one test of
+ * the largest offset from lo, and only then set apart (0 below, top above) from samples read
+ * again: nothing is kept per voxel across the loads for a case a CT window rarely has. */
+template <typename T, int kIdent>
 __device__ __forceinline__ void map_span(const Args &a, const uint4 *q, const dh_clahe_yz &yz,
-                                         const Span &x, const int32_t *v, uint16_t *o)
+                                         const Span &x, const int32_t *v, const T *in,
+                                         uint16_t *o)
 {
     /* 64-bit once; per voxel one wide multiply-add of a 32-bit index. (The empty asm keeps the
      * compiler from folding the bases back into every voxel's 64-bit address arithmetic.) */
     const uint4 *p = q + x.base;
     asm("" : "+l"(p));
     uint4 qa[8];
-    /* Which voxels are inside the window (bit j) and below it (bit 8 + j): one register for
-     * the outputs' choice instead of eight samples kept across the loads (and spilled). */
-    uint32_t in_below = 0;
+    uint32_t far = 0;
 #pragma unroll
     for (int j = 0; j < 8; j++) {
-        qa[j] = __ldg(p + bin_of<kIdent>(a, v[j]));
-        in_below |= (inside(a, v[j]) ? 1u << j : 0u) | (v[j] < a.lo ? 0x100u << j : 0u);
+        const uint32_t d = (uint32_t)(v[j] - a.lo);
+        far = d > far ? d : far;
+        qa[j] = __ldg(p + bin_clamped<kIdent>(a, d));
     }
-    asm volatile("" : "+r"(in_below));
     const dh_clahe_span sp = dh_clahe_span_of(x.den, yz.den);
     /* Opaque copies: the voxels' weights derived from them stay inside the row loop (hoisted
      * out of it, sixteen integers and sixteen floats spilled to local memory). */
@@ -156,15 +168,20 @@ __device__ __forceinline__ void map_span(const Args &a, const uint4 *q, const dh
         const float g1 = __fmaf_rn(fdw, (float)j, f1); /* exact: below 2^24 */
         uint32_t e[4];
         pairs(qa[j], e);
-        const uint16_t r = dh_clahe_blend3_row(den - w1, w1, __fsub_rn(fden, g1), g1, sp, yz,
-                                               e);
-        o[j] = in_below >> j & 1 ? r : in_below >> (8 + j) & 1 ? 0 : (uint16_t)a.top;
+        o[j] = dh_clahe_blend3_row(den - w1, w1, __fsub_rn(fden, g1), g1, sp, yz, e);
+    }
+    if (far > a.width) { /* some voxel outside the window */
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            const int32_t vj = (int32_t)__ldcg(in + j);
+            o[j] = inside(a, vj) ? o[j] : vj < a.lo ? 0 : (uint16_t)a.top;
+        }
     }
 }
 
 /* The rows a thread maps: row threadIdx.y of block blockIdx.x's first step, then every
  * gridDim.x blockDim.y rows further (rows counted slice after slice; a.step_y and a.step_z),
- * stepped by addition. */
+ * stepped by addition, as are their voxels' offsets (a.step_voxels). */
 struct Rows {
     uint32_t y, z;
 };
@@ -197,7 +214,13 @@ __device__ __forceinline__ const uint4 *row_quads(const Args &a, const dh_clahe_
     const dh_clahe_axis_weight ay = load_weight(axes + a.nx + r.y);
     const dh_clahe_axis_weight az = load_weight(axes + a.nx + a.ny + r.z);
     *yz = dh_clahe_yz_of(ay, az);
-    return pairs_in + ((size_t)az.i0 * a.ty + ay.i0) * a.tx * a.stride;
+    return pairs_in + (size_t)(az.i0 * a.ty + ay.i0) * a.row_quads;
+}
+
+/* The first of a thread's voxels in its first row; the next rows' are a.step_voxels further. */
+__device__ __forceinline__ size_t first_voxel(const Args &a, const Rows &r, uint32_t x)
+{
+    return ((size_t)r.z * a.ny + r.y) * a.nx + x;
 }
 
 /* The thread's eight voxels x .. x + 7 in each of its rows (kSpan: one span holds them, x its
@@ -209,10 +232,10 @@ __device__ __forceinline__ void map_rows(const T *__restrict__ data, const Args 
                                          const uint4 *__restrict__ pairs_in,
                                          uint16_t *__restrict__ out, uint32_t x, const Span &xs)
 {
-    for (Rows r = rows_of(a); r.z < a.nz; next_row(a, r)) {
+    Rows r = rows_of(a);
+    for (size_t row = first_voxel(a, r, x); r.z < a.nz; next_row(a, r), row += a.step_voxels) {
         dh_clahe_yz yz;
         const uint4 *q = row_quads(a, axes, pairs_in, r, &yz);
-        const size_t row = ((size_t)r.z * a.ny + r.y) * a.nx + x;
         const T *in = data + row;
         uint16_t *o = out + row;
         T s[8];
@@ -230,7 +253,7 @@ __device__ __forceinline__ void map_rows(const T *__restrict__ data, const Args 
             v[j] = (int32_t)s[j];
         uint16_t res[8];
         if (kSpan) {
-            map_span<kIdent>(a, q, yz, xs, v, res);
+            map_span<T, kIdent>(a, q, yz, xs, v, in, res);
         } else {
 #pragma unroll /* constant indices: v and res stay in registers */
             for (int j = 0; j < 8; j++)
@@ -266,10 +289,11 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
 {
     for (uint32_t x = threadIdx.x * 8; x < a.nx; x += blockDim.x * 8) {
         if (x + 8 > a.nx) { /* the rows' last few voxels */
-            for (Rows r = rows_of(a); r.z < a.nz; next_row(a, r)) {
+            Rows r = rows_of(a);
+            for (size_t row = first_voxel(a, r, x); r.z < a.nz;
+                 next_row(a, r), row += a.step_voxels) {
                 dh_clahe_yz yz;
                 const uint4 *q = row_quads(a, axes, pairs_in, r, &yz);
-                const size_t row = ((size_t)r.z * a.ny + r.y) * a.nx + x;
                 for (uint32_t j = 0; x + j < a.nx; j++)
                     out[row + j] = map_voxel<kIdent>(a, q, yz, load_weight(axes + x + j),
                                                      (int32_t)data[row + j]);
