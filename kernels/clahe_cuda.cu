@@ -34,7 +34,8 @@
  * clahe.h with its one division replaced by a float quotient corrected to the exact integer
  * (clahe_fast.h). The per-axis weights (dh_clahe_axis_at) are computed once per shape into the
  * workspace. A volume (3D tiles) within clahe_cuda_blend.h's bound is mapped by
- * clahe_cuda_volume.cuh instead: a row per thread group, the y and z weights taken once per row.
+ * clahe_cuda_volume.cuh instead: one wave of blocks whose threads walk rows for their eight
+ * voxels of x, the y and z weights taken once per row.
  */
 #include <cuda_runtime.h>
 

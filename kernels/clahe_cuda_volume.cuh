@@ -11,7 +11,8 @@
  * weights, loaded once) and walks rows (map_kernel), takes each row's y and z weights once
  * (clahe_cuda_blend.h: four products), and for eight voxels between the same two tile centres
  * along x steps the x weight by two per voxel with one reciprocal for all eight.
- * Per voxel remain: the bin (v - lo where the window has a bin per value), one 16-byte pair load
+ * Per voxel remain: the bin (v - lo clamped into the window, where it has a bin per value), the
+ * window's test folded into one max of the eight offsets, one 16-byte pair load
  * (the 2 x 2 tiles' entries of both z neighbours, clahe_cuda_tables.cuh), two 32-bit sums of four
  * products over the packed entries, a float estimate of the quotient read off a rounded-down
  * fused multiply-add, and the sign of a 32-bit remainder.
@@ -45,7 +46,7 @@ struct Args {
 };
 
 constexpr int kThreads = 256;
-/* Blocks per multiprocessor the registers must allow (64 a thread at 4). */
+/* Blocks per multiprocessor the registers must allow (64 a thread at 4): map_blocks' wave. */
 constexpr int kBlocksPerSm = 4;
 
 /* Threads along a row: a power of two, eight voxels each, at most 64 (a 512-voxel row in one
@@ -116,10 +117,10 @@ __device__ __forceinline__ uint16_t map_voxel(const Args &a, const uint4 *q,
 }
 
 /* What a thread's eight voxels x .. x + 7 share along x in every row, where one span between
- * tile centres holds them (seven groups in eight at 64-voxel tiles; every group when the tiles
- * are multiples of 8 voxels, as the benchmark's): the first one's weight, the step of the second
- * tile's weight per voxel (2, or 0 at a clamped border) and the table offset of the span's first
- * tile. */
+ * tile centres holds them (every group where the spans start at multiples of 8 voxels, as with
+ * the benchmark's 64-voxel tiles; else all but one group a tile): the first one's weight, the
+ * step of the second tile's weight per voxel (2, or 0 at a clamped border) and the table offset
+ * of the span's first tile. */
 struct Span {
     uint32_t w1, den, dw;
     size_t base;
