@@ -34,7 +34,8 @@
  * clahe.h with its one division replaced by a float quotient corrected to the exact integer
  * (clahe_fast.h). The per-axis weights (dh_clahe_axis_at) are computed once per shape into the
  * workspace. A volume (3D tiles) within clahe_cuda_blend.h's bound is mapped by
- * clahe_cuda_volume.cuh instead: a row per thread group, the y and z weights taken once per row.
+ * clahe_cuda_volume.cuh instead: one wave of blocks whose threads walk rows for their eight
+ * voxels of x, the y and z weights taken once per row.
  */
 #include <cuda_runtime.h>
 
@@ -643,18 +644,20 @@ int tables_of_batch(dh_clahe_cuda_workspace *ws, const T *data, const Batch &b, 
 }
 
 /* A volume's mapping through clahe_cuda_volume.cuh (its bound and a window that is not empty
- * checked by the caller): a row of blocks per slice, the bin by subtraction where the window has
- * one per value. */
+ * checked by the caller): one wave of blocks walking the rows, the bin by subtraction where the
+ * window has one per value. */
 template <typename T>
 void map_volume(const T *data, const Batch &b, const dh_clahe_axis_weight *axes,
-                const uint4 *pairs, uint16_t *d_out, cudaStream_t stream)
+                const uint4 *pairs, uint16_t *d_out, int sms, cudaStream_t stream)
 {
     namespace vm = dh_clahe_volume;
     const Unit &u = b.u[0];
-    const vm::Args a = {u.lo, u.hi, (uint32_t)(u.hi - u.lo), u.bins, b.top, u.magic,
-                        b.nx, b.ny, b.nz, b.tx, b.ty, b.stride};
     const unsigned rt = vm::row_threads(b.nx), rows = vm::kThreads / rt;
-    const dim3 block(rt, rows), grid((b.ny + rows - 1) / rows, b.nz);
+    const dim3 block(rt, rows), grid(vm::map_blocks(sms, rows, (uint64_t)b.ny * b.nz));
+    const uint32_t step = grid.x * rows; /* rows the grid maps at once */
+    const vm::Args a = {u.lo, u.hi, (uint32_t)(u.hi - u.lo), u.bins, b.top, u.magic,
+                        b.nx, b.ny, b.nz, b.tx, b.ty, b.stride, step % b.ny, step / b.ny,
+                        (uint64_t)step * b.nx, (uint64_t)b.tx * b.stride};
     if (u.ident)
         vm::map_kernel<T, 1><<<grid, block, 0, stream>>>(data, a, axes, pairs, d_out);
     else
@@ -694,7 +697,7 @@ int run_batches(dh_clahe_cuda_workspace *ws, const T *data, Batch &b, const Unit
             dh_clahe_tables::pair_kernel<<<qgrid, 256, 0, stream>>>(
                 ws->d_tables, b.tx, b.ty, b.tz, b.stride, reach, pairs);
             DH_CUDA_CK(cudaGetLastError(), "table pair kernel");
-            map_volume(data, b, ws->d_axes, pairs, d_out, stream);
+            map_volume(data, b, ws->d_axes, pairs, d_out, ws->sms, stream);
             DH_CUDA_CK(cudaGetLastError(), "mapping kernel");
             continue;
         }

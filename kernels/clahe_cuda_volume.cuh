@@ -7,13 +7,15 @@
  * every voxel; the general mapping of clahe_cuda.cu remains for the rest.
  *
  * Why a kernel of its own: that mapping was bound by the instructions it issued per voxel (run
- * 72: 733 us for 512^3, SM 66%, DRAM 21%). Here a thread is given its row by the grid (no
- * division of a flat index), takes the row's y and z weights once (clahe_cuda_blend.h: four
- * products), walks its row eight voxels at a time, and for eight voxels between the same two
- * tile centres along x steps the x weight by two per voxel with one reciprocal for all eight.
- * Per voxel remain: the bin (v - lo where the window has a bin per value), one 16-byte pair load
+ * 72: 733 us for 512^3, SM 66%, DRAM 21%). Here a thread keeps its eight voxels of x (their
+ * weights, loaded once) and walks rows (map_kernel), takes each row's y and z weights once
+ * (clahe_cuda_blend.h: four products), and for eight voxels between the same two tile centres
+ * along x steps the x weight by two per voxel with one reciprocal for all eight.
+ * Per voxel remain: the bin (v - lo clamped into the window, where it has a bin per value), the
+ * window's test folded into one max of the eight offsets, one 16-byte pair load
  * (the 2 x 2 tiles' entries of both z neighbours, clahe_cuda_tables.cuh), two 32-bit sums of four
- * products over the packed entries, a float estimate of the quotient and one 64-bit comparison.
+ * products over the packed entries, a float estimate of the quotient read off a rounded-down
+ * fused multiply-add, and the sign of a 32-bit remainder.
  * (Two 8-byte quad loads per voxel, one per z neighbour, kept this kernel bound by its L1
  * requests, the lanes' bins being scattered: 474 us for 512^3 at L1/TEX 90.5%, session 16.)
  */
@@ -38,10 +40,13 @@ struct Args {
     uint32_t width, bins, top;
     uint64_t magic;
     uint32_t nx, ny, nz, tx, ty, stride;
+    uint32_t step_y, step_z; /* the grid's row step, gridDim.x blockDim.y rows, as y and z */
+    uint64_t step_voxels;    /* and as voxels */
+    uint64_t row_quads;      /* tx stride: a row of tiles' pairs */
 };
 
 constexpr int kThreads = 256;
-/* Blocks per multiprocessor the registers must allow (64 a thread at 4). */
+/* Blocks per multiprocessor the registers must allow (64 a thread at 4): map_blocks' wave. */
 constexpr int kBlocksPerSm = 4;
 
 /* Threads along a row: a power of two, eight voxels each, at most 64 (a 512-voxel row in one
@@ -111,78 +116,133 @@ __device__ __forceinline__ uint16_t map_voxel(const Args &a, const uint4 *q,
                                dh_clahe_span_of(ax.den, yz.den), yz, e);
 }
 
-/* Eight voxels x .. x + 7 of a row. Where one span between tile centres holds them (seven
- * groups in eight at 64-voxel tiles) the weight of the second tile grows by 2 per voxel (by 0
- * at a clamped border), the reciprocal is shared, and all eight pair loads are issued before
- * the first blend. */
+/* What a thread's eight voxels x .. x + 7 share along x in every row, where one span between
+ * tile centres holds them (every group where the spans start at multiples of 8 voxels, as with
+ * the benchmark's 64-voxel tiles; else all but one group a tile): the first one's weight, the
+ * step of the second tile's weight per voxel (2, or 0 at a clamped border) and the table offset
+ * of the span's first tile. */
+struct Span {
+    uint32_t w1, den, dw;
+    size_t base;
+};
+
+/* The bin of d = v - lo clamped into the window: a voxel outside reads an entry it does not
+ * use (map_span sets its output apart), with one instruction where a bin is a value. */
 template <int kIdent>
-__device__ __forceinline__ void map_group(const Args &a, const uint4 *q,
-                                          const dh_clahe_yz &yz, const dh_clahe_axis_weight *wx,
-                                          const int32_t *v, uint16_t *o)
+__device__ __forceinline__ uint32_t bin_clamped(const Args &a, uint32_t d)
 {
-    const dh_clahe_axis_weight first = load_weight(wx), last = load_weight(wx + 7);
-    if (first.i0 != last.i0 || first.i1 != last.i1) {
-#pragma unroll /* constant indices: v and o stay in registers */
-        for (int j = 0; j < 8; j++)
-            o[j] = map_voxel<kIdent>(a, q, yz, load_weight(wx + j), v[j]);
-        return;
-    }
-    const uint32_t dw = first.i0 == first.i1 ? 0 : 2;
-    const size_t base = (size_t)first.i0 * a.stride;
+    d = d < a.width ? d : a.width; /* v below lo wraps to a large d: also clamped */
+    return kIdent ? d : dh_clahe_bin_fast(a.lo + (int32_t)d, a.lo, a.bins, a.magic);
+}
+
+/* Eight voxels of one span (q: the row's quads at tile column 0; in: their samples): the weight
+ * of the second tile grows by sp.dw per voxel, the reciprocal is shared, and all eight pair
+ * loads are issued before the first blend. Voxels outside the window are found by one test of
+ * the largest offset from lo, and only then set apart (0 below, top above) from samples read
+ * again: nothing is kept per voxel across the loads for a case a CT window rarely has. */
+template <typename T, int kIdent>
+__device__ __forceinline__ void map_span(const Args &a, const uint4 *q, const dh_clahe_yz &yz,
+                                         const Span &x, const int32_t *v, const T *in,
+                                         uint16_t *o)
+{
     /* 64-bit once; per voxel one wide multiply-add of a 32-bit index. (The empty asm keeps the
      * compiler from folding the bases back into every voxel's 64-bit address arithmetic.) */
-    const uint4 *p = q + base;
+    const uint4 *p = q + x.base;
     asm("" : "+l"(p));
     uint4 qa[8];
-#pragma unroll
-    for (int j = 0; j < 8; j++)
-        qa[j] = __ldg(p + bin_of<kIdent>(a, v[j]));
-    const dh_clahe_span sp = dh_clahe_span_of(first.den, yz.den);
-    const float f1 = (float)first.w1, fdw = (float)dw, fden = (float)first.den;
+    uint32_t far = 0;
 #pragma unroll
     for (int j = 0; j < 8; j++) {
-        const uint32_t w1 = first.w1 + dw * j;
+        const uint32_t d = (uint32_t)(v[j] - a.lo);
+        far = d > far ? d : far;
+        qa[j] = __ldg(p + bin_clamped<kIdent>(a, d));
+    }
+    const dh_clahe_span sp = dh_clahe_span_of(x.den, yz.den);
+    /* Opaque copies: the voxels' weights derived from them stay inside the row loop (hoisted
+     * out of it, sixteen integers and sixteen floats spilled to local memory). */
+    uint32_t w1x = x.w1, dw = x.dw, den = x.den;
+    asm volatile("" : "+r"(w1x), "+r"(dw), "+r"(den));
+    const float f1 = (float)w1x, fdw = (float)dw, fden = (float)den;
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        const uint32_t w1 = w1x + dw * j;
         const float g1 = __fmaf_rn(fdw, (float)j, f1); /* exact: below 2^24 */
         uint32_t e[4];
         pairs(qa[j], e);
-        const uint16_t r = dh_clahe_blend3_row(first.den - w1, w1, __fsub_rn(fden, g1), g1,
-                                               sp, yz, e);
-        o[j] = inside(a, v[j]) ? r : v[j] < a.lo ? 0 : (uint16_t)a.top;
+        o[j] = dh_clahe_blend3_row(den - w1, w1, __fsub_rn(fden, g1), g1, sp, yz, e);
+    }
+    if (far > a.width) { /* some voxel outside the window */
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            const int32_t vj = (int32_t)__ldcg(in + j);
+            o[j] = inside(a, vj) ? o[j] : vj < a.lo ? 0 : (uint16_t)a.top;
+        }
     }
 }
 
-/* Block: rows blockIdx.x * blockDim.y .. of slice blockIdx.y, blockDim.x threads per row
- * (row_threads), eight voxels per thread per step. axes: the x, y and z weights of
- * dh_clahe_axis_at (nx, then ny, then nz of them); pairs: clahe_cuda_tables.cuh's pair_kernel's
- * (tile layer az.i0 with the next; at a clamped border the next's weight is 0). */
-template <typename T, int kIdent>
-__global__ void __launch_bounds__(kThreads, kBlocksPerSm)
-    map_kernel(const T *__restrict__ data, const Args a,
-               const dh_clahe_axis_weight *__restrict__ axes, const uint4 *__restrict__ pairs_in,
-               uint16_t *__restrict__ out)
+/* The rows a thread maps: row threadIdx.y of block blockIdx.x's first step, then every
+ * gridDim.x blockDim.y rows further (rows counted slice after slice; a.step_y and a.step_z),
+ * stepped by addition, as are their voxels' offsets (a.step_voxels). */
+struct Rows {
+    uint32_t y, z;
+};
+
+__device__ __forceinline__ Rows rows_of(const Args &a)
 {
-    const uint32_t y = blockIdx.x * blockDim.y + threadIdx.y, z = blockIdx.y;
-    if (y >= a.ny)
-        return;
-    const dh_clahe_axis_weight ay = load_weight(axes + a.nx + y);
-    const dh_clahe_axis_weight az = load_weight(axes + a.nx + a.ny + z);
-    const dh_clahe_yz yz = dh_clahe_yz_of(ay, az);
-    const size_t plane = (size_t)a.tx * a.ty, row_q = (size_t)ay.i0 * a.tx;
-    const uint4 *q = pairs_in + ((size_t)az.i0 * plane + row_q) * a.stride;
-    const size_t row = ((size_t)z * a.ny + y) * a.nx;
-    for (uint32_t x = threadIdx.x * 8; x < a.nx; x += blockDim.x * 8) {
-        const T *in = data + row + x;
-        uint16_t *o = out + row + x;
-        if (x + 8 > a.nx) { /* the row's last few voxels */
-            for (uint32_t j = 0; x + j < a.nx; j++)
-                o[j] = map_voxel<kIdent>(a, q, yz, load_weight(axes + x + j),
-                                         (int32_t)in[j]);
-            return;
-        }
+    const uint32_t first = blockIdx.x * blockDim.y + threadIdx.y;
+    Rows r;
+    r.z = first / a.ny;
+    r.y = first - r.z * a.ny;
+    return r;
+}
+
+__device__ __forceinline__ void next_row(const Args &a, Rows &r)
+{
+    r.y += a.step_y;
+    r.z += a.step_z;
+    if (r.y >= a.ny) {
+        r.y -= a.ny;
+        r.z++;
+    }
+}
+
+/* A row's quads at tile column 0 (tile row ay.i0 of tile layer az.i0, with the next layer's in
+ * the same 16 bytes) and its y and z weights. */
+__device__ __forceinline__ const uint4 *row_quads(const Args &a, const dh_clahe_axis_weight *axes,
+                                                  const uint4 *pairs_in, const Rows &r,
+                                                  dh_clahe_yz *yz)
+{
+    const dh_clahe_axis_weight ay = load_weight(axes + a.nx + r.y);
+    const dh_clahe_axis_weight az = load_weight(axes + a.nx + a.ny + r.z);
+    *yz = dh_clahe_yz_of(ay, az);
+    return pairs_in + (size_t)(az.i0 * a.ty + ay.i0) * a.row_quads;
+}
+
+/* The first of a thread's voxels in its first row; the next rows' are a.step_voxels further. */
+__device__ __forceinline__ size_t first_voxel(const Args &a, const Rows &r, uint32_t x)
+{
+    return ((size_t)r.z * a.ny + r.y) * a.nx + x;
+}
+
+/* The thread's eight voxels x .. x + 7 in each of its rows (kSpan: one span holds them, x its
+ * weights; else each voxel takes its own weight). One loop per case, so that the registers of
+ * one do not weigh on the other. */
+template <typename T, int kIdent, bool kSpan>
+__device__ __forceinline__ void map_rows(const T *__restrict__ data, const Args &a,
+                                         const dh_clahe_axis_weight *__restrict__ axes,
+                                         const uint4 *__restrict__ pairs_in,
+                                         uint16_t *__restrict__ out, uint32_t x, const Span &xs)
+{
+    Rows r = rows_of(a);
+    for (size_t row = first_voxel(a, r, x); r.z < a.nz; next_row(a, r), row += a.step_voxels) {
+        dh_clahe_yz yz;
+        const uint4 *q = row_quads(a, axes, pairs_in, r, &yz);
+        const T *in = data + row;
+        uint16_t *o = out + row;
         T s[8];
         if (((uintptr_t)in & 15) == 0) {
-            const uint4 q = __ldcs((const uint4 *)in);
-            memcpy(s, &q, 16);
+            const uint4 v = __ldcs((const uint4 *)in);
+            memcpy(s, &v, 16);
         } else {
 #pragma unroll
             for (int j = 0; j < 8; j++)
@@ -192,18 +252,73 @@ __global__ void __launch_bounds__(kThreads, kBlocksPerSm)
 #pragma unroll
         for (int j = 0; j < 8; j++)
             v[j] = (int32_t)s[j];
-        uint16_t r[8];
-        map_group<kIdent>(a, q, yz, axes + x, v, r);
+        uint16_t res[8];
+        if (kSpan) {
+            map_span<T, kIdent>(a, q, yz, xs, v, in, res);
+        } else {
+#pragma unroll /* constant indices: v and res stay in registers */
+            for (int j = 0; j < 8; j++)
+                res[j] = map_voxel<kIdent>(a, q, yz, load_weight(axes + x + j), v[j]);
+        }
         if (((uintptr_t)o & 15) == 0) {
-            uint4 q;
-            memcpy(&q, r, 16);
-            __stcs((uint4 *)o, q);
+            uint4 w;
+            memcpy(&w, res, 16);
+            __stcs((uint4 *)o, w);
         } else {
 #pragma unroll
             for (int j = 0; j < 8; j++)
-                o[j] = r[j];
+                o[j] = res[j];
         }
     }
+}
+
+/* Block: blockDim.x threads per row (row_threads), blockDim.y rows, eight voxels per thread
+ * per step; the grid is one wave of blocks (map_blocks), each thread walking the rows of
+ * rows_of for its eight voxels of x (then for its next eight, where a row is longer than
+ * blockDim.x eight). Why: a thread that mapped eight voxels and exited paid its row's set-up
+ * (the x weights, the kernel's start, the addresses: a fifth of its instructions) for eight
+ * voxels, and short-lived blocks left the multiprocessors part empty (35% occupancy achieved
+ * of 50%, session 19).
+ * axes: the x, y and z weights of dh_clahe_axis_at (nx, then ny, then nz of them); pairs:
+ * clahe_cuda_tables.cuh's pair_kernel's (tile layer az.i0 with the next; at a clamped border
+ * the next's weight is 0). */
+template <typename T, int kIdent>
+__global__ void __launch_bounds__(kThreads, kBlocksPerSm)
+    map_kernel(const T *__restrict__ data, const Args a,
+               const dh_clahe_axis_weight *__restrict__ axes, const uint4 *__restrict__ pairs_in,
+               uint16_t *__restrict__ out)
+{
+    for (uint32_t x = threadIdx.x * 8; x < a.nx; x += blockDim.x * 8) {
+        if (x + 8 > a.nx) { /* the rows' last few voxels */
+            Rows r = rows_of(a);
+            for (size_t row = first_voxel(a, r, x); r.z < a.nz;
+                 next_row(a, r), row += a.step_voxels) {
+                dh_clahe_yz yz;
+                const uint4 *q = row_quads(a, axes, pairs_in, r, &yz);
+                for (uint32_t j = 0; x + j < a.nx; j++)
+                    out[row + j] = map_voxel<kIdent>(a, q, yz, load_weight(axes + x + j),
+                                                     (int32_t)data[row + j]);
+            }
+            continue;
+        }
+        const dh_clahe_axis_weight first = load_weight(axes + x), last = load_weight(axes + x + 7);
+        if (first.i0 != last.i0 || first.i1 != last.i1) {
+            map_rows<T, kIdent, false>(data, a, axes, pairs_in, out, x, Span{});
+            continue;
+        }
+        const Span xs = {first.w1, first.den, first.i0 == first.i1 ? 0u : 2u,
+                         (size_t)first.i0 * a.stride};
+        map_rows<T, kIdent, true>(data, a, axes, pairs_in, out, x, xs);
+    }
+}
+
+/* The grid of map_kernel: kBlocksPerSm blocks per multiprocessor, fewer where the volume has
+ * fewer row steps. */
+inline unsigned map_blocks(int sms, uint32_t rows_per_block, uint64_t rows)
+{
+    const uint64_t need = (rows + rows_per_block - 1) / rows_per_block;
+    const uint64_t wave = (uint64_t)(sms > 0 ? sms : 1) * kBlocksPerSm;
+    return (unsigned)(need < wave ? need : wave);
 }
 
 } // namespace dh_clahe_volume

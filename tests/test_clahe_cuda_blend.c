@@ -6,6 +6,9 @@
  * 2 den_x den_y den_z just below 2^32 and den_y den_z = 65536), table entries 0, 65535 and
  * between, and blends that land exactly on a half (where the float estimate is closest to
  * being one too low). Runs everywhere (no GPU needed), so the arithmetic is checked in CI.
+ * The estimate's floor from the bits of a rounded-down fused multiply-add and the 32-bit
+ * remainder (session 20) are checked at the edges of the bound: den = 2^31 - 2^15 (the largest
+ * the bound admits), den = 2^30, exact halves, entries 0 and 65535.
  */
 #include "clahe_cuda_blend.h"
 #include "test_support.h"
@@ -84,9 +87,13 @@ START_TEST(halves_round_up_at_the_edge_of_the_bound)
 {
     dh_test_rng rng;
     dh_test_rng_seed(&rng, 77);
-    /* den_x 32766 with den_y den_z 65536: 2 den = 2^32 - 2^18, inside the bound. */
+    /* den_x 32766 with den_y den_z 65536: 2 den = 2^32 - 2^18, inside the bound; 65535 x 2 x
+     * 16384 and 32768 x 65535 x 1: den = 2^31 - 2^15, the largest it admits (2^31 - 1 is
+     * prime); 16384 x 256 x 256: den = 2^30 exactly. */
     static const uint32_t dens[][3] = {{128, 128, 128}, {32766, 256, 256}, {2, 256, 256},
-                                       {32766, 2, 32768}, {65534, 2, 16384}, {2, 2, 2}};
+                                       {32766, 2, 32768}, {65534, 2, 16384}, {2, 2, 2},
+                                       {65535, 2, 16384}, {32768, 65535, 1}, {16384, 256, 256},
+                                       {1, 1, 1},         {1, 65535, 1}};
     for (size_t d = 0; d < sizeof dens / sizeof *dens; d++) {
         ck_assert(dh_clahe_blend3_row_ok(dens[d][0], dens[d][1], dens[d][2]));
         for (int k = 0; k < 20000; k++) {
@@ -107,7 +114,9 @@ START_TEST(halves_round_up_at_the_edge_of_the_bound)
     /* The bound: 8 tiles of 512 qualify, spans whose product passes 2^31 or den_y den_z 2^16
      * do not. */
     ck_assert(dh_clahe_blend3_row_ok(128, 128, 128));
+    ck_assert(dh_clahe_blend3_row_ok(65535, 2, 16384));
     ck_assert(!dh_clahe_blend3_row_ok(32768, 256, 256));
+    ck_assert(!dh_clahe_blend3_row_ok(65535, 4, 8193));
     ck_assert(!dh_clahe_blend3_row_ok(2, 512, 512));
 }
 END_TEST
