@@ -14,7 +14,7 @@
  * few items (the volume: on a 512 x 512 x 48 slab, same kernels); a mismatch prints MISMATCH and
  * the program exits 1. Usage:
  * bench_mi_parzen [--quick | --headline | --profile [noise] | --floor | --floor3d | --gap3d |
- *                  --waves3d]
+ *                  --waves3d | --place3d]
  * (--quick: batches up to 1024; --headline: tables 2 and 3 alone, the volume at 64 bins only, to
  * compare builds of the kernels in one run; --profile: a few calls of the two headline shapes
  * alone, for nsys or ncu, on the noise table's images with `noise`; --floor: table 2's box
@@ -26,9 +26,10 @@
  * its passes launched in its order, back to back and after idle, and alone, with the SM clock
  * after each loop: where the call's time over its passes' sum goes; --waves3d: the fixed,
  * histogram and gradient passes of the 512^3 pair with the library's grids and with grids of one
- * wave, on three fresh sets of buffers each, ranges given and found. --floor3d's fixed pass is
- * the library's box rows by thresholds, beside the exact FP64 form they replaced, their rows
- * checked equal)
+ * wave, on three fresh sets of buffers each, ranges given and found; --place3d: the smooth
+ * 512^3 histogram pass over the same data in differently placed buffers and with other shared
+ * carveouts, bench_mi_parzen_place3d.cuh. --floor3d's fixed pass is the library's box rows by
+ * thresholds, beside the exact FP64 form they replaced, their rows checked equal)
  */
 #define BENCH_CUDA_ERROR_EXIT 2
 #include "bench_common.cuh"
@@ -442,6 +443,23 @@ static floor_batch floor_setup(int sms, size_t n, uint32_t count, const float *d
     f.exact_vec_blocks = (unsigned)pz_fixed_blocks(n, true, sms, exact_per_sm[1]);
     f.d_fold = floor_alloc<unsigned long long>((size_t)count * f.hist_grid.y * PZ_HIST_THREADS);
     return f;
+}
+
+/* A measurement's check line ("check (label): ok (why)" or FAILED, which fails the program). */
+static void floor_check_line(const char *label, bool ok, const char *why)
+{
+    printf("\ncheck (%s): %s\n", label, ok ? why : "FAILED");
+    if (!ok)
+        g_failed = 1;
+}
+
+/* The floor batch's arguments with the ranges of params_of(..., given = 1), -200..2200 on both
+ * axes (no range pass), for the kernels launched by hand. */
+static void floor_set_given(pz_args &a)
+{
+    a.fixed_given = a.moving_given = 1;
+    a.fixed_lo = a.moving_lo = -200.0;
+    a.fixed_hi = a.moving_hi = 2200.0;
 }
 
 static void floor_free(floor_batch &f)
@@ -1123,12 +1141,9 @@ static void gap_run(cudaStream_t s, const cudaDeviceProp &prop, const gap_clock 
     printf("| voxels within 1e-3 of a bin's edge: %zu (%.4f%%); 128-voxel runs holding one: %zu "
            "of %zu | | | |\n",
            near, 100.0 * near / n, near_warps, n / 128);
-    printf("\ncheck (%s): %s\n", noise ? "noise" : "smooth",
-           ok ? "ok (the call equals the CPU twin on the slab; the passes launched one by one "
-                "equal the call, records and gradient)"
-              : "FAILED");
-    if (!ok)
-        g_failed = 1;
+    floor_check_line(noise ? "noise" : "smooth", ok,
+                     "ok (the call equals the CPU twin on the slab; the passes launched one by "
+                     "one equal the call, records and gradient)");
     floor_free(fb);
     dh_parzen_cuda_workspace_free(ws);
     void *p[] = {d_fixed, d_moving, d_grad, d_grad_lib, d_out, d_out_lib};
@@ -1193,11 +1208,8 @@ static waves_times waves_time(cudaStream_t s, int sms, const float *d_fixed,
     dh_mi_values *d_out = floor_alloc<dh_mi_values>(1);
     floor_batch fb = floor_setup(sms, n, 1, d_fixed, d_moving, d_grad, d_out);
     pz_args &a = fb.a;
-    if (given) {
-        a.fixed_given = a.moving_given = 1;
-        a.fixed_lo = a.moving_lo = -200.0;
-        a.fixed_hi = a.moving_hi = 2200.0;
-    }
+    if (given)
+        floor_set_given(a);
     const waves_grids g = w ? *w : waves_grids{fb.fixed_vec_blocks, fb.hist_grid.y, fb.grad_grid.y};
     auto zero_hist = [&] {
         CK(cudaMemsetAsync(a.n, 0, 8, s));
@@ -1294,6 +1306,8 @@ static void waves(cudaStream_t s, const cudaDeviceProp &prop)
             waves_run(s, prop, noise != 0, given != 0);
 }
 
+#include "bench_mi_parzen_place3d.cuh" /* --place3d: the histogram pass against its placement */
+
 int main(int argc, char **argv)
 {
     const bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
@@ -1308,6 +1322,11 @@ int main(int argc, char **argv)
     }
     if (argc > 1 && strcmp(argv[1], "--waves3d") == 0) {
         waves(s, prop);
+        CK(cudaStreamDestroy(s));
+        return g_failed;
+    }
+    if (argc > 1 && strcmp(argv[1], "--place3d") == 0) {
+        place(s, prop);
         CK(cudaStreamDestroy(s));
         return g_failed;
     }
