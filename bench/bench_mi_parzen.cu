@@ -14,7 +14,7 @@
  * few items (the volume: on a 512 x 512 x 48 slab, same kernels); a mismatch prints MISMATCH and
  * the program exits 1. Usage:
  * bench_mi_parzen [--quick | --headline | --profile [noise] | --floor | --floor3d | --gap3d |
- *                  --waves3d | --place3d]
+ *                  --waves3d | --place3d | --fixed16]
  * (--quick: batches up to 1024; --headline: tables 2 and 3 alone, the volume at 64 bins only, to
  * compare builds of the kernels in one run; --profile: a few calls of the two headline shapes
  * alone, for nsys or ncu, on the noise table's images with `noise`; --floor: table 2's box
@@ -28,8 +28,10 @@
  * histogram and gradient passes of the 512^3 pair with the library's grids and with grids of one
  * wave, on three fresh sets of buffers each, ranges given and found; --place3d: the smooth
  * 512^3 histogram pass over the same data in differently placed buffers and with other shared
- * carveouts, bench_mi_parzen_place3d.cuh. --floor3d's fixed pass is the library's box rows by
- * thresholds, beside the exact FP64 form they replaced, their rows checked equal)
+ * carveouts, bench_mi_parzen_place3d.cuh; --fixed16: the 512^3 fixed pass on uint16 and int16
+ * samples by thresholds and in the exact form, bench_mi_parzen_fixed16.cuh. --floor3d's fixed
+ * pass is the library's box rows by thresholds, beside the exact FP64 form they replaced, their
+ * rows checked equal)
  */
 #define BENCH_CUDA_ERROR_EXIT 2
 #include "bench_common.cuh"
@@ -1307,6 +1309,7 @@ static void waves(cudaStream_t s, const cudaDeviceProp &prop)
 }
 
 #include "bench_mi_parzen_place3d.cuh" /* --place3d: the histogram pass against its placement */
+#include "bench_mi_parzen_fixed16.cuh" /* --fixed16: the fixed pass on 16-bit samples */
 
 int main(int argc, char **argv)
 {
@@ -1327,6 +1330,11 @@ int main(int argc, char **argv)
     }
     if (argc > 1 && strcmp(argv[1], "--place3d") == 0) {
         place(s, prop);
+        CK(cudaStreamDestroy(s));
+        return g_failed;
+    }
+    if (argc > 1 && strcmp(argv[1], "--fixed16") == 0) {
+        fixed16(s, prop);
         CK(cudaStreamDestroy(s));
         return g_failed;
     }
