@@ -14,7 +14,7 @@
  * few items (the volume: on a 512 x 512 x 48 slab, same kernels); a mismatch prints MISMATCH and
  * the program exits 1. Usage:
  * bench_mi_parzen [--quick | --headline | --profile [noise] | --floor | --floor3d | --gap3d |
- *                  --waves3d]
+ *                  --waves3d | --place3d | --fixed16]
  * (--quick: batches up to 1024; --headline: tables 2 and 3 alone, the volume at 64 bins only, to
  * compare builds of the kernels in one run; --profile: a few calls of the two headline shapes
  * alone, for nsys or ncu, on the noise table's images with `noise`; --floor: table 2's box
@@ -26,7 +26,12 @@
  * its passes launched in its order, back to back and after idle, and alone, with the SM clock
  * after each loop: where the call's time over its passes' sum goes; --waves3d: the fixed,
  * histogram and gradient passes of the 512^3 pair with the library's grids and with grids of one
- * wave, on three fresh sets of buffers each, ranges given and found)
+ * wave, on three fresh sets of buffers each, ranges given and found; --place3d: the smooth
+ * 512^3 histogram pass over the same data in differently placed buffers and with other shared
+ * carveouts, bench_mi_parzen_place3d.cuh; --fixed16: the 512^3 fixed pass on uint16 and int16
+ * samples by thresholds and in the exact form, bench_mi_parzen_fixed16.cuh. --floor3d's fixed
+ * pass is the library's box rows by thresholds, beside the exact FP64 form they replaced, their
+ * rows checked equal)
  */
 #define BENCH_CUDA_ERROR_EXIT 2
 #include "bench_common.cuh"
@@ -384,6 +389,7 @@ struct floor_batch {
     dim3 range_grid, hist_grid, grad_grid;
     unsigned fixed_blocks;     /* pz_fixed_kernel's (the scalar path; session 18's pass) */
     unsigned fixed_vec_blocks; /* pz_fixed_vec_kernel's (the library's path for these buffers) */
+    unsigned exact_vec_blocks; /* the vector kernel's exact FP64 form (session 19's box rows) */
     size_t cells;
 };
 
@@ -419,6 +425,7 @@ static floor_batch floor_setup(int sms, size_t n, uint32_t count, const float *d
     a.joint = floor_alloc<unsigned long long>(count * f.cells);
     a.axes = floor_alloc<dh_parzen_axis>((size_t)count + 1);
     a.rcp = floor_alloc<double>((size_t)count + 1);
+    a.thr = floor_alloc<float>(DH_PARZEN_MAX_BINS);
     a.cell = floor_alloc<double>(count * f.cells);
     a.scale = floor_alloc<double>(count);
     a.grad_zero = floor_alloc<uint32_t>(count);
@@ -430,18 +437,37 @@ static floor_batch floor_setup(int sms, size_t n, uint32_t count, const float *d
     const size_t hist_per_block = f.cells > 4096 ? f.cells : 4096;
     f.hist_grid = dim3(count, floor_blocks_per_item(sms, n, count, hist_per_block));
     f.grad_grid = dim3(count, floor_blocks_per_item(sms, n, count, 2048));
-    int fixed_per_sm[2]; /* the library's grids (pz_launch_fixed) */
-    CK(pz_fixed_occupancy<DH_PARZEN_FLOAT32>(fixed_per_sm));
+    int fixed_per_sm[2], exact_per_sm[2]; /* the library's grids (pz_launch_fixed) */
+    CK((pz_fixed_occupancy<DH_PARZEN_FLOAT32, true>(fixed_per_sm)));
+    CK((pz_fixed_occupancy<DH_PARZEN_FLOAT32, false>(exact_per_sm)));
     f.fixed_blocks = (unsigned)pz_fixed_blocks(n, false, sms, fixed_per_sm[0]);
     f.fixed_vec_blocks = (unsigned)pz_fixed_blocks(n, true, sms, fixed_per_sm[1]);
+    f.exact_vec_blocks = (unsigned)pz_fixed_blocks(n, true, sms, exact_per_sm[1]);
     f.d_fold = floor_alloc<unsigned long long>((size_t)count * f.hist_grid.y * PZ_HIST_THREADS);
     return f;
 }
 
+/* A measurement's check line ("check (label): ok (why)" or FAILED, which fails the program). */
+static void floor_check_line(const char *label, bool ok, const char *why)
+{
+    printf("\ncheck (%s): %s\n", label, ok ? why : "FAILED");
+    if (!ok)
+        g_failed = 1;
+}
+
+/* The floor batch's arguments with the ranges of params_of(..., given = 1), -200..2200 on both
+ * axes (no range pass), for the kernels launched by hand. */
+static void floor_set_given(pz_args &a)
+{
+    a.fixed_given = a.moving_given = 1;
+    a.fixed_lo = a.moving_lo = -200.0;
+    a.fixed_hi = a.moving_hi = 2200.0;
+}
+
 static void floor_free(floor_batch &f)
 {
-    void *p[] = {f.a.keys, f.a.n,     f.a.joint,     f.a.axes,    f.a.rcp, f.a.cell,
-                 f.a.scale, f.a.grad_zero, f.a.fixed_row, f.d_faxes, f.d_fold};
+    void *p[] = {f.a.keys,  f.a.n,         f.a.joint,     f.a.axes,    f.a.rcp, f.a.thr,
+                 f.a.cell,  f.a.scale,     f.a.grad_zero, f.a.fixed_row, f.d_faxes, f.d_fold};
     for (void *x : p)
         CK(cudaFree(x));
 }
@@ -512,6 +538,9 @@ struct floor_figures {
     /* session 19: the call with ranges given; the fixed pass alone, scalar (session 18's) and
      * vector (the library's now), and its floor (floor_fixed_kernel) */
     double call_given, fixed_scalar, fixed_vec, fixed_floor;
+    /* session 20: the vector pass's exact FP64 form (session 19's box rows, the cubic window's
+     * path), beside the library's box rows by thresholds */
+    double fixed_exact;
     bool ok;
     char why[160];
 };
@@ -576,7 +605,8 @@ static floor_figures floor_run(cudaStream_t s, int sms, const floor_shape &sh, b
     };
     auto axes_fixed = [&] {
         pz_axes_kernel<<<(count + 1 + 255) / 256, 256, 0, s>>>(a);
-        pz_fixed_vec_kernel<DH_PARZEN_FLOAT32><<<fb.fixed_vec_blocks, PZ_PIXEL_THREADS, 0, s>>>(a);
+        pz_fixed_vec_kernel<DH_PARZEN_FLOAT32, true>
+            <<<fb.fixed_vec_blocks, PZ_PIXEL_THREADS, 0, s>>>(a);
     };
     auto hist = [&] {
         pz_hist_kernel<DH_PARZEN_FLOAT32, false, true, false>
@@ -600,20 +630,27 @@ static floor_figures floor_run(cudaStream_t s, int sms, const floor_shape &sh, b
     r.axes_fixed = 1000.0 * floor_ms(s, none, axes_fixed);
     r.hist = 1000.0 * floor_ms(s, zero_hist, hist);
     {
-        /* the fixed pass alone: the vector kernel (the library's) and the scalar one (session
-         * 18's), the same rows byte for byte, and those rows as the host computes them */
+        /* the fixed pass alone: the vector kernel (the library's: box rows by thresholds), the
+         * scalar one, and the vector kernel's exact FP64 form (session 19's), the same rows byte
+         * for byte, and those rows as the host computes them */
         r.fixed_vec = 1000.0 * floor_ms(s, none, [&] {
-                          pz_fixed_vec_kernel<DH_PARZEN_FLOAT32>
+                          pz_fixed_vec_kernel<DH_PARZEN_FLOAT32, true>
                               <<<fb.fixed_vec_blocks, PZ_PIXEL_THREADS, 0, s>>>(a);
                       });
         const std::vector<uint8_t> vec_rows = floor_get(a.fixed_row, n);
         r.fixed_scalar = 1000.0 * floor_ms(s, none, [&] {
-                             pz_fixed_kernel<DH_PARZEN_FLOAT32>
+                             pz_fixed_kernel<DH_PARZEN_FLOAT32, true>
                                  <<<fb.fixed_blocks, PZ_PIXEL_THREADS, 0, s>>>(a);
                          });
         const std::vector<uint8_t> scalar_rows = floor_get(a.fixed_row, n);
         if (memcmp(vec_rows.data(), scalar_rows.data(), n) != 0)
             floor_fail(r, "the fixed pass's vector and scalar rows differ");
+        r.fixed_exact = 1000.0 * floor_ms(s, none, [&] {
+                            pz_fixed_vec_kernel<DH_PARZEN_FLOAT32, false>
+                                <<<fb.exact_vec_blocks, PZ_PIXEL_THREADS, 0, s>>>(a);
+                        });
+        if (memcmp(vec_rows.data(), floor_get(a.fixed_row, n).data(), n) != 0)
+            floor_fail(r, "the fixed rows by thresholds differ from the exact FP64 ones");
         const dh_parzen_axis fax = floor_get(a.axes + count, 1)[0];
         const std::vector<float> fv = floor_get(d_fixed, n);
         for (size_t k = 0; k < n; k++) {
@@ -788,9 +825,11 @@ static void floors(cudaStream_t s, const cudaDeviceProp &prop, const floor_shape
         {"pz_range_kernel", &floor_figures::range},
         {"pz_axes_kernel + pz_fixed_vec_kernel (the library's fixed pass)",
          &floor_figures::axes_fixed},
-        {"pz_fixed_vec_kernel alone (session 19: groups of four pixels)",
+        {"pz_fixed_vec_kernel alone (session 20: box rows by thresholds, the library's)",
          &floor_figures::fixed_vec},
-        {"pz_fixed_kernel alone (session 18's scalar pass)", &floor_figures::fixed_scalar},
+        {"pz_fixed_vec_kernel's exact FP64 form alone (session 19's box rows)",
+         &floor_figures::fixed_exact},
+        {"pz_fixed_kernel alone (the scalar path, by thresholds)", &floor_figures::fixed_scalar},
         {"fixed pass floor: read the fixed image once, write a byte per pixel",
          &floor_figures::fixed_floor},
         {"pz_hist_kernel", &floor_figures::hist},
@@ -993,7 +1032,8 @@ static void gap_run(cudaStream_t s, const cudaDeviceProp &prop, const gap_clock 
     };
     auto axes_fixed = [&] {
         pz_axes_kernel<<<1, 256, 0, s>>>(a);
-        pz_fixed_vec_kernel<DH_PARZEN_FLOAT32><<<fb.fixed_vec_blocks, PZ_PIXEL_THREADS, 0, s>>>(a);
+        pz_fixed_vec_kernel<DH_PARZEN_FLOAT32, true>
+            <<<fb.fixed_vec_blocks, PZ_PIXEL_THREADS, 0, s>>>(a);
     };
     auto hist = [&] {
         pz_hist_kernel<DH_PARZEN_FLOAT32, false, true, false>
@@ -1025,7 +1065,8 @@ static void gap_run(cudaStream_t s, const cudaDeviceProp &prop, const gap_clock 
     /* the fixed pass: alone, its read + write floor, and in float32 (floor_fixed_f32_kernel):
      * how far a float32 pre-test could take it, and how many voxels lie near a bin's edge */
     const double fixed_alone = 1000.0 * floor_ms(s, none, [&] {
-        pz_fixed_vec_kernel<DH_PARZEN_FLOAT32><<<fb.fixed_vec_blocks, PZ_PIXEL_THREADS, 0, s>>>(a);
+        pz_fixed_vec_kernel<DH_PARZEN_FLOAT32, true>
+            <<<fb.fixed_vec_blocks, PZ_PIXEL_THREADS, 0, s>>>(a);
     });
     const std::vector<uint8_t> rows = floor_get(a.fixed_row, n);
     const dh_parzen_axis fax = floor_get(a.axes + 1, 1)[0];
@@ -1102,12 +1143,9 @@ static void gap_run(cudaStream_t s, const cudaDeviceProp &prop, const gap_clock 
     printf("| voxels within 1e-3 of a bin's edge: %zu (%.4f%%); 128-voxel runs holding one: %zu "
            "of %zu | | | |\n",
            near, 100.0 * near / n, near_warps, n / 128);
-    printf("\ncheck (%s): %s\n", noise ? "noise" : "smooth",
-           ok ? "ok (the call equals the CPU twin on the slab; the passes launched one by one "
-                "equal the call, records and gradient)"
-              : "FAILED");
-    if (!ok)
-        g_failed = 1;
+    floor_check_line(noise ? "noise" : "smooth", ok,
+                     "ok (the call equals the CPU twin on the slab; the passes launched one by "
+                     "one equal the call, records and gradient)");
     floor_free(fb);
     dh_parzen_cuda_workspace_free(ws);
     void *p[] = {d_fixed, d_moving, d_grad, d_grad_lib, d_out, d_out_lib};
@@ -1145,8 +1183,8 @@ struct waves_grids {
 static waves_grids waves_one(int sms, size_t hist_smem)
 {
     int f = 0, h = 0, g = 0;
-    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&f, pz_fixed_vec_kernel<DH_PARZEN_FLOAT32>,
-                                                     PZ_PIXEL_THREADS, 0));
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &f, pz_fixed_vec_kernel<DH_PARZEN_FLOAT32, true>, PZ_PIXEL_THREADS, 0));
     CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
         &h, pz_hist_kernel<DH_PARZEN_FLOAT32, false, true, false>, PZ_HIST_THREADS, hist_smem));
     CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
@@ -1172,11 +1210,8 @@ static waves_times waves_time(cudaStream_t s, int sms, const float *d_fixed,
     dh_mi_values *d_out = floor_alloc<dh_mi_values>(1);
     floor_batch fb = floor_setup(sms, n, 1, d_fixed, d_moving, d_grad, d_out);
     pz_args &a = fb.a;
-    if (given) {
-        a.fixed_given = a.moving_given = 1;
-        a.fixed_lo = a.moving_lo = -200.0;
-        a.fixed_hi = a.moving_hi = 2200.0;
-    }
+    if (given)
+        floor_set_given(a);
     const waves_grids g = w ? *w : waves_grids{fb.fixed_vec_blocks, fb.hist_grid.y, fb.grad_grid.y};
     auto zero_hist = [&] {
         CK(cudaMemsetAsync(a.n, 0, 8, s));
@@ -1190,7 +1225,7 @@ static waves_times waves_time(cudaStream_t s, int sms, const float *d_fixed,
         pz_axes_kernel<<<1, 256, 0, s>>>(a);
     };
     auto fixed = [&] {
-        pz_fixed_vec_kernel<DH_PARZEN_FLOAT32><<<g.fixed, PZ_PIXEL_THREADS, 0, s>>>(a);
+        pz_fixed_vec_kernel<DH_PARZEN_FLOAT32, true><<<g.fixed, PZ_PIXEL_THREADS, 0, s>>>(a);
     };
     auto hist = [&] {
         pz_hist_kernel<DH_PARZEN_FLOAT32, false, true, false>
@@ -1273,6 +1308,9 @@ static void waves(cudaStream_t s, const cudaDeviceProp &prop)
             waves_run(s, prop, noise != 0, given != 0);
 }
 
+#include "bench_mi_parzen_place3d.cuh" /* --place3d: the histogram pass against its placement */
+#include "bench_mi_parzen_fixed16.cuh" /* --fixed16: the fixed pass on 16-bit samples */
+
 int main(int argc, char **argv)
 {
     const bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
@@ -1287,6 +1325,16 @@ int main(int argc, char **argv)
     }
     if (argc > 1 && strcmp(argv[1], "--waves3d") == 0) {
         waves(s, prop);
+        CK(cudaStreamDestroy(s));
+        return g_failed;
+    }
+    if (argc > 1 && strcmp(argv[1], "--place3d") == 0) {
+        place(s, prop);
+        CK(cudaStreamDestroy(s));
+        return g_failed;
+    }
+    if (argc > 1 && strcmp(argv[1], "--fixed16") == 0) {
+        fixed16(s, prop);
         CK(cudaStreamDestroy(s));
         return g_failed;
     }

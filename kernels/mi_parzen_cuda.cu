@@ -7,8 +7,10 @@
  *   1. one memset: the range keys and the per-item counts and joint histograms;
  *   2. pz_range_kernel (only for a range not given): min/max keys of every image's valid pixels;
  *   3. pz_axes_kernel: every axis, with mi_parzen.h's arithmetic, and its width's reciprocal;
+ *      with the box window, the fixed rows' thresholds (pz_threshold);
  *   4. pz_fixed_vec_kernel (pz_fixed_kernel where the fixed image is not aligned for vector
- *      loads): the fixed pixels' indices (and positions for the cubic window), once for
+ *      loads): the fixed pixels' indices (by the thresholds for the box window; by the exact
+ *      position, also stored, for the cubic window), once for
  *      the whole batch (a one-item call with the cubic window: in step 5 instead);
  *   5. pz_hist_kernel: the joint histograms, uint64 sums of quantized weights, privatized in
  *      shared memory where bins x bins x 8 bytes fit (then one merge of the non-zero cells), else
@@ -37,9 +39,10 @@ struct dh_parzen_cuda_workspace {
     int device; /* the device the attributes below were read from; -1: none yet */
     int sms;
     int smem_optin; /* the most dynamic shared memory a block may ask for */
-    /* Blocks of the fixed pass that fit an SM at once, per sample type (dh_parzen_sample) and
-     * path (0 scalar, 1 vector): its grid is one wave of them (pz_launch_fixed). */
-    int fixed_per_sm[3][2];
+    /* Blocks of the fixed pass that fit an SM at once, per sample type (dh_parzen_sample), form
+     * (0 the exact path of the cubic window, 1 the box window's thresholds) and path (0 scalar, 1
+     * vector): its grid is one wave of them (pz_launch_fixed). */
+    int fixed_per_sm[3][2][2];
 };
 
 namespace {
@@ -62,8 +65,8 @@ size_t pz_round(size_t x) { return (x + PZ_ALIGN - 1) / PZ_ALIGN * PZ_ALIGN; }
 /* Where each region of the workspace starts; the counts and the joint histograms are adjacent
  * after the keys, so one memset zeroes them (keys to all ones: a separate memset). */
 struct pz_layout {
-    size_t keys, n, joint, joint_end, axes, rcp, cell, scale, grad_zero, fixed_row, fixed_t,
-        total;
+    size_t keys, n, joint, joint_end, axes, rcp, thr, cell, scale, grad_zero, fixed_row,
+        fixed_t, total;
 };
 
 pz_layout pz_plan(size_t pixels, uint32_t count, uint32_t bins, bool cubic, bool gradient)
@@ -82,6 +85,8 @@ pz_layout pz_plan(size_t pixels, uint32_t count, uint32_t bins, bool cubic, bool
     at += pz_round(((size_t)count + 1) * sizeof(dh_parzen_axis));
     l.rcp = at;
     at += pz_round(((size_t)count + 1) * sizeof(double));
+    l.thr = at;
+    at += pz_round(DH_PARZEN_MAX_BINS * sizeof(float));
     l.cell = at;
     at += gradient ? pz_round((size_t)count * cells * sizeof(double)) : 0;
     l.scale = at;
@@ -94,6 +99,13 @@ pz_layout pz_plan(size_t pixels, uint32_t count, uint32_t bins, bool cubic, bool
     at += cubic ? pz_round(pixels * sizeof(double)) : 0;
     l.total = at;
     return l;
+}
+
+/* Both forms' occupancies of one sample type (pz_fixed_occupancy). */
+template <dh_parzen_sample S> cudaError_t pz_fixed_occupancy_all(int per_sm[2][2])
+{
+    const cudaError_t e = pz_fixed_occupancy<S, false>(per_sm[0]);
+    return e == cudaSuccess ? pz_fixed_occupancy<S, true>(per_sm[1]) : e;
 }
 
 /* The device's SM count and shared-memory limit, read once per device. */
@@ -112,11 +124,11 @@ int pz_device(dh_parzen_cuda_workspace *ws, char *msg, size_t msg_len)
           "cudaDeviceGetAttribute (SM count)");
     PZ_CK(cudaDeviceGetAttribute(&ws->smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev),
           "cudaDeviceGetAttribute (shared memory)");
-    PZ_CK(pz_fixed_occupancy<DH_PARZEN_FLOAT32>(ws->fixed_per_sm[DH_PARZEN_FLOAT32]),
+    PZ_CK(pz_fixed_occupancy_all<DH_PARZEN_FLOAT32>(ws->fixed_per_sm[DH_PARZEN_FLOAT32]),
           "cudaOccupancyMaxActiveBlocksPerMultiprocessor (fixed pass)");
-    PZ_CK(pz_fixed_occupancy<DH_PARZEN_UINT16>(ws->fixed_per_sm[DH_PARZEN_UINT16]),
+    PZ_CK(pz_fixed_occupancy_all<DH_PARZEN_UINT16>(ws->fixed_per_sm[DH_PARZEN_UINT16]),
           "cudaOccupancyMaxActiveBlocksPerMultiprocessor (fixed pass)");
-    PZ_CK(pz_fixed_occupancy<DH_PARZEN_INT16>(ws->fixed_per_sm[DH_PARZEN_INT16]),
+    PZ_CK(pz_fixed_occupancy_all<DH_PARZEN_INT16>(ws->fixed_per_sm[DH_PARZEN_INT16]),
           "cudaOccupancyMaxActiveBlocksPerMultiprocessor (fixed pass)");
     ws->device = dev;
     return DH_PARZEN_OK;
@@ -210,13 +222,24 @@ bool pz_fixed_vec_fits(const pz_args &a)
     return (uintptr_t)a.fixed % need == 0 && (uintptr_t)a.fixed_mask % 4 == 0;
 }
 
+template <dh_parzen_sample S, bool BOX>
+void pz_launch_fixed_form(const pz_args &a, bool vec, unsigned grid, cudaStream_t stream)
+{
+    if (vec)
+        pz_fixed_vec_kernel<S, BOX><<<grid, PZ_PIXEL_THREADS, 0, stream>>>(a);
+    else
+        pz_fixed_kernel<S, BOX><<<grid, PZ_PIXEL_THREADS, 0, stream>>>(a);
+}
+
+/* The box window's rows by thresholds (pz_box_row: the definition's rows without its division
+ * per pixel), the cubic window's rows and positions by the exact path. */
 template <dh_parzen_sample S>
 void pz_launch_fixed_as(const pz_args &a, bool vec, unsigned grid, cudaStream_t stream)
 {
-    if (vec)
-        pz_fixed_vec_kernel<S><<<grid, PZ_PIXEL_THREADS, 0, stream>>>(a);
+    if (a.fixed_window == DH_PARZEN_FIXED_BOX)
+        pz_launch_fixed_form<S, true>(a, vec, grid, stream);
     else
-        pz_fixed_kernel<S><<<grid, PZ_PIXEL_THREADS, 0, stream>>>(a);
+        pz_launch_fixed_form<S, false>(a, vec, grid, stream);
 }
 
 /* The fixed pass (the rows, and the positions for the cubic window), once for the batch: the
@@ -225,8 +248,9 @@ void pz_launch_fixed_as(const pz_args &a, bool vec, unsigned grid, cudaStream_t 
 void pz_launch_fixed(const dh_parzen_cuda_workspace *ws, const pz_args &a, cudaStream_t stream)
 {
     const bool vec = pz_fixed_vec_fits(a);
-    const size_t blocks =
-        pz_fixed_blocks(a.pixels, vec, ws->sms, ws->fixed_per_sm[a.fixed_sample][vec ? 1 : 0]);
+    const int box = a.fixed_window == DH_PARZEN_FIXED_BOX ? 1 : 0;
+    const size_t blocks = pz_fixed_blocks(a.pixels, vec, ws->sms,
+                                          ws->fixed_per_sm[a.fixed_sample][box][vec ? 1 : 0]);
     if (a.fixed_sample == DH_PARZEN_FLOAT32)
         pz_launch_fixed_as<DH_PARZEN_FLOAT32>(a, vec, (unsigned)blocks, stream);
     else if (a.fixed_sample == DH_PARZEN_UINT16)
@@ -315,6 +339,7 @@ extern "C" int dh_parzen_mi_cuda(dh_parzen_cuda_workspace *ws, const dh_parzen_p
     a.joint = (unsigned long long *)(base + l.joint);
     a.axes = (dh_parzen_axis *)(base + l.axes);
     a.rcp = (double *)(base + l.rcp);
+    a.thr = (float *)(base + l.thr);
     a.cell = (double *)(base + l.cell);
     a.scale = (double *)(base + l.scale);
     a.grad_zero = (uint32_t *)(base + l.grad_zero);

@@ -20,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "mi_parzen.h"
 
@@ -51,6 +52,8 @@ struct pz_args {
     uint32_t *keys;            /* (count + 1) x 2: min key, inverted max key; fixed last */
     dh_parzen_axis *axes;      /* count + 1; the fixed image last */
     double *rcp;               /* count + 1: RN(1 / width) for pz_divide, 0 where it may not */
+    float *thr;                /* DH_PARZEN_MAX_BINS, box window: thr[k] for k = 3 .. bins - 3,
+                                  the smallest float whose fixed row is >= k (pz_threshold) */
     unsigned long long *n;     /* count: the pixels counted (zeroed with joint) */
     unsigned long long *joint; /* count x bins x bins */
     double *cell;              /* count x bins x bins: the gradient's factors */
@@ -261,31 +264,156 @@ __global__ void __launch_bounds__(PZ_PIXEL_THREADS) pz_range_kernel(pz_args a)
     }
 }
 
-/* The axes: the given range, or the keys' min..max (0..0 when no pixel was valid), set as
- * dh_parzen_axis_init sets them; and RN(1 / width) for pz_divide where the width lies in
- * [2^-500, 2^500] (0 elsewhere: the IEEE division then). */
+/* Axis y (y = count: the fixed image) as dh_parzen_axis_init sets it: the given range, or the
+ * keys' min..max (0..0 when no pixel was valid); returns RN(1 / width) for pz_divide where the
+ * width lies in [2^-500, 2^500] (0 elsewhere: the IEEE division then). */
+__device__ __forceinline__ double pz_axis_of(const pz_args &a, uint32_t y, dh_parzen_axis *ax)
+{
+    const bool is_fixed = y == a.count;
+    double lo = is_fixed ? a.fixed_lo : a.moving_lo, hi = is_fixed ? a.fixed_hi : a.moving_hi;
+    if (!(is_fixed ? a.fixed_given : a.moving_given)) {
+        const uint32_t kl = a.keys[2 * y], kh = ~a.keys[2 * y + 1];
+        const bool empty = kl == 0xFFFFFFFFu;
+        lo = empty ? 0.0 : pz_unkey(kl);
+        hi = empty ? 0.0 : pz_unkey(kh);
+    }
+    dh_parzen_axis_set(ax, a.bins, lo, hi);
+    const double w = ax->width;
+    return w >= 0x1p-500 && w <= 0x1p500 ? __drcp_rn(w) : 0.0;
+}
+
+/* The fixed row of a valid value v: dh_parzen_index(dh_parzen_position(v)), the definition. */
+__device__ __forceinline__ uint32_t pz_row_exact(const dh_parzen_axis &ax, double rcp,
+                                                 uint32_t bins, double v)
+{
+    double f;
+    return pz_index(bins, pz_position(ax, rcp, v), &f);
+}
+
+/* ---- The box window's fixed rows by thresholds ---------------------------------------------
+ * Why this is exact. The row of a valid sample v is
+ *   row(v) = clamp(trunc(RN(RN(RN(clamp(v, lo, hi) - lo) / width) + 2)), 2, B - 3)
+ * (dh_parzen_position, dh_parzen_index; the GPU's pz_divide gives RN(a / width)'s bits). Each
+ * step is a non-decreasing function of its argument: clamping to [lo, hi]; subtracting the
+ * constant lo and rounding to nearest (rounding is monotone: x <= y gives RN(x) <= RN(y));
+ * dividing by the positive constant width and rounding; adding 2 and rounding; truncating a
+ * number >= 2 (c >= lo gives RN(c - lo) >= 0, so t >= 2) toward zero; clamping to [2, B - 3].
+ * A composition of non-decreasing functions is non-decreasing, so over the float32 values (every
+ * sample type converts to float32 exactly; -0 and +0 give the same row, as c - lo is then -lo
+ * or +0 - lo, equal values, or both 0 with lo = 0) row is a non-decreasing step function taking
+ * values in 2 .. B - 3. Let thr[k] be the smallest finite float32 whose row is >= k (+inf where
+ * none is), k = 3 .. B - 3. Then for every finite float32 v, row(v) >= k exactly when v >=
+ * thr[k] (if v >= thr[k], row(v) >= row(thr[k]) >= k by monotonicity; if v < thr[k], row(v) < k
+ * by thr[k]'s minimality), so
+ *   row(v) = 2 + #{k in 3 .. B - 3 : v >= thr[k]},
+ * and thr is non-decreasing in k. pz_threshold finds each thr[k] with the exact function itself
+ * (no error analysis of any float arithmetic), once per call; pz_box_row takes any estimate e of
+ * the row and moves it until thr[e] <= v < thr[e + 1] (the ends 2 and B - 3 need only one side),
+ * which by the formula above is the row. A degenerate axis (hi = lo, width 1) puts every value at
+ * t = 2: every thr[k] is +inf and every row 2, as the definition says. */
+
+/* The smallest finite float32 whose row is >= k, or +inf (when even FLT_MAX's row is below k):
+ * a search over the ordered keys of the finite floats (pz_key_of_float's order), from the float
+ * nearest the row's nominal edge lo + (k - 2) width, galloping outward until the edge is
+ * bracketed, then halving. Only the number of evaluations depends on that start (about 3 for an
+ * ordinary axis; a host emulation of this search and of pz_box_row matched the definition on
+ * 130M samples over 112 axes); each evaluation is the exact row. */
+__device__ float pz_threshold(const dh_parzen_axis &ax, double rcp, uint32_t bins, uint32_t k)
+{
+    const int64_t kmin = 0x00800000, kmax = 0xFF7FFFFF; /* -FLT_MAX, +FLT_MAX */
+    const double edge = __dadd_rn(ax.lo, __dmul_rn((double)(k - 2), ax.width));
+    const float guess = edge == edge ? (float)edge : 0.0f; /* inf outside float's range */
+    int64_t g = (int64_t)pz_key_of_float(guess);
+    g = g < kmin ? kmin : (g > kmax ? kmax : g);
+    /* at(K): row(K's float) >= k; false below kmin, true above kmax (virtual ends) */
+    auto at = [&](int64_t key) {
+        return pz_row_exact(ax, rcp, bins, pz_unkey((uint32_t)key)) >= k;
+    };
+    if (!at(kmax)) /* no float reaches row k (a degenerate axis: no row above 2) */
+        return __int_as_float(0x7F800000);
+    int64_t lo, hi, step = 1; /* at(lo) false (or lo = kmin - 1), at(hi) true (or kmax + 1) */
+    if (at(g)) {
+        hi = g;
+        for (lo = g - 1; lo >= kmin && at(lo); lo = hi - step > kmin - 1 ? hi - step : kmin - 1) {
+            hi = lo;
+            step *= 2;
+        }
+    } else {
+        lo = g;
+        for (hi = g + 1; hi <= kmax && !at(hi); hi = lo + step < kmax + 1 ? lo + step : kmax + 1) {
+            lo = hi;
+            step *= 2;
+        }
+    }
+    while (hi - lo > 1) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (at(mid))
+            hi = mid;
+        else
+            lo = mid;
+    }
+    return hi > kmax ? __int_as_float(0x7F800000) : (float)pz_unkey((uint32_t)hi);
+}
+
+/* The axes (pz_axis_of) and their reciprocals, one thread an axis; with the box window, thread k
+ * = 3 .. B - 3 of the first block also sets the fixed rows' threshold thr[k] (pz_threshold, on
+ * the fixed axis it computes itself with the same arithmetic: no wait on another thread). */
 __global__ void pz_axes_kernel(pz_args a)
 {
     for (uint32_t y = blockIdx.x * blockDim.x + threadIdx.x; y <= a.count;
-         y += gridDim.x * blockDim.x) {
-        const bool is_fixed = y == a.count;
-        double lo = is_fixed ? a.fixed_lo : a.moving_lo, hi = is_fixed ? a.fixed_hi : a.moving_hi;
-        if (!(is_fixed ? a.fixed_given : a.moving_given)) {
-            const uint32_t kl = a.keys[2 * y], kh = ~a.keys[2 * y + 1];
-            const bool empty = kl == 0xFFFFFFFFu;
-            lo = empty ? 0.0 : pz_unkey(kl);
-            hi = empty ? 0.0 : pz_unkey(kh);
-        }
-        dh_parzen_axis_set(&a.axes[y], a.bins, lo, hi);
-        const double w = a.axes[y].width;
-        a.rcp[y] = w >= 0x1p-500 && w <= 0x1p500 ? __drcp_rn(w) : 0.0;
+         y += gridDim.x * blockDim.x)
+        a.rcp[y] = pz_axis_of(a, y, &a.axes[y]);
+    const uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (a.fixed_window == DH_PARZEN_FIXED_BOX && k >= 3 && k + 3 <= a.bins) {
+        dh_parzen_axis ax;
+        const double rcp = pz_axis_of(a, a.count, &ax);
+        a.thr[k] = pz_threshold(ax, rcp, a.bins, k);
     }
 }
 
+/* What a fixed pass by thresholds keeps per block: thr[3 .. B - 3] in shared memory, and a float32
+ * estimate of the row from the axis (any estimate would do; a close one makes pz_box_row's
+ * corrections rare). */
+struct pz_box {
+    const float *thr;
+    float lo, rcp, top; /* float32 lo and 1 / width (0 or inf give a poor estimate, not a wrong
+                           row), B - 3 */
+    uint32_t last;      /* B - 3 */
+};
+
+/* The box window's row of a valid sample x (pz_threshold's comment says why it is exact):
+ * e = the estimate clamped to 2 .. B - 3 (fminf and fmaxf drop a NaN), moved up while x >=
+ * thr[e + 1] and down while x < thr[e]. */
+__device__ __forceinline__ uint32_t pz_box_row(const pz_box &b, float x)
+{
+    const float est = fminf(fmaxf(__fmaf_rn(__fsub_rn(x, b.lo), b.rcp, 2.0f), 2.0f), b.top);
+    uint32_t e = (uint32_t)__float2int_rz(est);
+    while (e < b.last && x >= b.thr[e + 1])
+        e++;
+    while (e > 2u && x < b.thr[e])
+        e--;
+    return e;
+}
+
+/* Loads thr[3 .. B - 3] into the block's shared copy and sets the estimate's constants. */
+__device__ __forceinline__ pz_box pz_box_setup(const pz_args &a, float *s_thr)
+{
+    for (uint32_t k = 3 + threadIdx.x; k + 3 <= a.bins; k += blockDim.x)
+        s_thr[k] = a.thr[k];
+    __syncthreads();
+    pz_box b;
+    b.thr = s_thr;
+    b.lo = (float)a.axes[a.count].lo;
+    b.rcp = (float)a.rcp[a.count];
+    b.last = a.bins - 3u;
+    b.top = (float)b.last;
+    return b;
+}
+
 /* Each fixed pixel's index i on its axis (PZ_NO_ROW where it does not count) and, for the cubic
- * window, its position t (also returned): computed once per call, read by every batch item.
- * pz_fixed_row computes, pz_fixed_pixel also stores the row. Four pixels' loads in flight per
- * thread in pz_fixed_kernel (the scalar path; pz_fixed_vec_kernel below groups them by four). */
+ * window, its position t (also returned), by the exact FP64 path: computed once per call, read
+ * by every batch item. pz_fixed_row computes, pz_fixed_pixel also stores the row. The box window
+ * takes its rows by thresholds instead (pz_box_row; the same rows). */
 __device__ __forceinline__ uint8_t pz_fixed_row(const pz_args &a, const dh_parzen_axis &ax,
                                                 double rcp, size_t k, bool valid, double v,
                                                 double *t)
@@ -323,14 +451,52 @@ __device__ __forceinline__ bool pz_read_fixed(const pz_args &a, size_t k, double
     return pz_read_eager<DH_PARZEN_INT16>(a.fixed, a.fixed_mask, k, v);
 }
 
-template <dh_parzen_sample S>
+/* What one fixed pass needs per block: the fixed axis and its reciprocal (the exact path) or
+ * the thresholds and the estimate (BOX: pz_box). */
+struct pz_fixed_ctx {
+    dh_parzen_axis ax;
+    double rcp;
+    pz_box box;
+};
+
+template <bool BOX>
+__device__ __forceinline__ pz_fixed_ctx pz_fixed_setup(const pz_args &a, float *s_thr)
+{
+    pz_fixed_ctx c;
+    c.ax = a.axes[a.count];
+    c.rcp = a.rcp[a.count];
+    if (BOX)
+        c.box = pz_box_setup(a, s_thr);
+    return c;
+}
+
+/* The value type of a fixed pass's samples: float32 for the box window's thresholds (every
+ * sample type is exact in it), double for the exact path. */
+template <bool BOX> using pz_fixed_value = typename std::conditional<BOX, float, double>::type;
+
+/* A fixed pixel's row (PZ_NO_ROW where it does not count): BOX by the thresholds (pz_box_row),
+ * else the exact FP64 path (pz_fixed_row, which also stores the cubic window's position). */
+template <bool BOX>
+__device__ __forceinline__ uint8_t pz_fixed_row_of(const pz_args &a, const pz_fixed_ctx &c,
+                                                   size_t k, bool valid, pz_fixed_value<BOX> v)
+{
+    if (BOX)
+        return valid ? (uint8_t)pz_box_row(c.box, (float)v) : PZ_NO_ROW;
+    double t;
+    return pz_fixed_row(a, c.ax, c.rcp, k, valid, (double)v, &t);
+}
+
+/* The fixed pass, one pixel per load (the scalar path, for a fixed image or mask not aligned for
+ * pz_fixed_vec_kernel): four pixels' loads in flight per thread. BOX: the box window's rows by
+ * thresholds; else the exact path (the cubic window; also the box window's rows as sessions
+ * 18-19 computed them, kept for bench_mi_parzen's comparison). */
+template <dh_parzen_sample S, bool BOX>
 __global__ void __launch_bounds__(PZ_PIXEL_THREADS) pz_fixed_kernel(pz_args a)
 {
-    const dh_parzen_axis ax = a.axes[a.count];
-    const double rcp = a.rcp[a.count];
+    __shared__ float s_thr[BOX ? DH_PARZEN_MAX_BINS : 1];
+    const pz_fixed_ctx c = pz_fixed_setup<BOX>(a, s_thr);
     const size_t stride = (size_t)gridDim.x * blockDim.x;
     size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    double t;
     for (; k + 3 * stride < a.pixels; k += 4 * stride) {
         double v[4];
         bool valid[4];
@@ -339,21 +505,36 @@ __global__ void __launch_bounds__(PZ_PIXEL_THREADS) pz_fixed_kernel(pz_args a)
             valid[u] = pz_read_eager<S>(a.fixed, a.fixed_mask, k + u * stride, &v[u]);
 #pragma unroll
         for (int u = 0; u < 4; u++)
-            pz_fixed_pixel(a, ax, rcp, k + u * stride, valid[u], v[u], &t);
+            a.fixed_row[k + u * stride] =
+                pz_fixed_row_of<BOX>(a, c, k + u * stride, valid[u], (pz_fixed_value<BOX>)v[u]);
     }
     for (; k < a.pixels; k += stride) {
         double v;
         const bool valid = pz_read_eager<S>(a.fixed, a.fixed_mask, k, &v);
-        pz_fixed_pixel(a, ax, rcp, k, valid, v, &t);
+        a.fixed_row[k] = pz_fixed_row_of<BOX>(a, c, k, valid, (pz_fixed_value<BOX>)v);
     }
 }
 
-/* Fixed pixels 4g..4g+3 as doubles (exact) and whether each counts (pz_read_eager's rules), by
- * one vector load of the samples (16 bytes for float32, 8 for 16-bit) and one 4-byte load of the
- * mask: pz_fixed_vec_kernel's, whose caller checked the alignments. */
-template <dh_parzen_sample S>
-__device__ __forceinline__ void pz_read_fixed4(const pz_args &a, size_t g, double v[4],
-                                               bool valid[4])
+/* A 16-bit sample's value (u: the uint16, or the int16 plus 2^15 with `shifted`), exactly, as a
+ * double (pz_u32_to_double) or a float (the float whose bits are 2^23's with u in the low bits is
+ * 2^23 + u; subtracting 2^23, then 2^15, is exact). */
+__device__ __forceinline__ void pz_u16_value(uint32_t u, bool shifted, double *v)
+{
+    const double d = pz_u32_to_double(u);
+    *v = shifted ? __dsub_rn(d, 32768.0) : d;
+}
+
+__device__ __forceinline__ void pz_u16_value(uint32_t u, bool shifted, float *v)
+{
+    const float f = __fsub_rn(__uint_as_float(0x4B000000u | u), 8388608.0f);
+    *v = shifted ? __fsub_rn(f, 32768.0f) : f;
+}
+
+/* Fixed pixels 4g..4g+3 as values of type T (exact) and whether each counts (pz_read_eager's
+ * rules), by one vector load of the samples (16 bytes for float32, 8 for 16-bit) and one 4-byte
+ * load of the mask: pz_fixed_vec_kernel's, whose caller checked the alignments. */
+template <dh_parzen_sample S, typename T>
+__device__ __forceinline__ void pz_read_fixed4(const pz_args &a, size_t g, T v[4], bool valid[4])
 {
     const uint32_t m = a.fixed_mask ? ((const uint32_t *)a.fixed_mask)[g] : 0xFFFFFFFFu;
     if (S == DH_PARZEN_FLOAT32) {
@@ -361,7 +542,7 @@ __device__ __forceinline__ void pz_read_fixed4(const pz_args &a, size_t g, doubl
         const float x[4] = {x4.x, x4.y, x4.z, x4.w};
 #pragma unroll
         for (int u = 0; u < 4; u++) {
-            v[u] = (double)x[u];
+            v[u] = (T)x[u];
             valid[u] = ((m >> (8 * u)) & 0xFFu) && isfinite(x[u]);
         }
         return;
@@ -377,8 +558,7 @@ __device__ __forceinline__ void pz_read_fixed4(const pz_args &a, size_t g, doubl
     }
 #pragma unroll
     for (int u = 0; u < 4; u++) {
-        v[u] = S == DH_PARZEN_UINT16 ? pz_u32_to_double(x[u])
-                                     : __dsub_rn(pz_u32_to_double(x[u]), 32768.0);
+        pz_u16_value(x[u], S == DH_PARZEN_INT16, &v[u]);
         valid[u] = (m >> (8 * u)) & 0xFFu;
     }
 }
@@ -386,22 +566,22 @@ __device__ __forceinline__ void pz_read_fixed4(const pz_args &a, size_t g, doubl
 /* pz_fixed_kernel's rows by groups of four pixels: one vector load of the samples (and one of the
  * mask bytes) and one 4-byte store of the four rows per group, two groups in flight per thread,
  * 32-bit group arithmetic where the scalar kernel spends 64-bit index arithmetic and a byte store
- * per pixel. The same per-pixel function (pz_fixed_pixel's), so the same bits. Needs the fixed
+ * per pixel. The same per-pixel function (pz_fixed_row_of), so the same bits. Needs the fixed
  * samples 16-byte (float32) or 8-byte (16-bit) aligned and the mask 4-byte aligned (the launch
  * checks); the pixels % 4 left over go through the scalar path. Session 19 (docs/performance.md)
- * measured it against the scalar kernel and against the pass's read + write floor. */
-template <dh_parzen_sample S>
+ * measured the exact form against the scalar kernel and against the pass's read + write floor;
+ * session 20 the box window's form by thresholds (BOX). */
+template <dh_parzen_sample S, bool BOX>
 __global__ void __launch_bounds__(PZ_PIXEL_THREADS) pz_fixed_vec_kernel(pz_args a)
 {
-    const dh_parzen_axis ax = a.axes[a.count];
-    const double rcp = a.rcp[a.count];
+    __shared__ float s_thr[BOX ? DH_PARZEN_MAX_BINS : 1];
+    const pz_fixed_ctx c = pz_fixed_setup<BOX>(a, s_thr);
     const size_t groups = a.pixels / 4, stride = (size_t)gridDim.x * blockDim.x;
     const size_t first = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     uint32_t *rows4 = (uint32_t *)a.fixed_row;
-    double t;
     size_t g = first;
     for (; g + stride < groups; g += 2 * stride) {
-        double v[8];
+        pz_fixed_value<BOX> v[8];
         bool valid[8];
         pz_read_fixed4<S>(a, g, v, valid);
         pz_read_fixed4<S>(a, g + stride, v + 4, valid + 4);
@@ -411,38 +591,38 @@ __global__ void __launch_bounds__(PZ_PIXEL_THREADS) pz_fixed_vec_kernel(pz_args 
             uint32_t word = 0;
 #pragma unroll
             for (int u = 0; u < 4; u++)
-                word |= (uint32_t)pz_fixed_row(a, ax, rcp, 4 * gh + u, valid[4 * h + u],
-                                               v[4 * h + u], &t)
+                word |= (uint32_t)pz_fixed_row_of<BOX>(a, c, 4 * gh + u, valid[4 * h + u],
+                                                       v[4 * h + u])
                         << (8 * u);
             rows4[gh] = word;
         }
     }
     for (; g < groups; g += stride) {
-        double v[4];
+        pz_fixed_value<BOX> v[4];
         bool valid[4];
         pz_read_fixed4<S>(a, g, v, valid);
         uint32_t word = 0;
 #pragma unroll
         for (int u = 0; u < 4; u++)
-            word |= (uint32_t)pz_fixed_row(a, ax, rcp, 4 * g + u, valid[u], v[u], &t) << (8 * u);
+            word |= (uint32_t)pz_fixed_row_of<BOX>(a, c, 4 * g + u, valid[u], v[u]) << (8 * u);
         rows4[g] = word;
     }
     for (size_t k = 4 * groups + first; k < a.pixels; k += stride) {
         double v;
         const bool valid = pz_read_eager<S>(a.fixed, a.fixed_mask, k, &v);
-        pz_fixed_pixel(a, ax, rcp, k, valid, v, &t);
+        a.fixed_row[k] = pz_fixed_row_of<BOX>(a, c, k, valid, (pz_fixed_value<BOX>)v);
     }
 }
 
 /* The fixed pass's blocks per SM (`per_sm[0]` the scalar kernel's, `per_sm[1]` the vector
  * kernel's), as many as fit at once. */
-template <dh_parzen_sample S>
+template <dh_parzen_sample S, bool BOX>
 inline cudaError_t pz_fixed_occupancy(int per_sm[2])
 {
-    cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm[0], pz_fixed_kernel<S>,
-                                                                  PZ_PIXEL_THREADS, 0);
+    cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &per_sm[0], pz_fixed_kernel<S, BOX>, PZ_PIXEL_THREADS, 0);
     if (e == cudaSuccess)
-        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm[1], pz_fixed_vec_kernel<S>,
+        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm[1], pz_fixed_vec_kernel<S, BOX>,
                                                           PZ_PIXEL_THREADS, 0);
     return e;
 }

@@ -9,12 +9,14 @@
  * whose widths and offsets take every path of the GPU's division, the run paths of the
  * histogram and gradient (aligned and misaligned buffers, flat, smooth and noisy images), the
  * fixed pass's vector and scalar paths (an aligned fixed image, one a sample past alignment;
- * pixel counts with and without a remainder of four); a
+ * pixel counts with and without a remainder of four), fixed samples on and around the box
+ * window's row thresholds (test_fixed_thresholds); a
  * second run (and a third on another stream with the workspace reused) gives the same bits; bad
  * arguments are refused as the CPU twin refuses them. Exits 77 without a usable GPU.
  * Runs without fork (CUDA and fork do not mix).
  */
 #include <cuda_runtime_api.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -512,6 +514,242 @@ START_TEST(test_division_paths)
 }
 END_TEST
 
+/* ---- The box window's fixed rows by thresholds (session 20) -------------------------------
+ * The GPU twin finds the box window's fixed rows by comparing each sample with thresholds thr[k],
+ * the smallest float whose row is >= k, that it finds with the definition's own arithmetic
+ * (mi_parzen_cuda_pixels.cuh, pz_threshold). These cases put fixed samples on and around those
+ * thresholds: each threshold as the host's definition gives it (a plain bisection over the
+ * ordered floats with dh_parzen_index(dh_parzen_position()), independent of the device's search),
+ * its float neighbours up to two ulps on both sides, the nominal edges lo + k width computed in
+ * float and their neighbours, -0.0 and +0.0, the range's ends and values beyond them (clamped),
+ * the float extremes, NaN and infinities, masked samples; ranges given and found, a degenerate
+ * axis, bins 5 (no threshold) to 256, float32 and 16-bit samples, both forms of the fixed pass
+ * (aligned, one sample past alignment), pixel counts with a remainder of four. A wrong row moves
+ * a pixel's weights to another row of the joint histogram and changes its gradient, so the
+ * records and gradients compared bit for bit with the CPU twin catch it. */
+
+static uint32_t host_row(const dh_parzen_axis *ax, float v)
+{
+    double f;
+    return dh_parzen_index(ax->bins, dh_parzen_position(ax, (double)v), &f);
+}
+
+static uint32_t float_key(float x) /* the floats' order as unsigned integers (-0 below +0) */
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+static float key_float(uint32_t key)
+{
+    const uint32_t u = (key & 0x80000000u) ? (key & 0x7FFFFFFFu) : ~key;
+    float x;
+    memcpy(&x, &u, 4);
+    return x;
+}
+
+/* The smallest finite float whose row is >= k, or +inf: bisection over every finite float. */
+static float host_threshold(const dh_parzen_axis *ax, uint32_t k)
+{
+    uint64_t lo = float_key(-FLT_MAX), hi = (uint64_t)float_key(FLT_MAX) + 1;
+    while (lo < hi) {
+        const uint64_t mid = lo + (hi - lo) / 2;
+        if (host_row(ax, key_float((uint32_t)mid)) >= k)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo > float_key(FLT_MAX) ? INFINITY : key_float((uint32_t)lo);
+}
+
+/* Appends x, or with `clip` (a range to be found from the image) x clamped to [lo, hi]. */
+static void edge_push(float *v, size_t *m, size_t cap, float x, int clip, float lo, float hi)
+{
+    if (*m < cap)
+        v[(*m)++] = clip && isfinite(x) ? (x < lo ? lo : (x > hi ? hi : x)) : x;
+}
+
+/* Appends x and its float neighbours up to two ulps on each side. */
+static void edge_push_around(float *v, size_t *m, size_t cap, float x, int clip, float lo,
+                             float hi)
+{
+    if (!isfinite(x))
+        return;
+    float down = x, up = x;
+    edge_push(v, m, cap, x, clip, lo, hi);
+    for (int i = 0; i < 2; i++) {
+        down = nextafterf(down, -INFINITY);
+        up = nextafterf(up, INFINITY);
+        edge_push(v, m, cap, down, clip, lo, hi);
+        edge_push(v, m, cap, up, clip, lo, hi);
+    }
+}
+
+/* n fixed samples (float values) around every threshold of axis `ax`, the rest random over the
+ * range and a little beyond; `clip`: kept inside [lo, hi] with both ends present, so that a range
+ * found from the image is the axis's. Checks on the way that each threshold is one: its row >= k,
+ * its lower neighbour's < k. */
+static void edge_values(const dh_parzen_axis *ax, int clip, size_t n, uint64_t seed, float *v)
+{
+    const float lo = (float)ax->lo, hi = (float)ax->hi;
+    size_t m = 0;
+    edge_push(v, &m, n, lo, 0, lo, hi);
+    edge_push(v, &m, n, hi, 0, lo, hi);
+    for (uint32_t k = 3; k + 3 <= ax->bins; k++) {
+        const float t = host_threshold(ax, k);
+        if (isfinite(t)) {
+            ck_assert_uint_ge(host_row(ax, t), k);
+            if (t > -FLT_MAX)
+                ck_assert_uint_lt(host_row(ax, nextafterf(t, -INFINITY)), k);
+        }
+        edge_push_around(v, &m, n, t, clip, lo, hi);
+        /* the nominal edge, in float arithmetic */
+        edge_push_around(v, &m, n, lo + (float)(k - 2) * (float)ax->width, clip, lo, hi);
+    }
+    const float specials[] = {-0.0f, 0.0f, lo, hi, lo - 1.0f, hi + 1.0f, -1e30f, 1e30f,
+                              FLT_MAX, -FLT_MAX, 0x1p-149f, -0x1p-149f};
+    for (size_t i = 0; i < sizeof specials / sizeof *specials; i++)
+        edge_push_around(v, &m, n, specials[i], clip, lo, hi);
+    dh_test_rng rng;
+    dh_test_rng_seed(&rng, seed);
+    const float span = hi - lo;
+    while (m < n) {
+        const uint32_t kind = dh_test_rng_below(&rng, 16);
+        const float r = (float)dh_test_rng_below(&rng, 1u << 24) / (float)(1u << 24);
+        float x = lo + (r * 1.2f - 0.1f) * span;
+        if (kind == 0)
+            x = (float)dh_test_rng_below(&rng, 3) - 1.0f; /* -1, 0, 1 */
+        else if (kind < 6) /* on a nominal edge */
+            x = lo + (float)dh_test_rng_below(&rng, ax->bins) * (float)ax->width;
+        if (!clip && kind == 15)
+            x = dh_test_rng_below(&rng, 2) ? NAN : -INFINITY;
+        edge_push(v, &m, n, x, clip, lo, hi);
+    }
+    for (size_t i = n - 1; i > 0; i--) { /* mix them over warps and groups of four */
+        const size_t j = dh_test_rng_below(&rng, (uint32_t)(i + 1));
+        const float t = v[i];
+        v[i] = v[j], v[j] = t;
+    }
+}
+
+/* The values as `sample` (16-bit: rounded up, so a threshold's integer and the one below it both
+ * appear, and clamped to the type). */
+static void *edge_samples(const float *v, size_t n, dh_parzen_sample sample)
+{
+    if (sample == DH_PARZEN_FLOAT32) {
+        float *out = malloc(n * 4);
+        memcpy(out, v, n * 4);
+        return out;
+    }
+    const double min = sample == DH_PARZEN_UINT16 ? 0.0 : -32768.0;
+    const double max = sample == DH_PARZEN_UINT16 ? 65535.0 : 32767.0;
+    uint16_t *out = malloc(n * 2);
+    for (size_t i = 0; i < n; i++) {
+        double x = isfinite(v[i]) ? ceil((double)v[i]) - (double)(i % 2) : 0.0;
+        x = x < min ? min : (x > max ? max : x);
+        if (sample == DH_PARZEN_UINT16)
+            out[i] = (uint16_t)x;
+        else
+            ((int16_t *)out)[i] = (int16_t)x;
+    }
+    return out;
+}
+
+/* The GPU twin against the CPU twin on these images: the fixed image aligned (the vector fixed
+ * pass) and one sample past alignment (the scalar one). */
+static void edge_compare(const dh_parzen_params *p, size_t n, const dh_parzen_image *hf,
+                         const dh_parzen_image *hm, uint32_t count, const char *what)
+{
+    dh_mi_values want[2], got[2];
+    float *want_grad = malloc((size_t)count * n * 4), *got_grad = malloc((size_t)count * n * 4);
+    ck_assert_int_eq(dh_parzen_mi_cpu(p, n, hf, hm, count, want, want_grad), DH_PARZEN_OK);
+    const size_t fe = hf->sample == DH_PARZEN_FLOAT32 ? 4 : 2;
+    dh_parzen_image dm = {to_device(hm->data, (size_t)count * n * 4), DH_PARZEN_FLOAT32, NULL};
+    dh_parzen_cuda_workspace *ws = dh_parzen_cuda_workspace_new();
+    for (size_t skip = 0; skip < 2; skip++) {
+        dh_parzen_image df = {to_device_at(hf->data, fe * n, fe * skip), hf->sample,
+                              to_device_at(hf->mask, n, skip)};
+        run_gpu(ws, p, n, &df, &dm, count, 1, 0, got, got_grad);
+        pz_case c = base_case(RANDOM, p->bins, count);
+        c.fixed_sample = hf->sample;
+        c.ranges = p->fixed_range_given;
+        c.masks = hf->mask != NULL;
+        c.misalign = (int)skip;
+        assert_same(&c, n, want, want_grad, got, got_grad, what);
+        cudaFree((void *)((const char *)df.data - fe * skip));
+        if (df.mask)
+            cudaFree((void *)(df.mask - skip));
+    }
+    dh_parzen_cuda_workspace_free(ws);
+    cudaFree((void *)dm.data);
+    free(want_grad);
+    free(got_grad);
+}
+
+START_TEST(test_fixed_thresholds)
+{
+    static const uint32_t bins[] = {5, 6, 7, 13, 64, 255, 256};
+    /* fixed ranges {lo, hi, given}: given ones that clip the data, one from 0 (-0.0 below it),
+     * one of integer edges (16-bit samples land on them), ends that are not floats, tiny and huge
+     * widths, a degenerate one; found ones (the image's own min..max) */
+    static const struct {
+        double lo, hi;
+        int given;
+    } ranges[] = {
+        {-100.0, 900.25, 1}, {0.0, 1.0, 1},      {0.0, 0.0, 1},         {100.0, 100.0, 1},
+        {0.1, 0.7, 1},       {-2000.0, 3000.0, 1}, {1.0, 1.0 + 0x1p-20, 1}, {-3.0e7, 7.5e8, 1},
+        {-123.375f, 4567.89f, 0}, {-0.0, 250.0, 0}, {7.25, 7.25, 0},
+    };
+    static const dh_parzen_sample samples[] = {DH_PARZEN_FLOAT32, DH_PARZEN_UINT16,
+                                               DH_PARZEN_INT16};
+    const size_t n = 3001; /* a remainder of one after groups of four */
+    const uint32_t count = 2;
+    float *values = malloc(n * sizeof *values);
+    float *moving = malloc(count * n * sizeof *moving);
+    uint8_t *mask = malloc(n);
+    dh_test_rng rng;
+    dh_test_rng_seed(&rng, 2020);
+    for (size_t i = 0; i < count * n; i++)
+        moving[i] = (float)dh_test_rng_below(&rng, 1u << 20) * 0x1p-10f - 100.0f;
+    for (size_t i = 0; i < n; i++)
+        mask[i] = i % 7 != 3;
+    const size_t nr = sizeof ranges / sizeof *ranges;
+    for (size_t bi = 0; bi < sizeof bins / sizeof *bins; bi++)
+        for (size_t ri = 0; ri < nr; ri++) {
+            /* float32 everywhere; 16-bit too where the range is given (a found one would be
+             * the rounded samples' own) and its values fit them */
+            const size_t kinds =
+                ranges[ri].given && ranges[ri].lo >= -30000.0 && ranges[ri].hi <= 30000.0 ? 3 : 1;
+            for (size_t si = 0; si < kinds; si++) {
+                const dh_parzen_sample sample = samples[(si + bi) % kinds];
+                dh_parzen_axis ax;
+                ck_assert_int_eq(dh_parzen_axis_init(&ax, bins[bi], ranges[ri].lo, ranges[ri].hi),
+                                 0);
+                edge_values(&ax, !ranges[ri].given, n, 77 + 13 * bi + ri, values);
+                void *fixed = edge_samples(values, n, sample);
+                dh_parzen_params p;
+                memset(&p, 0, sizeof p);
+                p.bins = bins[bi];
+                p.fixed_range_given = ranges[ri].given;
+                p.fixed_lo = ranges[ri].lo, p.fixed_hi = ranges[ri].hi;
+                p.gradient_of = (uint32_t)(ri % 2);
+                const int masked = (int)((bi + ri) % 2) && ranges[ri].given;
+                dh_parzen_image hf = {fixed, sample, masked ? mask : NULL};
+                dh_parzen_image hm = {moving, DH_PARZEN_FLOAT32, NULL};
+                char what[160];
+                snprintf(what, sizeof what, "thresholds: bins %u range %g..%g given %d sample %d",
+                         bins[bi], ranges[ri].lo, ranges[ri].hi, ranges[ri].given, (int)sample);
+                edge_compare(&p, n, &hf, &hm, count, what);
+                free(fixed);
+            }
+        }
+    free(values);
+    free(moving);
+    free(mask);
+}
+END_TEST
+
 /* What the CPU twin refuses, the GPU twin refuses, with a message; count 0 does nothing. */
 START_TEST(test_arguments)
 {
@@ -577,7 +815,7 @@ int main(void)
     const dh_test tests[] = {DH_TEST_LOOP(test_grid, TWO_VALUE + 1),
                              DH_TEST(test_samples_and_ranges), DH_TEST(test_large),
                              DH_TEST(test_runs), DH_TEST(test_one_item),
-                             DH_TEST(test_division_paths),
+                             DH_TEST(test_division_paths), DH_TEST(test_fixed_thresholds),
                              DH_TEST(test_degenerate), DH_TEST(test_arguments)};
     dh_test_in_one_process();
     return dh_test_run(dh_test_suite("mi_parzen_cuda", 600, DH_TESTS(tests)));
