@@ -751,13 +751,18 @@ int dh_eq_cuda_finish(dh_eq_cuda *s, uint16_t *out, uint16_t *luts, char *msg, s
     void *luts_to = s->pool ? s->pool->h_luts.p : (void *)luts;
     DH_CUDA_CK(cudaMemcpyAsync(luts_to, s->d_luts, lut_bytes, cudaMemcpyDeviceToHost, s->stream),
                "copying the tables");
-    if (!s->pool || out_bytes == 0) {
+    if (!s->pool) {
         DH_CUDA_CK(cudaMemcpyAsync(out, s->d_out, out_bytes, cudaMemcpyDeviceToHost, s->stream),
                    "copying the output");
         return pool_wait(s, "equalization", msg, msg_len);
     }
     /* The tables' copy was enqueued first: the output's last chunk arriving means both did. */
-    DH_CUDA_CK(ring_download(s->pool, out, s->d_out, out_bytes), "copying the output");
+    if (out_bytes == 0) {
+        if (pool_wait(s, "equalization", msg, msg_len) != 0)
+            return -1;
+    } else {
+        DH_CUDA_CK(ring_download(s->pool, out, s->d_out, out_bytes), "copying the output");
+    }
     memcpy(luts, luts_to, lut_bytes);
     return 0;
 }
