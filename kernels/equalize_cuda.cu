@@ -405,11 +405,21 @@ struct pool_buffer {
     size_t bytes;
 };
 
+/* The samples go up and the output comes down through a ring of kRingSlots pinned chunks of
+ * kRingChunk bytes, not through pinned buffers of the volume's size: pinning memory is what a
+ * worker's first GPU call paid for (cudaMallocHost of 2 x 21 MB for a 512x512x40 series took
+ * 167-200 ms, median over 16 workers at once, on an H100 host: the driver pins one buffer at a
+ * time; session 20, bench_batch_compute), while a host copy of a chunk overlaps the DMA of the
+ * one before it. 4 MiB of pinned memory per context, whatever the volume. */
+constexpr size_t kRingChunk = (size_t)2 << 20;
+constexpr int kRingSlots = 2;
+
 struct dh_eq_cuda_pool {
     cudaStream_t stream;
     cudaEvent_t done; /* blocking sync: the waiting thread sleeps */
+    cudaEvent_t ring_done[kRingSlots]; /* the last copy through each ring slot */
     pool_buffer d_data, d_hist, d_luts, d_out, d_windows; /* device */
-    pool_buffer h_data, h_hist, h_luts, h_out, h_windows; /* pinned host staging */
+    pool_buffer h_ring, h_hist, h_luts, h_windows;        /* pinned host staging */
 };
 
 extern "C" {
@@ -469,6 +479,57 @@ static int pool_wait(dh_eq_cuda *s, const char *what, char *msg, size_t msg_len)
     return 0;
 }
 
+/* Host samples up to the device through the ring: chunk i is copied into slot i % kRingSlots
+ * once that slot's previous DMA is done, then sent on the stream, so the host copy of a chunk
+ * overlaps the DMA of the one before. Returns once the last chunk is handed to the DMA engine;
+ * the slots are free again once their events have passed (the next use waits for them). */
+static cudaError_t ring_upload(dh_eq_cuda_pool *pool, void *d_to, const void *from, size_t bytes)
+{
+    uint8_t *ring = (uint8_t *)pool->h_ring.p;
+    for (size_t at = 0, i = 0; at < bytes; at += kRingChunk, i++) {
+        const int slot = (int)(i % kRingSlots);
+        const size_t n = bytes - at < kRingChunk ? bytes - at : kRingChunk;
+        cudaError_t e = cudaEventSynchronize(pool->ring_done[slot]);
+        if (e != cudaSuccess)
+            return e;
+        memcpy(ring + slot * kRingChunk, (const uint8_t *)from + at, n);
+        if ((e = cudaMemcpyAsync((uint8_t *)d_to + at, ring + slot * kRingChunk, n,
+                                 cudaMemcpyHostToDevice, pool->stream)) != cudaSuccess ||
+            (e = cudaEventRecord(pool->ring_done[slot], pool->stream)) != cudaSuccess)
+            return e;
+    }
+    return cudaSuccess;
+}
+
+/* Device bytes down to host memory through the ring, after everything enqueued on the stream
+ * so far: up to kRingSlots chunks in flight, each copied out of its slot once its DMA is done.
+ * Returns when all of it is in `to`. */
+static cudaError_t ring_download(dh_eq_cuda_pool *pool, void *to, const void *d_from, size_t bytes)
+{
+    uint8_t *ring = (uint8_t *)pool->h_ring.p;
+    const size_t chunks = (bytes + kRingChunk - 1) / kRingChunk;
+    cudaError_t e = cudaSuccess;
+    auto enqueue = [&](size_t i) {
+        const int slot = (int)(i % kRingSlots);
+        const size_t at = i * kRingChunk, n = bytes - at < kRingChunk ? bytes - at : kRingChunk;
+        cudaError_t r = cudaMemcpyAsync(ring + slot * kRingChunk, (const uint8_t *)d_from + at, n,
+                                        cudaMemcpyDeviceToHost, pool->stream);
+        return r == cudaSuccess ? cudaEventRecord(pool->ring_done[slot], pool->stream) : r;
+    };
+    for (size_t i = 0; i < chunks && i < (size_t)kRingSlots && e == cudaSuccess; i++)
+        e = enqueue(i);
+    for (size_t i = 0; i < chunks && e == cudaSuccess; i++) {
+        const int slot = (int)(i % kRingSlots);
+        const size_t at = i * kRingChunk, n = bytes - at < kRingChunk ? bytes - at : kRingChunk;
+        if ((e = cudaEventSynchronize(pool->ring_done[slot])) != cudaSuccess)
+            break;
+        memcpy((uint8_t *)to + at, ring + slot * kRingChunk, n);
+        if (i + kRingSlots < chunks)
+            e = enqueue(i + kRingSlots);
+    }
+    return e;
+}
+
 dh_eq_cuda_pool *dh_eq_cuda_pool_create(void)
 {
     return (dh_eq_cuda_pool *)calloc(1, sizeof(dh_eq_cuda_pool));
@@ -482,8 +543,7 @@ void dh_eq_cuda_pool_free(dh_eq_cuda_pool *pool)
         (void)cudaStreamSynchronize(pool->stream);
     pool_buffer *dev[] = {&pool->d_data, &pool->d_hist, &pool->d_luts, &pool->d_out,
                           &pool->d_windows};
-    pool_buffer *host[] = {&pool->h_data, &pool->h_hist, &pool->h_luts, &pool->h_out,
-                           &pool->h_windows};
+    pool_buffer *host[] = {&pool->h_ring, &pool->h_hist, &pool->h_luts, &pool->h_windows};
     for (pool_buffer *b : dev)
         if (b->p)
             (void)cudaFree(b->p);
@@ -492,6 +552,9 @@ void dh_eq_cuda_pool_free(dh_eq_cuda_pool *pool)
             (void)cudaFreeHost(b->p);
     if (pool->done)
         (void)cudaEventDestroy(pool->done);
+    for (cudaEvent_t e : pool->ring_done)
+        if (e)
+            (void)cudaEventDestroy(e);
     if (pool->stream)
         (void)cudaStreamDestroy(pool->stream);
     (void)cudaGetLastError();
@@ -603,15 +666,18 @@ int dh_eq_cuda_begin_pooled(dh_eq_cuda_pool *pool, const void *data, int is_sign
         e = cudaStreamCreateWithFlags(&pool->stream, cudaStreamNonBlocking);
     if (e == cudaSuccess && !pool->done)
         e = cudaEventCreateWithFlags(&pool->done, cudaEventBlockingSync | cudaEventDisableTiming);
+    for (cudaEvent_t &ring_done : pool->ring_done)
+        if (e == cudaSuccess && !ring_done)
+            e = cudaEventCreateWithFlags(&ring_done, cudaEventBlockingSync | cudaEventDisableTiming);
     const struct {
         pool_buffer *b;
         size_t bytes;
         bool pinned;
     } need[] = {{&pool->d_data, data_bytes, false},      {&pool->d_hist, hist_bytes, false},
                 {&pool->d_luts, lut_bytes, false},       {&pool->d_out, data_bytes, false},
-                {&pool->d_windows, window_bytes, false}, {&pool->h_data, data_bytes, true},
+                {&pool->d_windows, window_bytes, false}, {&pool->h_ring, kRingChunk * kRingSlots, true},
                 {&pool->h_hist, hist_bytes, true},       {&pool->h_luts, lut_bytes, true},
-                {&pool->h_out, data_bytes, true},        {&pool->h_windows, window_bytes, true}};
+                {&pool->h_windows, window_bytes, true}};
     for (const auto &n : need)
         if (e == cudaSuccess)
             e = pool_grow(n.b, n.bytes, n.pinned);
@@ -625,9 +691,7 @@ int dh_eq_cuda_begin_pooled(dh_eq_cuda_pool *pool, const void *data, int is_sign
     s->d_luts = (uint16_t *)pool->d_luts.p;
     s->d_out = (uint16_t *)pool->d_out.p;
     s->d_windows = (dh_eq_window *)pool->d_windows.p;
-    /* The previous session waited for its stream, so the staging is free to fill. */
-    memcpy(pool->h_data.p, data, data_bytes);
-    e = cudaMemcpyAsync(s->d_data, pool->h_data.p, data_bytes, cudaMemcpyHostToDevice, s->stream);
+    e = ring_upload(pool, s->d_data, data, data_bytes);
     if (e != cudaSuccess) {
         dh_eq_cuda_free(s);
         return dh_cuda_fail(msg, msg_len, "", "uploading the volume", e);
@@ -684,18 +748,22 @@ int dh_eq_cuda_finish(dh_eq_cuda *s, uint16_t *out, uint16_t *luts, char *msg, s
         return -1;
     const size_t out_bytes = s->n * sizeof(uint16_t),
                  lut_bytes = (size_t)s->tables * s->len * sizeof(uint16_t);
-    void *out_to = s->pool ? s->pool->h_out.p : (void *)out;
     void *luts_to = s->pool ? s->pool->h_luts.p : (void *)luts;
-    DH_CUDA_CK(cudaMemcpyAsync(out_to, s->d_out, out_bytes, cudaMemcpyDeviceToHost, s->stream),
-               "copying the output");
     DH_CUDA_CK(cudaMemcpyAsync(luts_to, s->d_luts, lut_bytes, cudaMemcpyDeviceToHost, s->stream),
                "copying the tables");
-    if (pool_wait(s, "equalization", msg, msg_len) != 0)
-        return -1;
-    if (s->pool) {
-        memcpy(out, out_to, out_bytes);
-        memcpy(luts, luts_to, lut_bytes);
+    if (!s->pool) {
+        DH_CUDA_CK(cudaMemcpyAsync(out, s->d_out, out_bytes, cudaMemcpyDeviceToHost, s->stream),
+                   "copying the output");
+        return pool_wait(s, "equalization", msg, msg_len);
     }
+    /* The tables' copy was enqueued first: the output's last chunk arriving means both did. */
+    if (out_bytes == 0) {
+        if (pool_wait(s, "equalization", msg, msg_len) != 0)
+            return -1;
+    } else {
+        DH_CUDA_CK(ring_download(s->pool, out, s->d_out, out_bytes), "copying the output");
+    }
+    memcpy(luts, luts_to, lut_bytes);
     return 0;
 }
 

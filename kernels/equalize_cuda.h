@@ -53,9 +53,10 @@ int dh_eq_cuda_finish(dh_eq_cuda *s, uint16_t *out, uint16_t *luts, char *msg, s
 void dh_eq_cuda_free(dh_eq_cuda *s);
 
 /* What one context keeps between volumes so that equalizations on several threads (one context
- * each) run side by side on one GPU: its own stream, device buffers and pinned host staging,
- * grown to the largest volume seen and reused, and an event the thread sleeps on (blocking
- * sync: the core it frees decodes for the other workers) rather than spinning. Nothing in it
+ * each) run side by side on one GPU: its own stream, device buffers grown to the largest volume
+ * seen and reused, a fixed ring of pinned host staging (4 MiB, whatever the volume: the samples
+ * and the output pass through it in chunks) and events the thread sleeps on (blocking sync: the
+ * core it frees decodes for the other workers) rather than spinning. Nothing in it
  * allocates or frees device memory per volume, so no call waits for the whole device (cudaFree
  * does). Creating one touches no CUDA; used by one thread at a time. */
 typedef struct dh_eq_cuda_pool dh_eq_cuda_pool;

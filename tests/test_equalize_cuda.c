@@ -3,7 +3,8 @@
  * test_equalize_cuda.c: the GPU equalization equals the CPU twin bit for bit: tables from
  * histograms (random windows, clip limits, 8/12/16-bit outputs, signed and unsigned data,
  * constant and two-value slices) and the public dh_equalize on both devices, per volume and
- * per slice, on random volumes and on the real files. Exits 77 (skipped) without a usable GPU.
+ * per slice, on random volumes and on the real files; one context's volumes of sizes around the
+ * pinned ring's chunks in a row. Exits 77 (skipped) without a usable GPU.
  * Runs in CK_NOFORK mode: CUDA and fork do not mix.
  */
 #include <stdlib.h>
@@ -105,9 +106,10 @@ START_TEST(tables_and_outputs_equal_the_cpu)
 }
 END_TEST
 
-static void compare_devices(const dh_volume *v, dh_equalize_params p)
+/* dh_equalize of v on both devices through one context (its GPU pool reused from call to
+ * call), the results equal. */
+static void compare_devices_on(dh_ctx *ctx, const dh_volume *v, dh_equalize_params p)
 {
-    dh_ctx *ctx = dh_ctx_create();
     dh_equalized *a = NULL, *b = NULL;
     p.device = DH_DEVICE_CPU;
     ck_assert_msg(dh_equalize(ctx, v, &p, &a) == DH_OK, "%s", dh_ctx_error(ctx));
@@ -120,8 +122,53 @@ static void compare_devices(const dh_volume *v, dh_equalize_params p)
     ck_assert_str_eq(a->description, b->description);
     dh_equalized_free(a);
     dh_equalized_free(b);
+}
+
+static void compare_devices(const dh_volume *v, dh_equalize_params p)
+{
+    dh_ctx *ctx = dh_ctx_create();
+    compare_devices_on(ctx, v, p);
     dh_ctx_free(ctx);
 }
+
+/* One context's volumes one after another, as a batch worker's: the samples and the output pass
+ * through the pool's pinned ring in 2 MiB chunks (equalize_cuda.cu), so sizes below one chunk,
+ * exactly one, one and a bit, several with a partial last, then smaller again (the slots hold
+ * the previous volume's bytes), each equal to the CPU's, with and without a rank window (the
+ * histograms' download between the ring's upload and download). */
+START_TEST(pooled_ring_sizes_equal_the_cpu)
+{
+    static const struct {
+        uint32_t rows, columns, slices;
+        int sign;
+    } shape[] = {{100, 100, 3, 0}, {1024, 1024, 1, 0}, {1024, 1025, 1, 1},
+                 {512, 512, 21, 0}, {37, 41, 5, 1},    {512, 512, 21, 1}};
+    dh_ctx *ctx = dh_ctx_create();
+    for (size_t k = 0; k < sizeof shape / sizeof shape[0]; k++) {
+        const size_t slice_len = (size_t)shape[k].rows * shape[k].columns;
+        const int32_t base = shape[k].sign ? -2048 : 0;
+        uint16_t *data = malloc(slice_len * shape[k].slices * sizeof *data);
+        ck_assert_ptr_nonnull(data);
+        fill(data, slice_len, shape[k].slices, base, 4096, 1000 + k);
+        dh_volume *v = NULL;
+        ck_assert_msg(dh_volume_from_samples(ctx, shape[k].rows, shape[k].columns,
+                                             shape[k].slices, 12, shape[k].sign, data,
+                                             &v) == DH_OK,
+                      "%s", dh_ctx_error(ctx));
+        for (int ranks = 0; ranks < 2; ranks++) {
+            dh_equalize_params p;
+            dh_equalize_params_init(&p);
+            p.per_slice = (int)(k % 2);
+            p.window = ranks ? DH_WINDOW_PERCENTILE : DH_WINDOW_NONE;
+            p.percentile = 1;
+            compare_devices_on(ctx, v, p);
+        }
+        dh_volume_free(v);
+        free(data);
+    }
+    dh_ctx_free(ctx);
+}
+END_TEST
 
 START_TEST(public_api_equal_on_both_devices)
 {
@@ -164,7 +211,8 @@ int main(int argc, char **argv)
 {
     if (!dh_cuda_usable())
         return DH_TEST_SKIP;
-    const dh_test synthetic[] = {DH_TEST(tables_and_outputs_equal_the_cpu)};
+    const dh_test synthetic[] = {DH_TEST(tables_and_outputs_equal_the_cpu),
+                                 DH_TEST(pooled_ring_sizes_equal_the_cpu)};
     const dh_test real_files[] = {DH_TEST(public_api_equal_on_both_devices)};
     dh_test_in_one_process();
     return dh_test_main(argc, argv, "equalize_cuda", 300, DH_TESTS(synthetic),
