@@ -354,10 +354,15 @@ extern "C" int dh_parzen_mi_cuda(dh_parzen_cuda_workspace *ws, const dh_parzen_p
                      (!moving->mask || (uintptr_t)moving->mask % 8 == 0) &&
                      (uintptr_t)d_gradient % 16 == 0;
 
-    PZ_CK(cudaMemsetAsync(base + l.keys, 0xFF, l.n - l.keys, stream), "cudaMemsetAsync (keys)");
+    /* the range keys only where the range pass runs (both ranges given: the axes kernel reads
+     * none of them, and a memset less is a launch less on a call of a few passes) */
+    const bool ranges_found = !a.fixed_given || !a.moving_given;
+    if (ranges_found)
+        PZ_CK(cudaMemsetAsync(base + l.keys, 0xFF, l.n - l.keys, stream),
+              "cudaMemsetAsync (keys)");
     PZ_CK(cudaMemsetAsync(base + l.n, 0, l.joint_end - l.n, stream),
           "cudaMemsetAsync (histograms)");
-    if (!a.fixed_given || !a.moving_given) {
+    if (ranges_found) {
         const dim3 grid(count + 1, pz_blocks_per_item(ws, pixels, count + 1, 4096));
         if (moving->sample == DH_PARZEN_FLOAT32)
             pz_range_kernel<DH_PARZEN_FLOAT32><<<grid, PZ_PIXEL_THREADS, 0, stream>>>(a);
