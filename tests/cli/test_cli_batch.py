@@ -216,7 +216,7 @@ def check_stats(c, binary, tmp, export):
             "histogram --stats: the split too (write: nothing written, so zero)")
 
 
-def check_writers(c, binary, tmp, export, runs=6, timeout=30):
+def check_writers(c, binary, tmp, export, runs=3, timeout=30):
     """Each worker's writer (issue 24, session 20): a series' outputs are written on the
     worker's writer thread while the worker reads and computes the next. Against the same
     command with DICOMHIST_BATCH_WRITERS=0 (each worker writes its own series, the code before):
