@@ -71,7 +71,8 @@ struct cli_series_private {
 typedef struct series_writer {
     struct batch *b;
     pthread_t id;
-    int started;     /* the thread runs: the worker defers to it, else finishes inline */
+    int started;     /* the thread runs (started at the worker's first deferred series) */
+    int failed;      /* it could not start: the worker finishes its series itself */
     int quit;        /* the worker takes no more series (under the batch's lock) */
     size_t pending;  /* the slot of the series handed over, NO_SERIES when free */
     dh_ctx *ctx;     /* the writer's own: errors of its writes are named there */
@@ -111,6 +112,7 @@ typedef struct batch {
     double busy, idle;  /* workers' seconds processing series / waiting for the output order */
     int writers_on;     /* each worker writes behind (series_writer); DICOMHIST_BATCH_WRITERS=0: not */
     series_writer *writers; /* one per worker */
+    uint32_t writers_started; /* writers that ran (counted as they end) */
     double writer_busy, writer_wait; /* writers' seconds finishing / workers' waiting for them */
     double start, scan; /* when the run started; seconds of the scan */
 } batch;
@@ -475,21 +477,24 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
-/* Starts the worker's writer when the batch writes behind; without one (not wanted, no memory
- * or no thread) the worker finishes its series itself, as before. */
-static void writer_start(batch *b, series_writer *w, uint32_t decode_threads)
+/* Starts the worker's writer, at its first deferred series (info and histogram defer nothing
+ * and start none); returns 1 when it runs. Without one (no memory or no thread) the worker
+ * finishes its series itself, as before. */
+static int writer_start(batch *b, series_writer *w)
 {
-    w->b = b;
-    w->pending = NO_SERIES;
-    if (!b->writers_on || !(w->ctx = dh_ctx_create()))
-        return;
-    dh_ctx_set_threads(w->ctx, (int)decode_threads);
-    dh_ctx_set_gpu_decode(w->ctx, 0);
-    w->started = pthread_create(&w->id, NULL, writer_main, w) == 0;
+    if (w->started || w->failed)
+        return w->started;
+    if ((w->ctx = dh_ctx_create())) {
+        dh_ctx_set_threads(w->ctx, (int)b->decode_threads);
+        dh_ctx_set_gpu_decode(w->ctx, 0);
+        w->started = pthread_create(&w->id, NULL, writer_main, w) == 0;
+    }
     if (!w->started) {
         dh_ctx_free(w->ctx);
         w->ctx = NULL;
+        w->failed = 1;
     }
+    return w->started;
 }
 
 /* b->lock held: the worker takes no more series; its writer finishes the one it holds and
@@ -507,6 +512,7 @@ static void writer_stop(batch *b, series_writer *w)
     w->started = 0;
     pthread_mutex_lock(&b->lock);
     b->writer_busy += w->busy;
+    b->writers_started++;
 }
 
 /* DICOMHIST_BATCH_WRITERS: unset or anything but "0", the workers write behind (docs/batch.md,
@@ -518,9 +524,9 @@ static int cli_batch_writers_wanted(const char *env)
 
 static void *worker(void *arg)
 {
-    series_writer *w = arg; /* this worker's writer, started here */
+    series_writer *w = arg; /* this worker's writer, started at its first deferred series */
     batch *b = w->b;
-    writer_start(b, w, b->decode_threads);
+    w->pending = NO_SERIES;
     dh_ctx *ctx = dh_ctx_create();
     /* This worker's series on the GPU offer their files to the others through it. */
     dh_plan_share *share = b->gpu_sched && b->shares ? dh_plan_share_create() : NULL;
@@ -552,7 +558,11 @@ static void *worker(void *arg)
         size_t k = b->next_take++;
         pthread_mutex_unlock(&b->lock);
         double from = cli_now();
-        int deferred = process(b, k, ctx, share, w->started);
+        int deferred = process(b, k, ctx, share, b->writers_on && !w->failed);
+        if (deferred && !writer_start(b, w)) {
+            finish_series(b, k, ctx);
+            deferred = 0;
+        }
         busy += cli_now() - from;
         pthread_mutex_lock(&b->lock);
         if (deferred) { /* to the writer once it has finished the previous one */
@@ -1060,7 +1070,7 @@ static void stats(const batch *b)
             other > 0 ? other : 0.0, "", busy > 0 && other > 0 ? 100.0 * other / busy : 0.0);
     fprintf(stderr, "dicomhist: stats: workers busy %.3f s, waiting for the output order %.3f s\n",
             b->busy, b->idle);
-    if (b->writers_on)
+    if (b->writers_started)
         fprintf(stderr, "dicomhist: stats: writers busy %.3f s (inside the stages above), "
                 "workers waiting for their writer %.3f s\n", b->writer_busy, b->writer_wait);
     if (b->gpu_decode.gpu_series + b->gpu_decode.cpu_series > 0)
