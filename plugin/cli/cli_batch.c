@@ -28,6 +28,9 @@
 /* How many finished series may wait for an earlier one, per worker: bounds the held output. */
 #define WINDOW_PER_JOB 2
 
+/* A writer's slot holds no series. */
+#define NO_SERIES SIZE_MAX
+
 /* --device auto computes on the GPU from this many samples per volume (cli_series_device). */
 #define CLI_AUTO_GPU_MIN_SAMPLES (UINT64_C(1) << 26)
 
@@ -53,7 +56,28 @@ struct cli_series_private {
     char *decoder, *decoder_note; /* of the series' volume (dh_volume_decoder), NULL: none */
     double stage[CLI_STAGE_COUNT][2]; /* --stats: wall and CPU seconds per stage */
     int device_read; /* SV1 into device memory (cli_decode_device_sv1): 1 read, -1 fell back */
+    /* Held from the read to the end of the command's deferred part (cli_series_defer). */
+    double start;
+    dh_volume_set *set;
+    report_sink *sink;
+    report_json json;
+    cli_series_finish_fn finish;
+    void *pending;
 };
+
+/* A worker's writer thread: the deferred part of the worker's last series (its outputs
+ * written) runs there while the worker reads and computes the next one. One slot, so a worker
+ * holds at most two series: the one being written and the one it works on. */
+typedef struct series_writer {
+    struct batch *b;
+    pthread_t id;
+    int started;     /* the thread runs (started at the worker's first deferred series) */
+    int failed;      /* it could not start: the worker finishes its series itself */
+    int quit;        /* the worker takes no more series (under the batch's lock) */
+    size_t pending;  /* the slot of the series handed over, NO_SERIES when free */
+    dh_ctx *ctx;     /* the writer's own: errors of its writes are named there */
+    double busy;     /* seconds spent finishing series */
+} series_writer;
 
 typedef struct batch {
     const cli_command_line *cl;
@@ -86,6 +110,10 @@ typedef struct batch {
     double stage[CLI_STAGE_COUNT][2];
     size_t device_series, device_fallbacks; /* SV1 series read into device memory / not */
     double busy, idle;  /* workers' seconds processing series / waiting for the output order */
+    int writers_on;     /* each worker writes behind (series_writer); DICOMHIST_BATCH_WRITERS=0: not */
+    series_writer *writers; /* one per worker */
+    uint32_t writers_started; /* writers that ran (counted as they end) */
+    double writer_busy, writer_wait; /* writers' seconds finishing / workers' waiting for them */
     double start, scan; /* when the run started; seconds of the scan */
 } batch;
 
@@ -265,17 +293,53 @@ static int load_on_device(dh_ctx *ctx, const dh_plan *plan, size_t series, dh_vo
     return ok;
 }
 
+void cli_series_defer(cli_series *s, cli_series_finish_fn finish, void *pending)
+{
+    s->priv->finish = finish;
+    s->priv->pending = pending;
+}
+
+/* The end of series slot k: the command's deferred part, if any (its writes and records, on
+ * ctx, the calling thread's own), then the volume freed, the held output closed and the
+ * series' time taken. Runs on the worker, or on its writer while the worker goes on. */
+static void finish_series(batch *b, size_t k, dh_ctx *ctx)
+{
+    cli_series *s = &b->slots[k];
+    struct cli_series_private *p = s->priv;
+    if (p->finish) {
+        s->ctx = ctx;
+        p->finish(b->state, b->cl, s, dh_volume_set_volume(p->set, 0), p->pending);
+        p->finish = NULL;
+        p->pending = NULL;
+    }
+    dh_volume_set_free(p->set);
+    p->set = NULL;
+    if (p->sink && report_sink_flush(p->sink) != 0 && !p->series_error)
+        p->series_error = strdup("out of memory holding the output");
+    if (p->out_file)
+        fclose(p->out_file);
+    if (p->err_file)
+        fclose(p->err_file);
+    p->out_file = p->err_file = NULL;
+    free(p->sink);
+    p->sink = NULL;
+    s->out = NULL;
+    s->json = NULL;
+    p->seconds = cli_now() - p->start;
+}
+
 /* Reads series slot k's volume and hands it to the command; all it prints is held. A series
  * the GPU decodes is read through the worker's share, whose files idle workers decode from the
- * back on their cores (cli_gpu_decode_help). */
-static void process(batch *b, size_t k, dh_ctx *ctx, dh_plan_share *share)
+ * back on their cores (cli_gpu_decode_help). Returns 1 when the command deferred the rest
+ * (cli_series_defer) and may_defer: the caller hands the slot to its writer, which calls
+ * finish_series; else 0, the series finished here. */
+static int process(batch *b, size_t k, dh_ctx *ctx, dh_plan_share *share, int may_defer)
 {
     cli_series *s = &b->slots[k];
     struct cli_series_private *p = s->priv;
     size_t series = s->index;
-    double start = cli_now();
-    report_sink *sink = malloc(sizeof *sink);
-    report_json json;
+    p->start = cli_now();
+    report_sink *sink = p->sink = malloc(sizeof *sink);
     p->out_file = open_memstream(&p->out_buf, &p->out_len);
     p->err_file = open_memstream(&p->err_buf, &p->err_len);
     if (!sink || !p->out_file || !p->err_file) {
@@ -284,10 +348,10 @@ static void process(batch *b, size_t k, dh_ctx *ctx, dh_plan_share *share)
         goto done;
     }
     report_sink_init(sink, p->out_file);
-    report_json_init(&json, sink);
+    report_json_init(&p->json, sink);
     s->ctx = ctx;
     s->out = sink;
-    s->json = &json;
+    s->json = &p->json;
     dh_volume_set *set = NULL;
     dh_read_times before, after;
     /* Which decoder reads the series (cli_batch_decode.h): the GPU only for a syntax its
@@ -356,19 +420,12 @@ static void process(batch *b, size_t k, dh_ctx *ctx, dh_plan_share *share)
             b->work(b->state, b->cl, s, dh_volume_set_volume(set, 0));
         }
     }
-    dh_volume_set_free(set);
-    if (report_sink_flush(sink) != 0 && !p->series_error)
-        p->series_error = strdup("out of memory holding the output");
+    p->set = set; /* freed by finish_series, after the deferred part that reads the volume */
+    if (p->finish && may_defer)
+        return 1;
 done:
-    if (p->out_file)
-        fclose(p->out_file);
-    if (p->err_file)
-        fclose(p->err_file);
-    p->out_file = p->err_file = NULL;
-    free(sink);
-    s->out = NULL;
-    s->json = NULL;
-    p->seconds = cli_now() - start;
+    finish_series(b, k, ctx);
+    return 0;
 }
 
 /* b->lock held: tells the waiting threads that the slots or the output order moved on. */
@@ -393,9 +450,83 @@ static double help_gpu_series(batch *b, dh_ctx *ctx)
     return any ? cli_now() - from : 0;
 }
 
+/* A worker's writer (series_writer): finishes each series its worker hands over, then marks it
+ * ready for the output order. Every change of pending, quit and ready is made under the batch's
+ * lock and broadcast on changed, and every wait re-tests its condition: no wakeup is lost. */
+static void *writer_main(void *arg)
+{
+    series_writer *w = arg;
+    batch *b = w->b;
+    pthread_mutex_lock(&b->lock);
+    for (;;) {
+        while (w->pending == NO_SERIES && !w->quit)
+            pthread_cond_wait(&b->changed, &b->lock);
+        if (w->pending == NO_SERIES)
+            break; /* quit, and nothing left */
+        size_t k = w->pending;
+        pthread_mutex_unlock(&b->lock);
+        double from = cli_now();
+        finish_series(b, k, w->ctx);
+        w->busy += cli_now() - from;
+        pthread_mutex_lock(&b->lock);
+        w->pending = NO_SERIES;
+        b->slots[k].priv->ready = 1;
+        announce(b);
+    }
+    pthread_mutex_unlock(&b->lock);
+    return NULL;
+}
+
+/* Starts the worker's writer, at its first deferred series (info and histogram defer nothing
+ * and start none); returns 1 when it runs. Without one (no memory or no thread) the worker
+ * finishes its series itself, as before. */
+static int writer_start(batch *b, series_writer *w)
+{
+    if (w->started || w->failed)
+        return w->started;
+    if ((w->ctx = dh_ctx_create())) {
+        dh_ctx_set_threads(w->ctx, (int)b->decode_threads);
+        dh_ctx_set_gpu_decode(w->ctx, 0);
+        w->started = pthread_create(&w->id, NULL, writer_main, w) == 0;
+    }
+    if (!w->started) {
+        dh_ctx_free(w->ctx);
+        w->ctx = NULL;
+        w->failed = 1;
+    }
+    return w->started;
+}
+
+/* b->lock held: the worker takes no more series; its writer finishes the one it holds and
+ * ends. Returns with the lock held again. */
+static void writer_stop(batch *b, series_writer *w)
+{
+    if (!w->started)
+        return;
+    w->quit = 1;
+    announce(b);
+    pthread_mutex_unlock(&b->lock);
+    pthread_join(w->id, NULL);
+    dh_ctx_free(w->ctx);
+    w->ctx = NULL;
+    w->started = 0;
+    pthread_mutex_lock(&b->lock);
+    b->writer_busy += w->busy;
+    b->writers_started++;
+}
+
+/* DICOMHIST_BATCH_WRITERS: unset or anything but "0", the workers write behind (docs/batch.md,
+ * "Memory and cores"); "0", each worker writes its series itself before the next. */
+static int cli_batch_writers_wanted(const char *env)
+{
+    return !env || strcmp(env, "0") != 0;
+}
+
 static void *worker(void *arg)
 {
-    batch *b = arg;
+    series_writer *w = arg; /* this worker's writer, started at its first deferred series */
+    batch *b = w->b;
+    w->pending = NO_SERIES;
     dh_ctx *ctx = dh_ctx_create();
     /* This worker's series on the GPU offer their files to the others through it. */
     dh_plan_share *share = b->gpu_sched && b->shares ? dh_plan_share_create() : NULL;
@@ -427,10 +558,22 @@ static void *worker(void *arg)
         size_t k = b->next_take++;
         pthread_mutex_unlock(&b->lock);
         double from = cli_now();
-        process(b, k, ctx, share);
+        int deferred = process(b, k, ctx, share, b->writers_on && !w->failed);
+        if (deferred && !writer_start(b, w)) {
+            finish_series(b, k, ctx);
+            deferred = 0;
+        }
         busy += cli_now() - from;
         pthread_mutex_lock(&b->lock);
-        b->slots[k].priv->ready = 1;
+        if (deferred) { /* to the writer once it has finished the previous one */
+            double wait_from = cli_now();
+            while (w->pending != NO_SERIES)
+                pthread_cond_wait(&b->changed, &b->lock);
+            b->writer_wait += cli_now() - wait_from;
+            w->pending = k;
+        } else {
+            b->slots[k].priv->ready = 1;
+        }
         announce(b);
     }
     /* No series left to take: the series still on the GPU get this core until they are read
@@ -445,6 +588,7 @@ static void *worker(void *arg)
             pthread_mutex_lock(&b->lock);
         }
     }
+    writer_stop(b, w);
     b->busy += busy;
     b->idle += idle;
     b->alive--;
@@ -908,7 +1052,8 @@ static void record_planned(batch *b, size_t **repeats, size_t *repeat_counts)
 static void stats(const batch *b)
 {
     static const char *const names[CLI_STAGE_COUNT] = {"read", "decode", "compute", "write"};
-    double elapsed = cli_now() - b->start, staged = 0;
+    /* The stages' shares are of the workers' and their writers' busy time together. */
+    double elapsed = cli_now() - b->start, staged = 0, busy = b->busy + b->writer_busy;
     for (int st = 0; st < CLI_STAGE_COUNT; st++)
         staged += b->stage[st][0];
     fprintf(stderr, "dicomhist: stats: %.3f s elapsed, %u worker%s (%u decode thread%s each), "
@@ -918,13 +1063,16 @@ static void stats(const batch *b)
     for (int st = 0; st < CLI_STAGE_COUNT; st++)
         fprintf(stderr, "dicomhist: stats: %-8s %9.3f s wall %9.3f s CPU %5.1f%%\n", names[st],
                 b->stage[st][0], b->stage[st][1],
-                b->busy > 0 ? 100.0 * b->stage[st][0] / b->busy : 0.0);
+                busy > 0 ? 100.0 * b->stage[st][0] / busy : 0.0);
     /* What the stages do not cover: a series' assembly, the command's reports, allocation. */
-    double other = b->busy - staged;
+    double other = busy - staged;
     fprintf(stderr, "dicomhist: stats: %-8s %9.3f s wall %9s   %5.1f%%\n", "other",
-            other > 0 ? other : 0.0, "", b->busy > 0 && other > 0 ? 100.0 * other / b->busy : 0.0);
+            other > 0 ? other : 0.0, "", busy > 0 && other > 0 ? 100.0 * other / busy : 0.0);
     fprintf(stderr, "dicomhist: stats: workers busy %.3f s, waiting for the output order %.3f s\n",
             b->busy, b->idle);
+    if (b->writers_started)
+        fprintf(stderr, "dicomhist: stats: writers busy %.3f s (inside the stages above), "
+                "workers waiting for their writer %.3f s\n", b->writer_busy, b->writer_wait);
     if (b->gpu_decode.gpu_series + b->gpu_decode.cpu_series > 0)
         fprintf(stderr, "dicomhist: stats: series the GPU decoders could read: %llu on the GPU, "
                 "%llu on the CPU beside it; %.3f s waiting for a GPU slot or the decoders' load\n",
@@ -1109,10 +1257,12 @@ int cli_run_batch(const cli_command_line *cl, const cli_batch_config *cfg, cli_s
     pthread_cond_init(&b.changed, NULL);
     pthread_t *ids = calloc(workers, sizeof *ids);
     b.shares = calloc(workers, sizeof *b.shares); /* NULL: each frees its own, not shared */
+    b.writers = calloc(workers, sizeof *b.writers);
+    b.writers_on = cli_batch_writers_wanted(getenv("DICOMHIST_BATCH_WRITERS"));
     uint32_t started = 0;
     pthread_mutex_lock(&b.lock);
-    for (uint32_t w = 0; ids && w < workers; w++)
-        if (pthread_create(&ids[w], NULL, worker, &b) == 0)
+    for (uint32_t w = 0; ids && b.writers && w < workers; w++)
+        if ((b.writers[w].b = &b, pthread_create(&ids[w], NULL, worker, &b.writers[w]) == 0))
             started++, b.alive++;
     pthread_mutex_unlock(&b.lock);
     for (size_t t = 0; t < b.todo_count; t++) {
@@ -1144,6 +1294,7 @@ int cli_run_batch(const cli_command_line *cl, const cli_batch_config *cfg, cli_s
     for (uint32_t w = 0; w < started; w++)
         pthread_join(ids[w], NULL);
     free(ids);
+    free(b.writers);
     for (uint32_t w = 0; w < b.share_count; w++)
         dh_plan_share_free(b.shares[w]);
     free(b.shares);

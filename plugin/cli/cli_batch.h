@@ -35,6 +35,17 @@ struct cli_series {
 typedef int (*cli_series_fn)(void *state, const cli_command_line *cl, cli_series *s,
                              const dh_volume *v);
 
+/* The rest of a command's work on a series, deferred by cli_series_defer: its outputs written
+ * and its record printed. s->ctx is then the thread's own (a writer's), the volume v still held;
+ * pending is the command's, freed here whatever happens. Returns 0, or 1 after cli_series_fail. */
+typedef int (*cli_series_finish_fn)(void *state, const cli_command_line *cl, cli_series *s,
+                                    const dh_volume *v, void *pending);
+
+/* Called by a command's cli_series_fn once its computation is done: finish runs after the
+ * function returns, on the worker's writer thread while the worker reads and computes its next
+ * series (docs/batch.md, "Memory and cores"), or on the worker itself when it has no writer. */
+void cli_series_defer(cli_series *s, cli_series_finish_fn finish, void *pending);
+
 typedef struct cli_batch_config {
     const char *outdir;   /* equalize and window: where outputs and the manifest go; else NULL */
     const char *png_dir;  /* --png: refused inside an input like outdir */

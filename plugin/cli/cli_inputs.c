@@ -85,5 +85,8 @@ void cli_batch_help(FILE *out, int writes) {
         fprintf(out,
                 "  --force                replace outputs that exist (never replaced otherwise)\n"
                 "  --dry-run              scan and plan, write OUTDIR/dicomhist-manifest.jsonl\n"
-                "                         of what would be done, touch nothing else\n");
+                "                         of what would be done, touch nothing else\n"
+                "Each worker's outputs are written by a thread of its own while the worker\n"
+                "reads its next series: up to two series in memory per worker\n"
+                "(DICOMHIST_BATCH_WRITERS=0: one, each written before the next is read).\n");
 }

@@ -351,10 +351,12 @@ static void eq_record_json(report_json *j, const dh_volume *v, const eq_options 
     report_json_end_line(j);
 }
 
-static int eq_series(void *state, const cli_command_line *cl, cli_series *s,
-                     const dh_volume *v) {
+/* The second half of a series: its outputs written, then its record (cli_series_defer: on the
+ * worker's writer thread while the worker reads the next series). */
+static int eq_write(void *state, const cli_command_line *cl, cli_series *s, const dh_volume *v,
+                    void *pending) {
     const eq_options *o = state;
-    dh_equalized *r = NULL;
+    dh_equalized *r = pending;
     dh_derived_series *d = NULL;
     dh_derive_params wp;
     dh_derive_params_init(&wp);
@@ -364,15 +366,9 @@ static int eq_series(void *state, const cli_command_line *cl, cli_series *s,
     wp.output_name = cli_series_output_name;
     wp.written = cli_series_written;
     wp.user = s;
-    dh_equalize_params params = o->params; /* shared by the workers: the device is the series' */
-    params.device = cli_series_device(s, v);
     cli_stage_clock t = cli_stage_start();
-    dh_status st = dh_equalize(s->ctx, v, &params, &r);
-    cli_series_stage(s, CLI_STAGE_COMPUTE, t);
-    t = cli_stage_start();
-    if (st == DH_OK)
-        st = o->gsps ? dh_equalized_write_gsps(s->ctx, v, r, o->output, &wp, &d)
-                     : dh_equalized_write_dicom_with(s->ctx, v, r, o->output, &wp, &d);
+    dh_status st = o->gsps ? dh_equalized_write_gsps(s->ctx, v, r, o->output, &wp, &d)
+                           : dh_equalized_write_dicom_with(s->ctx, v, r, o->output, &wp, &d);
     if (st == DH_OK && o->png)
         st = dh_equalized_write_png_with(s->ctx, v, r, o->png, &wp);
     cli_series_stage(s, CLI_STAGE_WRITE, t);
@@ -393,6 +389,24 @@ static int eq_series(void *state, const cli_command_line *cl, cli_series *s,
     }
     dh_equalized_free(r);
     dh_derived_series_free(d);
+    return 0;
+}
+
+static int eq_series(void *state, const cli_command_line *cl, cli_series *s,
+                     const dh_volume *v) {
+    (void)cl;
+    const eq_options *o = state;
+    dh_equalized *r = NULL;
+    dh_equalize_params params = o->params; /* shared by the workers: the device is the series' */
+    params.device = cli_series_device(s, v);
+    cli_stage_clock t = cli_stage_start();
+    dh_status st = dh_equalize(s->ctx, v, &params, &r);
+    cli_series_stage(s, CLI_STAGE_COMPUTE, t);
+    if (st != DH_OK) {
+        cli_series_fail(s, dh_volume_path(v), dh_ctx_error(s->ctx));
+        return 1;
+    }
+    cli_series_defer(s, eq_write, r);
     return 0;
 }
 
