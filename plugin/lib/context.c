@@ -167,6 +167,14 @@ int dh_cuda_device_name(char *name, size_t size)
 
 dh_status dh_ctx_use_cuda(dh_ctx *ctx, dh_device requested, const char *who, int *use_cuda)
 {
+    /* The CPU asked for: CUDA is not asked anything. Its first question starts the driver
+     * (cudaGetDeviceCount: tenths of a second of a core on a GPU host, with every other
+     * thread's first CUDA call waiting on it), which a caller that chose the CPU, or a batch
+     * worker computing a small series there under --device auto, should not pay. */
+    if (requested == DH_DEVICE_CPU) {
+        *use_cuda = 0;
+        return DH_OK;
+    }
     const int usable = dh_cuda_available();
     *use_cuda = requested == DH_DEVICE_CUDA || (requested == DH_DEVICE_AUTO && usable);
     if (*use_cuda && !usable)
