@@ -103,6 +103,21 @@ static void *run_worker(void *arg)
     return NULL;
 }
 
+/* Runs fn on each of n items (item t at items + t * size), one thread each, all at once;
+ * returns the seconds until the last one ended. */
+static double run_threads(void *(*fn)(void *), void *items, size_t size, uint32_t n)
+{
+    pthread_t *tid = calloc(n, sizeof *tid);
+    double t0 = now();
+    for (uint32_t t = 0; t < n; t++)
+        pthread_create(&tid[t], NULL, fn, (char *)items + (size_t)t * size);
+    for (uint32_t t = 0; t < n; t++)
+        pthread_join(tid[t], NULL);
+    double elapsed = now() - t0;
+    free(tid);
+    return elapsed;
+}
+
 static int by_value(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -142,16 +157,9 @@ static int check(job *jobs, uint32_t threads)
 
 static int run_device(job *jobs, uint32_t threads, dh_device device)
 {
-    pthread_t *tid = calloc(threads, sizeof *tid);
-    double t0 = now();
-    for (uint32_t t = 0; t < threads; t++) {
-        jobs[t].device = device;
-        pthread_create(&tid[t], NULL, run_worker, &jobs[t]);
-    }
     for (uint32_t t = 0; t < threads; t++)
-        pthread_join(tid[t], NULL);
-    double elapsed = now() - t0;
-    free(tid);
+        jobs[t].device = device;
+    double elapsed = run_threads(run_worker, jobs, sizeof *jobs, threads);
     uint32_t series = jobs[0].series;
     double *first = calloc(threads, sizeof *first);
     double *later = calloc((size_t)threads * series + 1, sizeof *later);
@@ -212,15 +220,9 @@ static void *grow(void *arg)
 static void time_growth(uint32_t threads, size_t bytes)
 {
     grow_job *g = calloc(threads, sizeof *g);
-    pthread_t *tid = calloc(threads, sizeof *tid);
-    double t0 = now();
-    for (uint32_t t = 0; t < threads; t++) {
-        g[t].bytes = bytes;
-        pthread_create(&tid[t], NULL, grow, &g[t]);
-    }
     for (uint32_t t = 0; t < threads; t++)
-        pthread_join(tid[t], NULL);
-    double elapsed = now() - t0;
+        g[t].bytes = bytes;
+    double elapsed = run_threads(grow, g, sizeof *g, threads);
     double *p = calloc(threads, sizeof *p), *d = calloc(threads, sizeof *d);
     for (uint32_t t = 0; t < threads; t++)
         p[t] = g[t].pinned_ms, d[t] = g[t].device_ms;
@@ -233,7 +235,6 @@ static void time_growth(uint32_t threads, size_t bytes)
     free(p);
     free(d);
     free(g);
-    free(tid);
 }
 #endif
 

@@ -1323,26 +1323,18 @@ int main(int argc, char **argv)
         CK(cudaStreamDestroy(s));
         return g_failed;
     }
-    if (argc > 1 && strcmp(argv[1], "--waves3d") == 0) {
-        waves(s, prop);
-        CK(cudaStreamDestroy(s));
-        return g_failed;
-    }
-    if (argc > 1 && strcmp(argv[1], "--place3d") == 0) {
-        place(s, prop);
-        CK(cudaStreamDestroy(s));
-        return g_failed;
-    }
-    if (argc > 1 && strcmp(argv[1], "--fixed16") == 0) {
-        fixed16(s, prop);
-        CK(cudaStreamDestroy(s));
-        return g_failed;
-    }
-    if (argc > 1 && strcmp(argv[1], "--gap3d") == 0) {
-        gaps(s, prop);
-        CK(cudaStreamDestroy(s));
-        return g_failed;
-    }
+    /* The 512^3 studies: one table each, checked first (a failed check fails the run). */
+    static const struct {
+        const char *flag;
+        void (*run)(cudaStream_t, const cudaDeviceProp &);
+    } studies[] = {{"--waves3d", waves}, {"--place3d", place}, {"--fixed16", fixed16},
+                   {"--gap3d", gaps}};
+    for (const auto &study : studies)
+        if (argc > 1 && strcmp(argv[1], study.flag) == 0) {
+            study.run(s, prop);
+            CK(cudaStreamDestroy(s));
+            return g_failed;
+        }
     if (argc > 1 && strcmp(argv[1], "--profile") == 0) {
         profile(s, argc > 2 && strcmp(argv[2], "noise") == 0);
         return 0;

@@ -479,6 +479,18 @@ static int pool_wait(dh_eq_cuda *s, const char *what, char *msg, size_t msg_len)
     return 0;
 }
 
+/* Chunk i of a transfer of `bytes` through the ring: its slot, offset and length. */
+struct ring_chunk {
+    int slot;
+    size_t at, n;
+};
+
+static ring_chunk ring_chunk_of(size_t bytes, size_t i)
+{
+    const size_t at = i * kRingChunk;
+    return {(int)(i % kRingSlots), at, bytes - at < kRingChunk ? bytes - at : kRingChunk};
+}
+
 /* Host samples up to the device through the ring: chunk i is copied into slot i % kRingSlots
  * once that slot's previous DMA is done, then sent on the stream, so the host copy of a chunk
  * overlaps the DMA of the one before. Returns once the last chunk is handed to the DMA engine;
@@ -486,16 +498,15 @@ static int pool_wait(dh_eq_cuda *s, const char *what, char *msg, size_t msg_len)
 static cudaError_t ring_upload(dh_eq_cuda_pool *pool, void *d_to, const void *from, size_t bytes)
 {
     uint8_t *ring = (uint8_t *)pool->h_ring.p;
-    for (size_t at = 0, i = 0; at < bytes; at += kRingChunk, i++) {
-        const int slot = (int)(i % kRingSlots);
-        const size_t n = bytes - at < kRingChunk ? bytes - at : kRingChunk;
-        cudaError_t e = cudaEventSynchronize(pool->ring_done[slot]);
+    for (size_t i = 0; i * kRingChunk < bytes; i++) {
+        const ring_chunk c = ring_chunk_of(bytes, i);
+        cudaError_t e = cudaEventSynchronize(pool->ring_done[c.slot]);
         if (e != cudaSuccess)
             return e;
-        memcpy(ring + slot * kRingChunk, (const uint8_t *)from + at, n);
-        if ((e = cudaMemcpyAsync((uint8_t *)d_to + at, ring + slot * kRingChunk, n,
+        memcpy(ring + c.slot * kRingChunk, (const uint8_t *)from + c.at, c.n);
+        if ((e = cudaMemcpyAsync((uint8_t *)d_to + c.at, ring + c.slot * kRingChunk, c.n,
                                  cudaMemcpyHostToDevice, pool->stream)) != cudaSuccess ||
-            (e = cudaEventRecord(pool->ring_done[slot], pool->stream)) != cudaSuccess)
+            (e = cudaEventRecord(pool->ring_done[c.slot], pool->stream)) != cudaSuccess)
             return e;
     }
     return cudaSuccess;
@@ -510,20 +521,18 @@ static cudaError_t ring_download(dh_eq_cuda_pool *pool, void *to, const void *d_
     const size_t chunks = (bytes + kRingChunk - 1) / kRingChunk;
     cudaError_t e = cudaSuccess;
     auto enqueue = [&](size_t i) {
-        const int slot = (int)(i % kRingSlots);
-        const size_t at = i * kRingChunk, n = bytes - at < kRingChunk ? bytes - at : kRingChunk;
-        cudaError_t r = cudaMemcpyAsync(ring + slot * kRingChunk, (const uint8_t *)d_from + at, n,
-                                        cudaMemcpyDeviceToHost, pool->stream);
-        return r == cudaSuccess ? cudaEventRecord(pool->ring_done[slot], pool->stream) : r;
+        const ring_chunk c = ring_chunk_of(bytes, i);
+        cudaError_t r = cudaMemcpyAsync(ring + c.slot * kRingChunk, (const uint8_t *)d_from + c.at,
+                                        c.n, cudaMemcpyDeviceToHost, pool->stream);
+        return r == cudaSuccess ? cudaEventRecord(pool->ring_done[c.slot], pool->stream) : r;
     };
     for (size_t i = 0; i < chunks && i < (size_t)kRingSlots && e == cudaSuccess; i++)
         e = enqueue(i);
     for (size_t i = 0; i < chunks && e == cudaSuccess; i++) {
-        const int slot = (int)(i % kRingSlots);
-        const size_t at = i * kRingChunk, n = bytes - at < kRingChunk ? bytes - at : kRingChunk;
-        if ((e = cudaEventSynchronize(pool->ring_done[slot])) != cudaSuccess)
+        const ring_chunk c = ring_chunk_of(bytes, i);
+        if ((e = cudaEventSynchronize(pool->ring_done[c.slot])) != cudaSuccess)
             break;
-        memcpy((uint8_t *)to + at, ring + slot * kRingChunk, n);
+        memcpy((uint8_t *)to + c.at, ring + c.slot * kRingChunk, c.n);
         if (i + kRingSlots < chunks)
             e = enqueue(i + kRingSlots);
     }
