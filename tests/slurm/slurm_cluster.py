@@ -100,6 +100,16 @@ class SlurmCluster:
                 states[int(fields["ArrayTaskId"])] = fields["JobState"]
         return states
 
+    def settled_job_states(self, job, timeout=60):
+        """job_states once no task is COMPLETING. A cancelled task shows COMPLETING until slurmd
+        reports its processes gone, and only then does Slurm record its state and exit code."""
+        end = time.monotonic() + timeout
+        while True:
+            states = self.job_states(job)
+            if not any("COMPLETING" in s for s in states.values()) or time.monotonic() > end:
+                return states
+            time.sleep(0.2)
+
     # ------------------------------------------------------------------ life
 
     def start(self, timeout=60):

@@ -164,7 +164,7 @@ def check_array(c, sub, cluster, out, whole):
     rc, job, err = sub.finish(sub.start(out))
     print(f"array run: sbatch exit {rc} in {time.monotonic() - t0:.1f} s", flush=True)
     c.equal(rc, 0, f"sbatch --array=0-3 --wait exits 0 ({err.strip()})")
-    c.equal(cluster.job_states(job), {i: "COMPLETED" for i in range(SHARDS)},
+    c.equal(cluster.settled_job_states(job), {i: "COMPLETED" for i in range(SHARDS)},
             "every array task COMPLETED")
     paths = shard_paths(out)
     c.check(all(paths), f"every task did a shard of its own ({[len(p) for p in paths]} files)")
@@ -200,14 +200,18 @@ def kill_one_task(c, sub, cluster, out, victim, expected):
     if had is None:
         return None, job
     lines = whole_lines(name)
-    states = cluster.job_states(job)
+    # Not sbatch's exit status: sbatch --wait counts a cancelled task as finished while it is
+    # still COMPLETING, before slurmd has reported its processes gone and Slurm has set its exit
+    # code, and then reads exit code 0 (seen once in CI: "sbatch exit 0", task 3 COMPLETING).
+    # The settled state is what Slurm keeps and what the docs promise.
+    at_return = cluster.job_states(job)
+    states = cluster.settled_job_states(job)
     print(f"killed task {victim} with {had} of {expected} manifest lines ({lines} when it died); "
-          f"sbatch exit {rc}; states {states}", flush=True)
+          f"sbatch exit {rc}; states {at_return} when sbatch returned, then {states}", flush=True)
     if lines >= expected:
         return None, job  # scancel came after its last series: not a mid-run kill
     c.equal(states, {i: ("CANCELLED" if i == victim else "COMPLETED") for i in range(SHARDS)},
             f"task {victim} CANCELLED mid-run, the others COMPLETED")
-    c.check(rc != 0, f"sbatch --wait reports the cancelled task (exit {rc})")
     return lines, job
 
 
@@ -233,7 +237,7 @@ def check_kill_and_resubmit(c, sub, cluster, tmp, whole, sizes):
                                                f"({len(before)} of {len(outputs(whole))})")
     rc, job, err = sub.finish(sub.start(out))
     c.equal(rc, 0, f"the array resubmitted: sbatch exit 0 ({err.strip()})")
-    c.equal(cluster.job_states(job), {i: "COMPLETED" for i in range(SHARDS)},
+    c.equal(cluster.settled_job_states(job), {i: "COMPLETED" for i in range(SHARDS)},
             "resubmitted: every task COMPLETED")
     after = {}
     for name in before:
