@@ -6,8 +6,9 @@ workers' split by stage (issue 24, session 20). Standard library only: it runs o
 which has neither `bc` nor the shim process_split.py preloads. Each run's output folder is
 removed and the file systems synced before it starts.
 
-Usage: batch_rounds.py ARCHIVE OUTDIR ROUNDS JOBS NAME=[ENV=VALUE:]DICOMHIST:DEVICE...
+Usage: batch_rounds.py ARCHIVE OUTDIR ROUNDS JOBS NAME=[ENV=VALUE:]DICOMHIST:DEVICE[:JOBS]...
   e.g. mine=/tmp/f/mine:cuda off=DICOMHIST_BATCH_WRITERS=0:/tmp/f/mine:cuda main=/tmp/f/main:cpu
+  (a spec's own JOBS replaces the common one: cpu32=/tmp/f/mine:cpu:32)
 Prints one line per run and, at the end, min-max per NAME of the wall, the batch elapsed and each
 stage's share; exits 1 when a run fails.
 """
@@ -28,7 +29,7 @@ def parse(spec):
     while "=" in parts[0]:
         key, value = parts.pop(0).split("=", 1)
         env[key] = value
-    return name, env, parts[0], parts[1]
+    return name, env, parts[0], parts[1], int(parts[2]) if len(parts) > 2 else None
 
 
 def run(archive, out, jobs, env, binary, device):
@@ -60,9 +61,9 @@ def main():
     specs = [parse(s) for s in sys.argv[5:]]
     seen = {}
     for r in range(rounds):
-        for name, env, binary, device in specs:
-            wall, elapsed, split, extra = run(archive, os.path.join(outdir, name), jobs, env,
-                                              binary, device)
+        for name, env, binary, device, own_jobs in specs:
+            wall, elapsed, split, extra = run(archive, os.path.join(outdir, name),
+                                              own_jobs or jobs, env, binary, device)
             seen.setdefault(name, []).append((wall, elapsed, split))
             busy = sum(split.get(s, 0) for s in STAGES) or 1
             shares = " ".join(f"{s} {split.get(s, 0):.2f}" for s in STAGES)

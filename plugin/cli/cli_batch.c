@@ -382,12 +382,13 @@ static int process(batch *b, size_t k, dh_ctx *ctx, dh_plan_share *share, int ma
     double load_from = cli_now();
     dh_ctx_read_times(ctx, &before);
     int shared = gpu_syntax && share && choice == CLI_DECODE_GPU;
-    /* The worker's own core mostly waits while it feeds the GPU: one thread of the load decodes
-     * from the back on it meanwhile (session 17: without it, 8 of 16 cores sat in the GPU's
-     * feeders and the run used 8.6 cores on average). */
+    /* Back threads (threads of the load decoding from the back on the feeder's core while it
+     * waits for the GPU): none by default since session 21, when the run was faster without
+     * them (J2K 4.63-5.09 s against 5.05-5.67 with one, same calls; docs/batch.md); the knob
+     * DICOMHIST_BACK_THREADS stays, to measure another host. */
     if (shared)
         dh_plan_share_set_back_threads(
-            share, cli_decode_back_threads(syntax) && cli_gpu_decode_usable(&b->gpu_decode));
+            share, cli_gpu_decode_usable(&b->gpu_decode) ? cli_decode_back_threads(syntax) : 0);
     double device_decode[2] = {0, 0};
     dh_status loaded = DH_OK;
     if (sv1 && choice == CLI_DECODE_GPU)

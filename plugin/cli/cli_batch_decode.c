@@ -14,9 +14,10 @@
 #include "dicomhist.h"
 
 /* Classic JPEG 2000: the GPU's own decoding is the wall; 16 workers on the H100 host, one series
- * per slot (bench/NOTES.md, "Session 16, gpu-pipeline"): 2 slots 8.08 s, 4 5.47 s, 8 5.12 s,
- * 16 5.24 s, the cores beside the slots decoding on the CPU. */
-#define J2K_GPU_SLOTS 8
+ * per slot, no back threads (bench/NOTES.md, "Session 21"; batch elapsed, 3 rounds each): 6 slots
+ * 4.70-5.09 s, 8 4.63-4.91, 10 4.05-4.48, 12 4.29-4.89, 16 4.92-5.10 (no core beside the GPU
+ * then). Session 16, with a back thread per slot: 2 slots 8.08 s, 4 5.47, 8 5.12, 16 5.24. */
+#define J2K_GPU_SLOTS 10
 
 /* JPEG lossless SV1 read into device memory a series per call (cli_decode_device_sv1): sixteen
  * calls at once decoded at about 0.9 GB/s together on the H100 host, slower than DCMTK on the
@@ -89,10 +90,20 @@ int cli_decode_device_sv1(const char *uid, dh_device device)
            lossless && (strcmp(lossless, "1") == 0 || strcmp(lossless, "all") == 0);
 }
 
+/* A non-negative integer from the environment variable `name`, or `fallback`. */
+static int env_count(const char *name, int fallback)
+{
+    const char *env = getenv(name);
+    char *end = NULL;
+    long n = env && *env ? strtol(env, &end, 10) : -1;
+    return end && *end == '\0' && n >= 0 && n <= 64 ? (int)n : fallback;
+}
+
 int cli_decode_back_threads(const char *uid)
 {
-    return uid && (strcmp(uid, "1.2.840.10008.1.2.4.90") == 0 ||
-                   strcmp(uid, "1.2.840.10008.1.2.4.91") == 0);
+    int j2k = uid && (strcmp(uid, "1.2.840.10008.1.2.4.90") == 0 ||
+                      strcmp(uid, "1.2.840.10008.1.2.4.91") == 0);
+    return j2k ? env_count("DICOMHIST_BACK_THREADS", 0) : 0;
 }
 
 uint32_t cli_decode_slots(const char *uid, uint32_t jobs)

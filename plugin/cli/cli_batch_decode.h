@@ -74,16 +74,17 @@ int cli_decode_gpu_refused(const char *transfer_syntax_uid);
  * whose GPU is not asked for leaves it alone for decoding as for computing. */
 int cli_decode_device_sv1(const char *transfer_syntax_uid, dh_device device);
 
-/* The decode slots for a syntax on `jobs` workers: classic JPEG 2000 at most 8 (the GPU's own
- * J2K decoding is the wall: measured on the H100 host, 16 workers, 8 slots beat 2, 4 and 16),
+/* The decode slots for a syntax on `jobs` workers: classic JPEG 2000 at most 10 (the GPU's own
+ * J2K decoding is the wall: measured on the H100 host, 16 workers, 10 slots beat 6, 8, 12 and 16),
  * JPEG lossless SV1 read into device memory at most 4 (sixteen at once were slower than DCMTK),
  * HTJ2K all of them; DICOMHIST_GPU_DECODE_SLOTS overrides them, to measure. */
 uint32_t cli_decode_slots(const char *transfer_syntax_uid, uint32_t jobs);
 
-/* Back threads of a series on the GPU (dh_plan_share_set_back_threads): one for classic JPEG
- * 2000, whose GPU decoding is about 20 cores' worth, so its feeder mostly waits (session 17: with
- * it the run kept 12.6 cores busy instead of 8.6); none for HTJ2K, where the GPU reads a file in a
- * thirtieth of a core's time and the feeder is never idle long. */
+/* Back threads of a series on the GPU (dh_plan_share_set_back_threads): none, unless
+ * DICOMHIST_BACK_THREADS (0-64) asks for some for classic JPEG 2000 (never for other syntaxes).
+ * Session 17 added one for J2K, whose feeder mostly waits for the GPU (then the run kept 12.6
+ * cores busy instead of 8.6); session 21 measured the run faster without it, with or without a
+ * lowered priority for it (bench/NOTES.md, "Session 21"). */
 int cli_decode_back_threads(const char *transfer_syntax_uid);
 
 /* The scheduler of one batch. */

@@ -132,12 +132,14 @@ def compare_batch(c, exe, shared, tmp):
     writes, with the same exit status (the folder holds files that fail on purpose). "cuda1":
     cuda with one GPU decode slot (DICOMHIST_GPU_DECODE_SLOTS=1), so that JPEG 2000 series also
     go to the cores beside a busy GPU (plugin/cli/cli_batch_decode.c), and the workers waiting
-    for the slot decode files of the series on it from the back (dh_plan_share, session 17):
-    the same pixels."""
+    for the slot decode files of the series on it from the back (dh_plan_share, session 17),
+    with two back threads of the series' own (DICOMHIST_BACK_THREADS=2; none by default since
+    session 21): the same pixels."""
     outs = {}
     for dev in ("cpu", "cuda", "auto", "cuda1"):
         d = os.path.join(tmp, f"batch_{dev}")
-        env = {"DICOMHIST_GPU_DECODE_SLOTS": "1"} if dev == "cuda1" else None
+        env = ({"DICOMHIST_GPU_DECODE_SLOTS": "1", "DICOMHIST_BACK_THREADS": "2"}
+               if dev == "cuda1" else None)
         for job in (["equalize"], ["equalize", "--mode", "slice", "--window", "percentile:1"]):
             r = t.run(exe, *job, "--jobs", "8", "--device", dev.rstrip("1"), "-o", d, shared,
                       env=env)
