@@ -5,11 +5,14 @@ durability choices (issue 24, session 17). Writes SERIES folders of SLICES files
 (random bytes, as a derived CT slice is to the disk) on THREADS threads, a series per thread at
 a time, the way `dicomhist equalize` writes its outputs, under three policies:
 
-  per-file    what dicomhist does (dicom/dicom_write.cpp): each file written under a hidden
-              temporary name, fchmod, fsync, linked into place, then its folder fsync'ed;
+  per-file    what dicomhist did until session 21 (dicom/dicom_write.cpp): each file written
+              under a hidden temporary name, fchmod, fsync, linked into place, then its folder
+              fsync'ed;
   per-series  every file of a series written under its temporary name, then each fsync'ed, then
               all linked into place and the folder fsync'ed once (the same guarantee: a file under
-              its final name is complete and durable once the series is reported);
+              its final name is complete and durable once the series is reported); dicomhist
+              since session 21 is between the two: each file fsync'ed and renamed as it is
+              written, the folder fsync'ed once after the series' last file;
   none        written and renamed, nothing flushed (what `cp -r` does; not durable).
 
 Prints the seconds of each (median of REPEAT, the policies interleaved run by run) and its MB/s.

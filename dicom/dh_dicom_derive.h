@@ -41,6 +41,10 @@ typedef struct dh_dicom_derive {
      * *out_size bytes (free() it) and output_path only names it in messages. */
     void **out_data;
     size_t *out_size;
+    /* Non-zero: the output's folder is not flushed after the file is renamed into it
+     * (dh_dicom_dataset_save_unsynced); the caller flushes it (dh_dicom_sync_folder) once its
+     * files are all written, before it reports them written. */
+    int defer_folder_sync;
 } dh_dicom_derive;
 
 /* Writes one derived file. Returns DH_DICOM_OK, or the status with the reason in msg (the paths

@@ -219,7 +219,8 @@ extern "C" dh_dicom_status dh_dicom_derive_write(const dh_dicom_derive *r, char 
         return report(msg, msg_len, DH_DICOM_ERR_INVALID_ARGUMENT, "incomplete derive request");
     if ((r->source_data == nullptr && r->source_size > 0) || (r->out_data && !r->out_size))
         return report(msg, msg_len, DH_DICOM_ERR_INVALID_ARGUMENT, "incomplete derive request");
-    return dh_dicom_impl::build_and_save(r->output_path, r->replace, r->out_data, r->out_size,
+    return dh_dicom_impl::build_and_save(r->output_path, r->replace, !r->defer_folder_sync,
+                                         r->out_data, r->out_size,
                                          [r](dh_dicom_dataset *d) { derive(r, d); }, msg,
                                          msg_len);
 }

@@ -345,9 +345,9 @@ extern "C" dh_dicom_status dh_dicom_gsps_write(const dh_dicom_gsps *r, char *msg
             snprintf(msg, msg_len, "incomplete presentation state request");
         return DH_DICOM_ERR_INVALID_ARGUMENT;
     }
-    return dh_dicom_impl::build_and_save(r->output_path, r->replace, r->out_data, r->out_size,
-                                         [r](dh_dicom_dataset *d) { build(r, d); }, msg,
-                                         msg_len);
+    return dh_dicom_impl::build_and_save(r->output_path, r->replace, true, r->out_data,
+                                         r->out_size, [r](dh_dicom_dataset *d) { build(r, d); },
+                                         msg, msg_len);
 }
 
 extern "C" int dh_dicom_gsps_is_instance(const char *path, const char *uid)

@@ -352,8 +352,20 @@ int publish(const char *tmp, const char *path, int replace)
     return 0;
 }
 
+/* The folder's entries flushed, so that names renamed into it survive a crash. Errors are not
+ * reported: some file systems refuse fsync on a folder (EINVAL), and the files themselves are
+ * already flushed. */
+void sync_folder(const std::string &folder)
+{
+    int dfd = open(folder.c_str(), O_RDONLY | O_DIRECTORY);
+    if (dfd >= 0) {
+        fsync(dfd);
+        close(dfd);
+    }
+}
+
 dh_dicom_status save(dh_dicom_dataset *dataset, const char *path, dh_dicom_syntax syntax,
-                     int replace, char *msg, size_t msg_len)
+                     int replace, bool flush_folder, char *msg, size_t msg_len)
 {
     syntax_info info;
     if (!dataset || !path || !*path)
@@ -405,12 +417,10 @@ dh_dicom_status save(dh_dicom_dataset *dataset, const char *path, dh_dicom_synta
         return fail(msg, msg_len, DH_DICOM_ERR_IO,
                     "%s: cannot move the written file into place: %s", path, strerror(e));
     }
-    /* The rename itself is durable only once the folder is flushed. */
-    int dfd = open(folder_of(path).c_str(), O_RDONLY | O_DIRECTORY);
-    if (dfd >= 0) {
-        fsync(dfd);
-        close(dfd);
-    }
+    /* The rename itself is durable only once the folder is flushed (or, unflushed here, once the
+     * caller flushes it: dh_dicom_dataset_save_unsynced). */
+    if (flush_folder)
+        sync_folder(folder_of(path));
     return DH_DICOM_OK;
 }
 
@@ -605,13 +615,13 @@ dh_dicom_status dh_dicom_dataset_put_string(dh_dicom_dataset *dataset, uint16_t 
     }
 }
 
-dh_dicom_status dh_dicom_dataset_save(dh_dicom_dataset *dataset, const char *path,
-                                      dh_dicom_syntax syntax, int replace, char *msg,
-                                      size_t msg_len)
+static dh_dicom_status save_checked(dh_dicom_dataset *dataset, const char *path,
+                                    dh_dicom_syntax syntax, int replace, bool flush_folder,
+                                    char *msg, size_t msg_len)
 {
     try {
         dh_dicom_impl::dictionary_init();
-        dh_dicom_status st = save(dataset, path, syntax, replace, msg, msg_len);
+        dh_dicom_status st = save(dataset, path, syntax, replace, flush_folder, msg, msg_len);
         if (st == DH_DICOM_OK)
             clear(msg, msg_len);
         return st;
@@ -619,6 +629,31 @@ dh_dicom_status dh_dicom_dataset_save(dh_dicom_dataset *dataset, const char *pat
         return fail(msg, msg_len, DH_DICOM_ERR_NO_MEMORY, "%s: out of memory writing", path);
     } catch (...) {
         return fail(msg, msg_len, DH_DICOM_ERR_INTERNAL, "%s: unexpected exception writing", path);
+    }
+}
+
+dh_dicom_status dh_dicom_dataset_save(dh_dicom_dataset *dataset, const char *path,
+                                      dh_dicom_syntax syntax, int replace, char *msg,
+                                      size_t msg_len)
+{
+    return save_checked(dataset, path, syntax, replace, true, msg, msg_len);
+}
+
+dh_dicom_status dh_dicom_dataset_save_unsynced(dh_dicom_dataset *dataset, const char *path,
+                                               dh_dicom_syntax syntax, int replace, char *msg,
+                                               size_t msg_len)
+{
+    return save_checked(dataset, path, syntax, replace, false, msg, msg_len);
+}
+
+void dh_dicom_sync_folder(const char *folder)
+{
+    if (!folder || !*folder)
+        return;
+    try {
+        sync_folder(folder);
+    } catch (...) {
+        /* std::string's allocation: nothing flushed, as for a folder that cannot be opened */
     }
 }
 
@@ -723,7 +758,8 @@ void load_source(DcmFileFormat &ff, const char *name, const void *data, size_t s
     }
 }
 
-dh_dicom_status build_and_save(const char *path, int replace, void **out_data, size_t *out_size,
+dh_dicom_status build_and_save(const char *path, int replace, bool flush_folder, void **out_data,
+                               size_t *out_size,
                                const std::function<void(dh_dicom_dataset *)> &build, char *msg,
                                size_t msg_len)
 {
@@ -735,7 +771,11 @@ dh_dicom_status build_and_save(const char *path, int replace, void **out_data, s
         if (out_data)
             return dh_dicom_dataset_encode(d.get(), path, DH_DICOM_EXPLICIT_LE, out_data,
                                            out_size, msg, msg_len);
-        return dh_dicom_dataset_save(d.get(), path, DH_DICOM_EXPLICIT_LE, replace, msg, msg_len);
+        return flush_folder
+                   ? dh_dicom_dataset_save(d.get(), path, DH_DICOM_EXPLICIT_LE, replace, msg,
+                                           msg_len)
+                   : dh_dicom_dataset_save_unsynced(d.get(), path, DH_DICOM_EXPLICIT_LE, replace,
+                                                    msg, msg_len);
     } catch (const failure &f) {
         return ::fail(msg, msg_len, f.status, "%s", f.reason.c_str());
     } catch (const std::bad_alloc &) {

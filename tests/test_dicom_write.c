@@ -356,6 +356,60 @@ START_TEST(copies_patient_and_study_and_sets_tags)
 }
 END_TEST
 
+/* dh_dicom_dataset_save_unsynced (session 21: a series' folder flushed once, by the caller):
+ * the same file as dh_dicom_dataset_save, the same refusal of an existing name, no temporary file
+ * left; dh_dicom_sync_folder takes any folder, or none, without failing. */
+START_TEST(unsynced_save_writes_the_same_file)
+{
+    uint16_t px[6] = {1, 4000, 7, 65535, 0, 123};
+    char msg[DH_DICOM_MSG_LEN], paths[2][512];
+    make_dir();
+    for (int i = 0; i < 2; i++)
+        snprintf(paths[i], sizeof paths[i], "%s/%s.dcm", dir, i ? "unsynced" : "synced");
+    const char *synced = paths[0], *unsynced = paths[1];
+    dh_dicom_write_image im;
+    describe(&im, 2, 3, px);
+    dh_dicom_dataset *ds = NULL;
+    ck_assert_int_eq(dh_dicom_dataset_build(&im, &ds, msg, sizeof msg), DH_OK);
+    ck_assert_int_eq(dh_dicom_dataset_save(ds, synced, DH_DICOM_EXPLICIT_LE, 0, msg, sizeof msg),
+                     DH_OK);
+    ck_assert_int_eq(
+        dh_dicom_dataset_save_unsynced(ds, unsynced, DH_DICOM_EXPLICIT_LE, 0, msg, sizeof msg),
+        DH_OK);
+    uint8_t *a, *b;
+    long na = file_bytes(synced, &a), nb = file_bytes(unsynced, &b);
+    ck_assert_int_gt(na, 132);
+    ck_assert_int_eq(na, nb);
+    ck_assert_int_eq(memcmp(a, b, (size_t)na), 0);
+    free(a);
+    free(b);
+    /* An existing name is refused unless replace, as by dh_dicom_dataset_save. */
+    ck_assert_int_ne(
+        dh_dicom_dataset_save_unsynced(ds, unsynced, DH_DICOM_EXPLICIT_LE, 0, msg, sizeof msg),
+        DH_OK);
+    ck_assert_ptr_nonnull(strstr(msg, "already exists"));
+    ck_assert_int_eq(
+        dh_dicom_dataset_save_unsynced(ds, unsynced, DH_DICOM_EXPLICIT_LE, 1, msg, sizeof msg),
+        DH_OK);
+    dh_dicom_dataset_free(ds);
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    int entries = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        if (e->d_name[0] != '.')
+            entries++;
+        else
+            ck_assert(strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0);
+    closedir(d);
+    ck_assert_int_eq(entries, 2);
+    dh_dicom_sync_folder(dir);
+    dh_dicom_sync_folder(NULL);
+    dh_dicom_sync_folder("");
+    dh_dicom_sync_folder("/no/such/folder");
+    remove_dir();
+}
+END_TEST
+
 int main(void)
 {
     const dh_test tests[] = {DH_TEST(uids_are_valid_and_seeded_ones_repeat),
@@ -363,6 +417,7 @@ int main(void)
                                           (int)(sizeof layouts / sizeof layouts[0])),
                              DH_TEST(never_replaces_unless_asked),
                              DH_TEST(rejects_bad_values_and_uids),
-                             DH_TEST(copies_patient_and_study_and_sets_tags)};
+                             DH_TEST(copies_patient_and_study_and_sets_tags),
+                             DH_TEST(unsynced_save_writes_the_same_file)};
     return dh_test_run(dh_test_suite("dicom_write", 120, DH_TESTS(tests)));
 }

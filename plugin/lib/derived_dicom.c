@@ -114,6 +114,7 @@ static dh_status write_one(dh_ctx *ctx, dh_dicom_derive *req, const char *path,
      * every inode created and deleted). */
     req->output_path = path;
     req->replace = wp->existing == DH_EXISTING_REPLACE;
+    req->defer_folder_sync = 1; /* flushed once for the series: sync_written_folders */
     st = dh_dicom_derive_write(req, msg, sizeof msg);
     return st == DH_OK ? DH_OK : dh_ctx_fail(ctx, st, "%s", msg);
 }
@@ -121,6 +122,31 @@ static dh_status write_one(dh_ctx *ctx, dh_dicom_derive *req, const char *path,
 static dh_status derive_series(dh_ctx *ctx, const dh_volume *v, const dh_equalized *r,
                                const char *output_dir, const dh_derive_params *params,
                                dh_derived_series **out);
+
+/* Flushes, once each, the folders the series' new files were renamed into (write_one leaves
+ * that to here): one folder flush for a series instead of one per file (session 21: on the H100
+ * host's disk the write floor of 2080 files is 0.945 s with a flush per file, 0.853 with one per
+ * series). A file kept from an earlier run needs none. */
+static void sync_written_folders(const dh_derived_series *s, const unsigned char *fresh)
+{
+    char *last = NULL;
+    for (size_t i = 0; i < s->file_count; i++) {
+        if (!fresh[i])
+            continue;
+        const char *slash = strrchr(s->files[i], '/');
+        char *folder = !slash ? strdup(".")
+                       : slash == s->files[i] ? strdup("/")
+                                              : strndup(s->files[i], (size_t)(slash - s->files[i]));
+        if (folder && (!last || strcmp(folder, last) != 0)) {
+            dh_dicom_sync_folder(folder);
+            free(last);
+            last = folder;
+        } else {
+            free(folder);
+        }
+    }
+    free(last);
+}
 
 dh_status dh_equalized_write_dicom(dh_ctx *ctx, const dh_volume *v, const dh_equalized *r,
                                    const char *output_dir, dh_derived_series **out)
@@ -260,6 +286,8 @@ static dh_status derive_series(dh_ctx *ctx, const dh_volume *v, const dh_equaliz
             goto fail;
         }
     }
+    if (output_dir)
+        sync_written_folders(s, fresh);
     if (wp.written)
         for (size_t i = 0; i < s->file_count; i++)
             wp.written(wp.user, s->sources[i], s->files[i]);
