@@ -42,8 +42,8 @@ typedef struct dh_dicom_derive {
     void **out_data;
     size_t *out_size;
     /* Non-zero: the output's folder is not flushed after the file is renamed into it
-     * (dh_dicom_dataset_save_unsynced); the caller flushes it (dh_dicom_sync_folder) once its
-     * files are all written, before it reports them written. */
+     * (dh_dicom_dataset_save_unsynced); the caller flushes it (dh_dicom_sync_folder_of) once
+     * its files are all written, before it reports them written. */
     int defer_folder_sync;
 } dh_dicom_derive;
 

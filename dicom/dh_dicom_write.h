@@ -147,15 +147,16 @@ dh_dicom_status dh_dicom_dataset_save(dh_dicom_dataset *dataset, const char *pat
 
 /* Step 2 without its last flush: the file is written, flushed and renamed into place as by
  * dh_dicom_dataset_save, but its folder is not flushed, so a crash may still lose the new name.
- * For a caller writing many files into one folder, which flushes it once (dh_dicom_sync_folder)
+ * For a caller writing many files into one folder, which flushes it once (dh_dicom_sync_folder_of)
  * before it reports them written: one folder flush for a series instead of one per file. */
 dh_dicom_status dh_dicom_dataset_save_unsynced(dh_dicom_dataset *dataset, const char *path,
                                                dh_dicom_syntax syntax, int replace, char *msg,
                                                size_t msg_len);
 
-/* Flushes a folder's entries (fsync), so that names renamed into it survive a crash. Errors are
- * ignored, as dh_dicom_dataset_save ignores them: some file systems refuse fsync on a folder. */
-void dh_dicom_sync_folder(const char *folder);
+/* Flushes the entries (fsync) of the folder holding `path` ("." for a bare name), so that names
+ * renamed into it survive a crash. Errors are ignored, as dh_dicom_dataset_save ignores them:
+ * some file systems refuse fsync on a folder. */
+void dh_dicom_sync_folder_of(const char *path);
 
 /* Step 2 without a file: the same bytes dh_dicom_dataset_save would write (meta header and
  * dataset) in a malloc'd buffer (*data, *size; free() it), for hosts that hand files on rather

@@ -236,10 +236,11 @@ void creation_date_time(bool has_created, int64_t created, char date[16], char t
 
 /* The one-file writers' frame (dicom_derive.cpp, dicom_gsps.cpp): a new dataset filled by `build`,
  * then saved to path in explicit little endian by dh_dicom_dataset_save (atomic, replacing only
- * when asked; dh_dicom_dataset_save_unsynced where flush_folder is false), or, when out_data is not NULL, encoded into a malloc'd buffer (*out_data,
- * *out_size) by dh_dicom_dataset_encode with path only naming it. Every failure, thrown or
- * returned, becomes the status and its reason in msg, the path named where the reason would not
- * say it (dicom_write.cpp). */
+ * when asked; dh_dicom_dataset_save_unsynced where flush_folder is false), or, when out_data is
+ * not NULL, encoded into a malloc'd buffer (*out_data, *out_size) by dh_dicom_dataset_encode with
+ * path only naming it. Every failure, thrown or returned, becomes the status and its reason in
+ * msg, the path named where the reason would not say it (dicom_write.cpp).
+ */
 dh_dicom_status build_and_save(const char *path, int replace, bool flush_folder, void **out_data,
                                size_t *out_size,
                                const std::function<void(dh_dicom_dataset *)> &build, char *msg,

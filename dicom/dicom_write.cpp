@@ -418,7 +418,7 @@ dh_dicom_status save(dh_dicom_dataset *dataset, const char *path, dh_dicom_synta
                     "%s: cannot move the written file into place: %s", path, strerror(e));
     }
     /* The rename itself is durable only once the folder is flushed (or, unflushed here, once the
-     * caller flushes it: dh_dicom_dataset_save_unsynced). */
+     * caller flushes it: dh_dicom_dataset_save_unsynced, dh_dicom_sync_folder_of). */
     if (flush_folder)
         sync_folder(folder_of(path));
     return DH_DICOM_OK;
@@ -646,12 +646,12 @@ dh_dicom_status dh_dicom_dataset_save_unsynced(dh_dicom_dataset *dataset, const 
     return save_checked(dataset, path, syntax, replace, false, msg, msg_len);
 }
 
-void dh_dicom_sync_folder(const char *folder)
+void dh_dicom_sync_folder_of(const char *path)
 {
-    if (!folder || !*folder)
+    if (!path || !*path)
         return;
     try {
-        sync_folder(folder);
+        sync_folder(folder_of(path));
     } catch (...) {
         /* std::string's allocation: nothing flushed, as for a folder that cannot be opened */
     }

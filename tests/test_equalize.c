@@ -341,11 +341,7 @@ START_TEST(caller_given_uids_are_written)
     const char *paths[] = {src};
     ck_assert_int_eq(dh_volume_set_load(ctx, paths, 1, &set), DH_OK);
     const dh_volume *v = dh_volume_set_volume(set, 0);
-    dh_equalize_params p;
-    dh_equalize_params_init(&p);
-    p.device = DH_DEVICE_CPU;
-    dh_equalized *r = NULL;
-    ck_assert_int_eq(dh_equalize(ctx, v, &p, &r), DH_OK);
+    dh_equalized *r = dh_test_equalize_cpu(ctx, v);
     char *dir = dh_test_temp_dir("/tmp/dh_eq_test");
     int calls = 0;
     dh_derive_params dp;

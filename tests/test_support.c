@@ -5,6 +5,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "test_support.h"
 
+#include "dicomhist.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -287,4 +289,14 @@ char *dh_test_command_output(const char *fmt, const char *arg)
     buf[n] = '\0';
     pclose(p);
     return buf;
+}
+
+struct dh_equalized *dh_test_equalize_cpu(struct dh_ctx *ctx, const struct dh_volume *volume)
+{
+    dh_equalize_params p;
+    dh_equalize_params_init(&p);
+    p.device = DH_DEVICE_CPU;
+    dh_equalized *r = NULL;
+    ck_assert_int_eq(dh_equalize(ctx, volume, &p, &r), DH_OK);
+    return r;
 }

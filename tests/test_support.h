@@ -116,4 +116,10 @@ void dh_test_reference_clip(const uint64_t *h, uint32_t len, int64_t lo, int64_t
  * terminated; free it). */
 char *dh_test_command_output(const char *fmt, const char *arg);
 
+/* The volume equalized on the CPU with the default parameters (asserting success); free it with
+ * dh_equalized_free. */
+struct dh_ctx;
+struct dh_volume;
+struct dh_equalized *dh_test_equalize_cpu(struct dh_ctx *ctx, const struct dh_volume *volume);
+
 #endif /* DH_TEST_SUPPORT_H */

@@ -13,10 +13,11 @@
 
 #include "dicomhist.h"
 
-/* Classic JPEG 2000: the GPU's own decoding is the wall; 16 workers on the H100 host, one series
- * per slot, no back threads (bench/NOTES.md, "Session 21"; batch elapsed, 3 rounds each): 6 slots
- * 4.70-5.09 s, 8 4.63-4.91, 10 4.05-4.48, 12 4.29-4.89, 16 4.92-5.10 (no core beside the GPU
- * then). Session 16, with a back thread per slot: 2 slots 8.08 s, 4 5.47, 8 5.12, 16 5.24. */
+/* Classic JPEG 2000: the GPU's own decoding is the wall; 16 workers on H100 hosts, one series
+ * per slot, no back threads (bench/NOTES.md, "Session 21"; batch elapsed, 3 rounds a run): in
+ * run S21-2 6 slots 4.70-5.09 s, 8 4.63-4.91, 12 4.29-4.53; in S21-3 10 4.05-4.48, 12 4.55-4.89,
+ * 16 4.92-5.10 (no core beside the GPU then). 8 and 10 never ran in the same call. Session 16
+ * (before back threads existed), one run each: 2 slots 8.08 s, 4 5.47, 8 5.12, 16 5.24. */
 #define J2K_GPU_SLOTS 10
 
 /* JPEG lossless SV1 read into device memory a series per call (cli_decode_device_sv1): sixteen

@@ -75,7 +75,7 @@ int cli_decode_gpu_refused(const char *transfer_syntax_uid);
 int cli_decode_device_sv1(const char *transfer_syntax_uid, dh_device device);
 
 /* The decode slots for a syntax on `jobs` workers: classic JPEG 2000 at most 10 (the GPU's own
- * J2K decoding is the wall: measured on the H100 host, 16 workers, 10 slots beat 6, 8, 12 and 16),
+ * J2K decoding is the wall: on H100 hosts, 16 workers, 12 beat 8 and 6, then 10 beat 12 and 16),
  * JPEG lossless SV1 read into device memory at most 4 (sixteen at once were slower than DCMTK),
  * HTJ2K all of them; DICOMHIST_GPU_DECODE_SLOTS overrides them, to measure. */
 uint32_t cli_decode_slots(const char *transfer_syntax_uid, uint32_t jobs);

@@ -123,29 +123,25 @@ static dh_status derive_series(dh_ctx *ctx, const dh_volume *v, const dh_equaliz
                                const char *output_dir, const dh_derive_params *params,
                                dh_derived_series **out);
 
-/* Flushes, once each, the folders the series' new files were renamed into (write_one leaves
- * that to here): one folder flush for a series instead of one per file (session 21: on the H100
- * host's disk the write floor of 2080 files is 0.945 s with a flush per file, 0.853 with one per
- * series). A file kept from an earlier run needs none. */
-static void sync_written_folders(const dh_derived_series *s, const unsigned char *fresh)
+/* Flushes, once each, the folders of the series' files (write_one leaves that to here): one
+ * folder flush for a series instead of one per file. Kept files too: a run killed between a
+ * file's rename and this flush leaves that file for the next run to keep, and it is reported
+ * only once flushed. (Session 21: on the H100 host's disk the write floor of 2080 files was
+ * 0.945 s with a folder flush per file, 0.853 with one per series, bench/batch_write_floor.py,
+ * whose per-series policy also defers the renames.) */
+static void sync_written_folders(const dh_derived_series *s)
 {
-    char *last = NULL;
+    const char *last = NULL;
+    size_t last_len = 0;
     for (size_t i = 0; i < s->file_count; i++) {
-        if (!fresh[i])
-            continue;
         const char *slash = strrchr(s->files[i], '/');
-        char *folder = !slash ? strdup(".")
-                       : slash == s->files[i] ? strdup("/")
-                                              : strndup(s->files[i], (size_t)(slash - s->files[i]));
-        if (folder && (!last || strcmp(folder, last) != 0)) {
-            dh_dicom_sync_folder(folder);
-            free(last);
-            last = folder;
-        } else {
-            free(folder);
-        }
+        size_t len = slash ? (size_t)(slash - s->files[i]) + 1 : 0;
+        if (last && len == last_len && strncmp(last, s->files[i], len) == 0)
+            continue;
+        dh_dicom_sync_folder_of(s->files[i]);
+        last = s->files[i];
+        last_len = len;
     }
-    free(last);
 }
 
 dh_status dh_equalized_write_dicom(dh_ctx *ctx, const dh_volume *v, const dh_equalized *r,
@@ -287,7 +283,7 @@ static dh_status derive_series(dh_ctx *ctx, const dh_volume *v, const dh_equaliz
         }
     }
     if (output_dir)
-        sync_written_folders(s, fresh);
+        sync_written_folders(s);
     if (wp.written)
         for (size_t i = 0; i < s->file_count; i++)
             wp.written(wp.user, s->sources[i], s->files[i]);
