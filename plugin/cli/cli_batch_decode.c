@@ -6,6 +6,7 @@
 #define _XOPEN_SOURCE 700
 #include "cli_batch_decode.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,11 +66,18 @@ int cli_decode_gpu_syntax(const char *uid)
     return strcmp(uid, "1.2.840.10008.1.2.4.70") == 0 && lossless && strcmp(lossless, "1") == 0;
 }
 
+/* Classic JPEG 2000, lossless (.90) or not (.91): the syntaxes whose GPU decoding is the wall. */
+static int classic_j2k(const char *uid)
+{
+    return uid && (strcmp(uid, "1.2.840.10008.1.2.4.90") == 0 ||
+                   strcmp(uid, "1.2.840.10008.1.2.4.91") == 0);
+}
+
 double cli_decode_cpu_prior(const char *uid)
 {
     if (!uid)
         return 0;
-    if (strcmp(uid, "1.2.840.10008.1.2.4.90") == 0 || strcmp(uid, "1.2.840.10008.1.2.4.91") == 0)
+    if (classic_j2k(uid))
         return 10.6e6;
     if (strncmp(uid, "1.2.840.10008.1.2.4.20", 22) == 0 && strlen(uid) == 23)
         return 74e6; /* HTJ2K: .201, .202, .203 */
@@ -91,32 +99,29 @@ int cli_decode_device_sv1(const char *uid, dh_device device)
            lossless && (strcmp(lossless, "1") == 0 || strcmp(lossless, "all") == 0);
 }
 
-/* A non-negative integer from the environment variable `name`, or `fallback`. */
-static int env_count(const char *name, int fallback)
+/* The whole decimal number in the environment variable `name` when it is 0..max, else -1 (unset,
+ * empty, not a number, out of range). */
+static long env_number(const char *name, long max)
 {
     const char *env = getenv(name);
     char *end = NULL;
     long n = env && *env ? strtol(env, &end, 10) : -1;
-    return end && *end == '\0' && n >= 0 && n <= 64 ? (int)n : fallback;
+    return end && *end == '\0' && n >= 0 && n <= max ? n : -1;
 }
 
 int cli_decode_back_threads(const char *uid)
 {
-    int j2k = uid && (strcmp(uid, "1.2.840.10008.1.2.4.90") == 0 ||
-                      strcmp(uid, "1.2.840.10008.1.2.4.91") == 0);
-    return j2k ? env_count("DICOMHIST_BACK_THREADS", 0) : 0;
+    long n = classic_j2k(uid) ? env_number("DICOMHIST_BACK_THREADS", 64) : -1;
+    return n > 0 ? (int)n : 0;
 }
 
 uint32_t cli_decode_slots(const char *uid, uint32_t jobs)
 {
-    const char *env = getenv("DICOMHIST_GPU_DECODE_SLOTS");
+    long n = env_number("DICOMHIST_GPU_DECODE_SLOTS", LONG_MAX);
     uint32_t slots = jobs;
-    char *end = NULL;
-    unsigned long n = env && *env ? strtoul(env, &end, 10) : 0;
-    if (end && *end == '\0' && n > 0)
-        slots = n < jobs ? (uint32_t)n : jobs;
-    else if (uid && (strcmp(uid, "1.2.840.10008.1.2.4.90") == 0 ||
-                     strcmp(uid, "1.2.840.10008.1.2.4.91") == 0))
+    if (n > 0)
+        slots = (unsigned long)n < jobs ? (uint32_t)n : jobs;
+    else if (classic_j2k(uid))
         slots = jobs < J2K_GPU_SLOTS ? jobs : J2K_GPU_SLOTS;
     else if (uid && strcmp(uid, "1.2.840.10008.1.2.4.70") == 0)
         slots = jobs < SV1_GPU_SLOTS ? jobs : SV1_GPU_SLOTS;
