@@ -163,6 +163,10 @@ START_TEST(slots_per_syntax)
     ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.90", 16), 10);
     setenv("DICOMHIST_GPU_DECODE_SLOTS", "0", 1);
     ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.201", 16), 16);
+    setenv("DICOMHIST_GPU_DECODE_SLOTS", "-1", 1); /* negative: the defaults too */
+    ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.90", 16), 10);
+    setenv("DICOMHIST_GPU_DECODE_SLOTS", "99999", 1); /* more than the workers: all of them */
+    ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.90", 16), 16);
     unsetenv("DICOMHIST_GPU_DECODE_SLOTS");
 }
 END_TEST
