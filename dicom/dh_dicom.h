@@ -193,6 +193,11 @@ void dh_dicom_image_free(dh_dicom_image *image);
  * answering): 1, or 0 with the reason in msg. The libraries are looked for once per process. */
 int dh_dicom_gpu_decoders(char *msg, size_t msg_len);
 
+/* 1 once that look has finished in this process (the decoders usable or not; always 1 in a build
+ * without them), else 0: it neither waits for the look nor starts it. A thread that can do other
+ * work while another waits for the decoders to load asks this (dh_plan_share's load threads). */
+int dh_dicom_gpu_decoders_settled(void);
+
 
 /* ---- Batched decode into device memory (issue 24; dicom_gpu_batch.cpp) ----------------------
  * The frames of many files decoded at once into GPU memory, for a pipeline whose next step runs

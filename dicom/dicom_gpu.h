@@ -32,6 +32,9 @@ struct gpu_frame {
  * are looked for once per process, the first time this is asked. */
 bool gpu_decoders_usable(std::string &reason);
 
+/* Whether that one look has finished (found or not); never waits for it and never starts it. */
+bool gpu_decoders_settled();
+
 /* Decodes every frame through nvJPEG2000 into cells (frames x rows x columns, each sample's low
  * 16 bits, as the OpenJPEG path leaves them), all frames into one device buffer (up to four in
  * flight), then one copy to the host. Returns false with the reason when it refused or failed;

@@ -18,6 +18,11 @@ bool gpu_decoders_usable(std::string &reason)
     return false;
 }
 
+bool gpu_decoders_settled()
+{
+    return true; /* nothing to load */
+}
+
 bool gpu_decode_jpeg2000(const std::vector<gpu_frame> &, const dh_dicom_image &, uint16_t *,
                          std::string &reason)
 {

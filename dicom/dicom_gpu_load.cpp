@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <atomic>
 #include <initializer_list>
 #include <mutex>
 #include <string>
@@ -213,6 +214,9 @@ void load_lossless(gpu_api &a)
     load_mask_kernel(a);
 }
 
+/* Set once load_once's work has finished (usable or not): read without waiting on it. */
+std::atomic<bool> load_settled{false};
+
 loaded &load_once()
 {
     static loaded state;
@@ -222,6 +226,7 @@ loaded &load_once()
             load_driver(state.api, state.reason) && load_jpeg2000(state.api, state.reason);
         if (state.usable)
             load_lossless(state.api);
+        load_settled.store(true, std::memory_order_release);
     });
     return state;
 }
@@ -359,6 +364,11 @@ const gpu_api *gpu_api_get(std::string &reason)
 bool gpu_decoders_usable(std::string &reason)
 {
     return gpu_api_get(reason) != nullptr;
+}
+
+bool gpu_decoders_settled()
+{
+    return load_settled.load(std::memory_order_acquire);
 }
 
 } // namespace dh_dicom_impl

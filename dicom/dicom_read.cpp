@@ -344,6 +344,11 @@ extern "C" void dh_dicom_image_free(dh_dicom_image *image)
     free(image);
 }
 
+extern "C" int dh_dicom_gpu_decoders_settled(void)
+{
+    return gpu_decoders_settled() ? 1 : 0;
+}
+
 extern "C" int dh_dicom_gpu_decoders(char *msg, size_t msg_len)
 {
     try {

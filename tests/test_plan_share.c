@@ -192,6 +192,50 @@ START_TEST(shared_load_equals_the_plain_load)
 }
 END_TEST
 
+/* Load threads: set before the GPU decoders' load has settled (this test's process has not asked
+ * for them yet), they decode from the back beside an owner whose first GPU frame waits for that
+ * load (with no GPU here it fails at once; on a GPU host it takes about 0.6 s); once it has
+ * settled none start. Every load gives the plain load's set, each file decoded once. */
+START_TEST(load_threads_while_the_decoders_load)
+{
+    char in[4096];
+    snprintf(in, sizeof in, "%s/in", tree);
+    const char *paths[] = {in};
+    dh_ctx *gpu = dh_ctx_create();
+    ck_assert_int_eq(dh_ctx_set_threads(gpu, 1), DH_OK);
+    ck_assert_int_eq(dh_ctx_set_read_timing(gpu, 1), DH_OK);
+    dh_plan *plan = NULL;
+    ck_assert_int_eq(dh_plan_scan(gpu, paths, 1, &plan), DH_OK);
+    size_t n = dh_plan_series_file_count(plan, 0);
+    dh_plan_share *share = dh_plan_share_create();
+    dh_plan_share_set_load_threads(share, 2);
+    dh_plan_share_set_load_threads(NULL, 2);
+    dh_volume_set *sets[3] = {NULL, NULL, NULL};
+    for (int round = 0; round < 3; round++) {
+        if (round == 2) { /* settled from here on: the load adds no thread */
+            char why[256];
+            dh_gpu_decoders_available(why, sizeof why);
+        }
+        dh_read_times before, after;
+        ck_assert_int_eq(dh_ctx_read_times(gpu, &before), DH_OK);
+        ck_assert_int_eq(dh_plan_load_series_shared(gpu, plan, 0, share, &sets[round]), DH_OK);
+        ck_assert_int_eq(dh_ctx_read_times(gpu, &after), DH_OK);
+        ck_assert_uint_eq(after.files - before.files, n);
+    }
+    dh_volume_set *plain = NULL;
+    ck_assert_int_eq(dh_plan_load_series(gpu, plan, 0, &plain), DH_OK);
+    ck_assert_uint_eq(dh_volume_set_failure_count(plain), 1);
+    for (int round = 0; round < 3; round++) {
+        assert_same_set(plain, sets[round]);
+        dh_volume_set_free(sets[round]);
+    }
+    dh_volume_set_free(plain);
+    dh_plan_share_free(share);
+    dh_plan_free(plan);
+    dh_ctx_free(gpu);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("plan_share");
@@ -199,6 +243,7 @@ int main(void)
     tcase_add_checked_fixture(tc, make_tree, remove_tree);
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, shared_load_equals_the_plain_load);
+    tcase_add_test(tc, load_threads_while_the_decoders_load);
     suite_add_tcase(s, tc);
     return dh_test_run(s);
 }

@@ -1104,6 +1104,13 @@ DH_API size_t dh_plan_share_left(dh_plan_share *share);
  * it, so its core is free for them (docs/batch.md). */
 DH_API void dh_plan_share_set_back_threads(dh_plan_share *share, int threads);
 
+/* Threads the load adds, while its context decodes on the GPU and the GPU decoders are still
+ * loading, to decode files from the back with the CPU decoders (default 0, at most 64). Each
+ * stops once the load has settled (usable or not); none start after. The owner's first GPU frame
+ * waits for that load (dh_gpu_decoders_available, 0.6 s on an H100 host), so its core is free
+ * meanwhile (docs/batch.md). */
+DH_API void dh_plan_share_set_load_threads(dh_plan_share *share, int threads);
+
 /* ---- CUDA started ahead of the first GPU call (issue 24) ----------------------------------
  * dh_cuda_available, and where it returns 1 the GPU's CUDA context also exists afterwards (made
  * once per process and kept by CUDA until the process ends; later calls cost nothing), so the

@@ -26,6 +26,7 @@ struct dh_plan_share {
     const dh_dicom_read_options *options; /* the owner's */
     dh_dicom_read_options back_options;   /* its own back threads': the CPU decoders */
     int back_threads; /* dh_plan_share_set_back_threads */
+    int load_threads; /* dh_plan_share_set_load_threads */
 };
 
 dh_plan_share *dh_plan_share_create(void)
@@ -64,10 +65,11 @@ static int claim(dh_plan_share *s, int from_back, size_t *slot)
 }
 
 /* The owner's threads: the first `owner_threads` claim from the front with the owner's options,
- * the rest (its back threads) from the back with the CPU decoders. */
+ * the rest from the back with the CPU decoders: its back threads, then its load threads (from
+ * `load_from` on), which stop once the GPU decoders' load has settled. */
 typedef struct run_threads {
     dh_plan_share *s;
-    size_t owner_threads;
+    size_t owner_threads, load_from;
 } run_threads;
 
 static void owner_loop(void *arg, size_t thread)
@@ -75,8 +77,11 @@ static void owner_loop(void *arg, size_t thread)
     run_threads *r = arg;
     dh_plan_share *s = r->s;
     int back = thread >= r->owner_threads;
+    int until_loaded = thread >= r->load_from;
     for (;;) {
         size_t slot;
+        if (until_loaded && dh_dicom_gpu_decoders_settled())
+            return;
         pthread_mutex_lock(&s->lock);
         int got = claim(s, back, &slot);
         pthread_mutex_unlock(&s->lock);
@@ -90,6 +95,12 @@ void dh_plan_share_set_back_threads(dh_plan_share *s, int threads)
 {
     if (s)
         s->back_threads = threads > 0 ? (threads < 64 ? threads : 64) : 0;
+}
+
+void dh_plan_share_set_load_threads(dh_plan_share *s, int threads)
+{
+    if (s)
+        s->load_threads = threads > 0 ? (threads < 64 ? threads : 64) : 0;
 }
 
 void dh_plan_share_run(dh_plan_share *s, size_t count, int threads, dh_share_decode_fn decode,
@@ -107,11 +118,16 @@ void dh_plan_share_run(dh_plan_share *s, size_t count, int threads, dh_share_dec
     pthread_mutex_unlock(&s->lock);
     if (threads < 1)
         threads = 1;
-    /* Back threads only where the owner decodes on the GPU: there its own threads mostly wait
-     * for the GPU, and their cores are free for the CPU decoders (docs/batch.md). */
+    /* Back and load threads only where the owner decodes on the GPU: there its own threads
+     * mostly wait for the GPU (or, before its decoders are loaded, for them), and their cores
+     * are free for the CPU decoders (docs/batch.md). No load thread once the load has settled. */
     size_t back = options->gpu_decode ? (size_t)s->back_threads : 0;
-    run_threads r = {.s = s, .owner_threads = (size_t)threads};
-    dh_parallel_for(threads + (int)back, (size_t)threads + back, owner_loop, &r);
+    size_t load =
+        options->gpu_decode && !dh_dicom_gpu_decoders_settled() ? (size_t)s->load_threads : 0;
+    run_threads r = {.s = s, .owner_threads = (size_t)threads,
+                     .load_from = (size_t)threads + back};
+    size_t all = (size_t)threads + back + load;
+    dh_parallel_for((int)all, all, owner_loop, &r);
     /* The job lives on the owner's stack: no helper may still be in it when this returns. */
     pthread_mutex_lock(&s->lock);
     while (s->in_flight > 0)
