@@ -8,24 +8,32 @@
  * library's own fallback, which names why).
  */
 #define _POSIX_C_SOURCE 200809L
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli_batch_decode.h"
 #include "dicomhist.h"
 #include "test_support.h"
 
-static cli_decode_view view(int loading, int ready, uint32_t busy, uint32_t waiting,
-                            uint32_t slots, uint64_t bytes, uint64_t after)
+static cli_decode_view view(int loading, int ready, uint32_t busy, uint32_t slots,
+                            uint64_t bytes, uint64_t after)
 {
-    return (cli_decode_view){.loading = loading, .ready = ready, .busy = busy,
-                             .waiting = waiting, .slots = slots, .bytes = bytes,
-                             .after = after};
+    return (cli_decode_view){.loading = loading, .ready = ready, .busy = busy, .slots = slots,
+                             .bytes = bytes, .after = after};
+}
+
+static double monotonic_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + t.tv_nsec * 1e-9;
 }
 
 START_TEST(unusable_decoders_leave_it_to_the_library)
 {
-    cli_decode_view v = view(0, 0, 0, 0, 4, 100, 1000000);
+    cli_decode_view v = view(0, 0, 0, 4, 100, 1000000);
     ck_assert_int_eq(cli_decode_choose(&v), CLI_DECODE_GPU);
 }
 END_TEST
@@ -33,20 +41,23 @@ END_TEST
 START_TEST(a_free_slot_takes_the_series)
 {
     for (uint32_t busy = 0; busy < 4; busy++) {
-        cli_decode_view v = view(0, 1, busy, 0, 4, 100, 0);
+        cli_decode_view v = view(0, 1, busy, 4, 100, 0);
         ck_assert_int_eq(cli_decode_choose(&v), CLI_DECODE_GPU);
     }
 }
 END_TEST
 
-START_TEST(while_loading_the_first_slots_wait_for_the_gpu)
+START_TEST(while_loading_the_first_slots_take_the_gpu)
 {
-    /* However long the queue: the GPU's feeders wait for it. */
-    cli_decode_view v = view(1, 0, 0, 3, 4, 100, 1u << 30);
-    ck_assert_int_eq(cli_decode_choose(&v), CLI_DECODE_WAIT);
-    v = view(1, 0, 0, 4, 4, 100, 1u << 30); /* feeders enough: a long queue goes to the CPU */
-    ck_assert_int_eq(cli_decode_choose(&v), CLI_DECODE_CPU);
-    v = view(1, 0, 0, 4, 4, 100, 100); /* a short one waits */
+    /* However long the queue: the GPU's feeders take their slots at once (their first frame
+     * waits for the decoders, their load threads decode meanwhile). */
+    for (uint32_t busy = 0; busy < 4; busy++) {
+        cli_decode_view v = view(1, 0, busy, 4, 100, 1u << 30);
+        ck_assert_int_eq(cli_decode_choose(&v), CLI_DECODE_GPU);
+    }
+    cli_decode_view v = view(1, 0, 4, 4, 100, 1u << 30); /* feeders enough: a long queue goes */
+    ck_assert_int_eq(cli_decode_choose(&v), CLI_DECODE_CPU); /* to the CPU */
+    v = view(1, 0, 4, 4, 100, 100); /* a short one waits */
     ck_assert_int_eq(cli_decode_choose(&v), CLI_DECODE_WAIT);
 }
 END_TEST
@@ -56,7 +67,7 @@ START_TEST(busy_slots_follow_the_prior_ratio)
 {
     const uint64_t bytes = 1000;
     const uint64_t edge = (uint64_t)(CLI_DECODE_PRIOR_RATIO * bytes) - bytes;
-    cli_decode_view v = view(0, 1, 4, 0, 4, bytes, edge);
+    cli_decode_view v = view(0, 1, 4, 4, bytes, edge);
     ck_assert_int_eq(cli_decode_choose(&v), CLI_DECODE_CPU);
     v.after = edge - 1;
     ck_assert_int_eq(cli_decode_choose(&v), CLI_DECODE_WAIT);
@@ -71,7 +82,7 @@ END_TEST
 START_TEST(measured_rates_decide_in_seconds)
 {
     const uint64_t mb = 1000000;
-    cli_decode_view v = view(0, 1, 2, 0, 2, 10 * mb, 40 * mb);
+    cli_decode_view v = view(0, 1, 2, 2, 10 * mb, 40 * mb);
     v.cpu_rate = 10.0 * mb;
     v.gpu_rate = 50.0 * mb;
     ck_assert_int_eq(cli_decode_choose(&v), CLI_DECODE_CPU);
@@ -84,21 +95,21 @@ START_TEST(measured_rates_decide_in_seconds)
 END_TEST
 
 /* While the decoders load: a series a core finishes before they are expected is the CPU's, from
- * the measured rate or else the syntax's prior; a longer one waits as a feeder. */
+ * the measured rate or else the syntax's prior; a longer one takes a slot as a feeder. */
 START_TEST(while_loading_short_series_go_to_the_cpu)
 {
-    cli_decode_view v = view(1, 0, 0, 0, 16, 21000000, 0);
+    cli_decode_view v = view(1, 0, 0, 16, 21000000, 0);
     v.cpu_prior = 70e6; /* 0.3 s on a core */
     v.load_left = 0.31;
     ck_assert_int_eq(cli_decode_choose(&v), CLI_DECODE_CPU);
     v.load_left = 0.29;
-    ck_assert_int_eq(cli_decode_choose(&v), CLI_DECODE_WAIT);
+    ck_assert_int_eq(cli_decode_choose(&v), CLI_DECODE_GPU);
     v.cpu_rate = 100e6; /* measured: 0.21 s */
     ck_assert_int_eq(cli_decode_choose(&v), CLI_DECODE_CPU);
     v.cpu_rate = v.cpu_prior = 0; /* no rate at all: the feeders' rule */
-    ck_assert_int_eq(cli_decode_choose(&v), CLI_DECODE_WAIT);
+    ck_assert_int_eq(cli_decode_choose(&v), CLI_DECODE_GPU);
     /* Loaded: no load left, a free slot takes it. */
-    v = view(0, 1, 0, 0, 16, 21000000, 0);
+    v = view(0, 1, 0, 16, 21000000, 0);
     v.cpu_prior = 70e6;
     ck_assert_int_eq(cli_decode_choose(&v), CLI_DECODE_GPU);
 }
@@ -114,6 +125,69 @@ START_TEST(cpu_priors_per_syntax)
     ck_assert(cli_decode_cpu_prior("1.2.840.10008.1.2.4.2011") == 0);
     ck_assert(cli_decode_cpu_prior("1.2.840.10008.1.2.4.70") == 0);
     ck_assert(cli_decode_cpu_prior(NULL) == 0);
+}
+END_TEST
+
+START_TEST(gpu_priors_per_syntax)
+{
+    ck_assert(cli_decode_gpu_prior("1.2.840.10008.1.2.4.90") == 250e6);
+    ck_assert(cli_decode_gpu_prior("1.2.840.10008.1.2.4.91") == 250e6);
+    ck_assert(cli_decode_gpu_prior("1.2.840.10008.1.2.4.201") == 0.56e9);
+    ck_assert(cli_decode_gpu_prior("1.2.840.10008.1.2.4.202") == 0.56e9);
+    ck_assert(cli_decode_gpu_prior("1.2.840.10008.1.2.4.203") == 0.56e9);
+    ck_assert(cli_decode_gpu_prior("1.2.840.10008.1.2.4.70") == 0);
+    ck_assert(cli_decode_gpu_prior("1.2.840.10008.1.2.1") == 0);
+    ck_assert(cli_decode_gpu_prior(NULL) == 0);
+}
+END_TEST
+
+/* --device auto's rule for the decoders, by the priors, on 16 workers: J2K from about 0.22 GB,
+ * HTJ2K from about 2.2 GB (session 22: J2K 0.14 GB and HTJ2K 0.55 and 1.09 GB faster on the cores
+ * alone, J2K 0.27 GB and HTJ2K 4.36 GB faster with the GPU, HTJ2K 2.18 GB even); fewer workers
+ * want the GPU sooner. */
+static int auto_loads_bytes(const char *uid, double bytes, uint32_t jobs, double estimate[2])
+{
+    return cli_decode_auto_loads(bytes / cli_decode_cpu_prior(uid),
+                                 bytes / cli_decode_gpu_prior(uid), jobs, estimate);
+}
+
+START_TEST(auto_loads_the_decoders_where_they_shorten_the_batch)
+{
+    unsetenv("DICOMHIST_AUTO_DECODERS");
+    const char *j2k = "1.2.840.10008.1.2.4.90", *ht = "1.2.840.10008.1.2.4.201";
+    double e[2] = {-1, -1};
+    ck_assert(!auto_loads_bytes(j2k, 0.2e9, 16, e));
+    ck_assert(e[0] < e[1]);
+    ck_assert(auto_loads_bytes(j2k, 0.23e9, 16, e));
+    ck_assert(e[0] > e[1]);
+    ck_assert(auto_loads_bytes(j2k, 1.09e9, 16, NULL));
+    ck_assert(!auto_loads_bytes(j2k, 21e6, 16, NULL)); /* one 40-slice series */
+    ck_assert(!auto_loads_bytes(ht, 0.55e9, 16, NULL));
+    ck_assert(!auto_loads_bytes(ht, 1.09e9, 16, e));
+    /* The cores alone: 1.09 GB / (16 x 74 MB/s); with the GPU: load, fixed cost, then the
+     * rest on 16 cores plus the GPU's 0.56 GB/s / 74 MB/s cores. */
+    ck_assert(fabs(e[0] - 1.09e9 / (16 * 74e6)) < 1e-9);
+    double core = 1.09e9 / 74e6;
+    double with = 0.6 + CLI_DECODE_AUTO_FIXED_SECONDS + (core - 16 * 0.6) / (16 + 0.56e9 / 74e6);
+    ck_assert(fabs(e[1] - with) < 1e-9);
+    ck_assert(!auto_loads_bytes(ht, 2.1e9, 16, NULL));
+    ck_assert(auto_loads_bytes(ht, 2.3e9, 16, NULL));
+    ck_assert(auto_loads_bytes(ht, 4.36e9, 16, NULL));
+    ck_assert(auto_loads_bytes(ht, 1.09e9, 4, NULL)); /* four workers: the GPU */
+    /* Less than the cores decode during the load: no GPU term at all. */
+    ck_assert(!cli_decode_auto_loads(1.0, 0.01, 16, e));
+    ck_assert(fabs(e[1] - (0.6 + CLI_DECODE_AUTO_FIXED_SECONDS)) < 1e-12);
+    /* Nothing to weigh: loaded, as before the rule. */
+    ck_assert(cli_decode_auto_loads(100.0, 0, 16, NULL));
+    ck_assert(cli_decode_auto_loads(100.0, 1.0, 0, NULL));
+    /* The measuring knob decides instead; any other value leaves the rule. */
+    setenv("DICOMHIST_AUTO_DECODERS", "gpu", 1);
+    ck_assert(auto_loads_bytes(j2k, 21e6, 16, NULL));
+    setenv("DICOMHIST_AUTO_DECODERS", "cpu", 1);
+    ck_assert(!auto_loads_bytes(j2k, 1.09e9, 16, NULL));
+    setenv("DICOMHIST_AUTO_DECODERS", "GPU", 1);
+    ck_assert(!auto_loads_bytes(j2k, 21e6, 16, NULL));
+    unsetenv("DICOMHIST_AUTO_DECODERS");
 }
 END_TEST
 
@@ -203,6 +277,58 @@ START_TEST(scheduler_shares_the_work)
     ck_assert_int_eq(cli_gpu_decode_take(&g, 1000, 2, 0, NULL, NULL, &note), CLI_DECODE_CPU);
     ck_assert_uint_eq(g.pending, 7000);
     cli_gpu_decode_stop(&g);
+}
+END_TEST
+
+/* Feeders taken while the decoders load hold slots like any, and their time, which holds the
+ * load, is not taken for the GPU's rate; a series begun once they are loaded is. */
+START_TEST(feeders_taken_while_loading)
+{
+    cli_gpu_decode g;
+    ck_assert_int_eq(cli_gpu_decode_start(&g, 0, 0), 0);
+    g.loading = 1; /* as the loader leaves it while it runs */
+    g.load_start = monotonic_now();
+    g.pending = 100 * 1000;
+    const char *note = NULL;
+    ck_assert_int_eq(cli_gpu_decode_take(&g, 1000, 2, 0, NULL, NULL, &note), CLI_DECODE_GPU);
+    ck_assert_int_eq(cli_gpu_decode_take(&g, 1000, 2, 0, NULL, NULL, &note), CLI_DECODE_GPU);
+    ck_assert_uint_eq(g.busy, 2);
+    ck_assert_int_eq(cli_gpu_decode_take(&g, 1000, 2, 0, NULL, NULL, &note), CLI_DECODE_CPU);
+    ck_assert_ptr_nonnull(strstr(note, "while the GPU decoders loaded"));
+    g.loading = 0, g.ready = 1, g.load_end = monotonic_now(); /* loaded */
+    cli_gpu_decode_done(&g, CLI_DECODE_GPU, NULL, 2, 1000, 0.5); /* begun 0.5 s ago */
+    ck_assert_uint_eq(g.busy, 1);
+    ck_assert_uint_eq(g.gpu_series, 1);
+    ck_assert(g.gpu_seconds == 0 && g.gpu_bytes == 0);
+    ck_assert_int_eq(cli_gpu_decode_take(&g, 1000, 2, 0, NULL, NULL, &note), CLI_DECODE_GPU);
+    ck_assert_uint_eq(g.busy, 2);
+    cli_gpu_decode_done(&g, CLI_DECODE_GPU, NULL, 2, 1000, 0.0); /* begun after the load */
+    ck_assert(g.gpu_bytes == 1000);
+    cli_gpu_decode_done(&g, CLI_DECODE_GPU, NULL, 2, 1000, 1.0);
+    ck_assert_uint_eq(g.busy, 0);
+    ck_assert_uint_eq(g.gpu_series, 3);
+    ck_assert(g.gpu_bytes == 1000);
+    cli_gpu_decode_done(&g, CLI_DECODE_GPU, NULL, 2, 1000, 1.0); /* never below zero */
+    ck_assert_uint_eq(g.busy, 0);
+    cli_gpu_decode_stop(&g);
+}
+END_TEST
+
+/* One load thread per feeder by default; DICOMHIST_LOAD_THREADS 0-64 overrides it. */
+START_TEST(load_threads_by_default_and_asked)
+{
+    unsetenv("DICOMHIST_LOAD_THREADS");
+    ck_assert_int_eq(cli_decode_load_threads(), 1);
+    setenv("DICOMHIST_LOAD_THREADS", "0", 1);
+    ck_assert_int_eq(cli_decode_load_threads(), 0);
+    setenv("DICOMHIST_LOAD_THREADS", "3", 1);
+    ck_assert_int_eq(cli_decode_load_threads(), 3);
+    const char *bad[] = {"-1", "65", "x", "2x", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        setenv("DICOMHIST_LOAD_THREADS", bad[i], 1);
+        ck_assert_msg(cli_decode_load_threads() == 1, "'%s'", bad[i]);
+    }
+    unsetenv("DICOMHIST_LOAD_THREADS");
 }
 END_TEST
 
@@ -324,11 +450,15 @@ int main(void)
 {
     dh_test tests[] = {DH_TEST(unusable_decoders_leave_it_to_the_library),
                        DH_TEST(a_free_slot_takes_the_series),
-                       DH_TEST(while_loading_the_first_slots_wait_for_the_gpu),
+                       DH_TEST(while_loading_the_first_slots_take_the_gpu),
                        DH_TEST(busy_slots_follow_the_prior_ratio),
                        DH_TEST(measured_rates_decide_in_seconds),
                        DH_TEST(while_loading_short_series_go_to_the_cpu),
                        DH_TEST(cpu_priors_per_syntax),
+                       DH_TEST(gpu_priors_per_syntax),
+                       DH_TEST(auto_loads_the_decoders_where_they_shorten_the_batch),
+                       DH_TEST(feeders_taken_while_loading),
+                       DH_TEST(load_threads_by_default_and_asked),
                        DH_TEST(syntaxes_the_gpu_reads),
                        DH_TEST(slots_per_syntax),
                        DH_TEST(scheduler_shares_the_work),

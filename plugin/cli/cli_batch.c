@@ -95,6 +95,8 @@ typedef struct batch {
     int cuda_usable;  /* a GPU answers: --device auto may choose it */
     int cuda_checked; /* cuda_usable asked (under lock), first when a volume needs it */
     int gpu_sched;    /* the GPU decoders may read series: gpu_decode chooses per series */
+    int gpu_declined; /* --device auto's rule kept them unloaded: too little to decode */
+    double gpu_estimate[2]; /* its estimate, seconds: the cores alone, with the GPU */
     cli_gpu_decode gpu_decode;
     dh_plan_share **shares; /* the workers' shares, freed once all have ended */
     uint32_t share_count;
@@ -377,6 +379,9 @@ static int process(batch *b, size_t k, dh_ctx *ctx, dh_plan_share *share, int ma
     else if (b->gpu_sched && cli_decode_gpu_refused(syntax) &&
              cli_gpu_decode_loaded(&b->gpu_decode))
         choice = CLI_DECODE_GPU;
+    else if (b->gpu_declined && cli_decode_gpu_syntax(syntax))
+        sched_note = "decoded on the CPU: --device auto loads the GPU decoders only for a batch "
+                     "they would finish sooner (docs/batch.md)";
     if (b->gpu_sched)
         dh_ctx_set_gpu_decode(ctx, choice == CLI_DECODE_GPU);
     double load_from = cli_now();
@@ -386,9 +391,13 @@ static int process(batch *b, size_t k, dh_ctx *ctx, dh_plan_share *share, int ma
      * waits for the GPU): none by default since session 21, when the run was faster without
      * them (J2K 4.63-5.09 s against 5.05-5.67 with one, same calls; docs/batch.md); the knob
      * DICOMHIST_BACK_THREADS stays, to measure another host. */
-    if (shared)
+    if (shared) {
         dh_plan_share_set_back_threads(
             share, cli_gpu_decode_usable(&b->gpu_decode) ? cli_decode_back_threads(syntax) : 0);
+        /* A feeder that took its slot while the decoders load: its own core decodes from the
+         * back until they are there (the library starts none once the load has settled). */
+        dh_plan_share_set_load_threads(share, cli_decode_load_threads());
+    }
     double device_decode[2] = {0, 0};
     dh_status loaded = DH_OK;
     if (sv1 && choice == CLI_DECODE_GPU)
@@ -1079,6 +1088,10 @@ static void stats(const batch *b)
                 "%llu on the CPU beside it; %.3f s waiting for a GPU slot or the decoders' load\n",
                 (unsigned long long)b->gpu_decode.gpu_series,
                 (unsigned long long)b->gpu_decode.cpu_series, b->gpu_decode.waited);
+    if (b->gpu_declined)
+        fprintf(stderr, "dicomhist: stats: GPU decoders not loaded (--device auto): the series "
+                "they read decode in about %.2f s on the cores alone, %.2f s with the GPU "
+                "(priors, docs/batch.md)\n", b->gpu_estimate[0], b->gpu_estimate[1]);
     if (b->device_series + b->device_fallbacks > 0)
         fprintf(stderr, "dicomhist: stats: JPEG lossless SV1 series into device memory: %zu, "
                 "%zu read on the host after the device call failed (inside decode)\n",
@@ -1245,13 +1258,32 @@ int cli_run_batch(const cli_command_line *cl, const cli_batch_config *cfg, cli_s
     b.gpu_sched = !o->cpu_decode && cl->device != DH_DEVICE_CPU;
     uint64_t gpu_pending = 0;
     int gpu_asked = 0; /* a JPEG lossless series: the library will ask about the decoders */
+    double core_seconds = 0, gpu_seconds = 0; /* the GPU-decodable series by the priors */
+    int unweighed = 0;                        /* one of them has no prior */
     for (size_t t = 0; b.gpu_sched && t < b.todo_count; t++) {
         const char *syntax = dh_plan_file_transfer_syntax(
             b.plan, dh_plan_series_file(b.plan, b.todo[t], 0));
         int device_sv1 = cli_decode_device_sv1(syntax, cl->device);
-        if (device_sv1 || cli_decode_gpu_syntax(syntax))
-            gpu_pending += dh_plan_series_sample_bytes(b.plan, b.todo[t]);
+        if (device_sv1 || cli_decode_gpu_syntax(syntax)) {
+            uint64_t bytes = dh_plan_series_sample_bytes(b.plan, b.todo[t]);
+            double cpu = cli_decode_cpu_prior(syntax), gpu = cli_decode_gpu_prior(syntax);
+            gpu_pending += bytes;
+            if (cpu > 0 && gpu > 0)
+                core_seconds += (double)bytes / cpu, gpu_seconds += (double)bytes / gpu;
+            else
+                unweighed = 1;
+        }
         gpu_asked |= device_sv1 || cli_decode_gpu_refused(syntax);
+    }
+    /* --device auto loads the GPU decoders only for a batch whose decoding they shorten: on 16
+     * cores their load and fixed costs outweigh the gain below about 0.2 GB of J2K or 2 GB of
+     * HTJ2K (cli_decode_auto_loads). --device cuda asked for the GPU: it keeps them. */
+    if (cl->device == DH_DEVICE_AUTO && gpu_pending > 0 && !unweighed &&
+        !cli_decode_auto_loads(core_seconds, gpu_seconds, b.jobs, b.gpu_estimate)) {
+        b.gpu_sched = 0;
+        b.gpu_declined = 1;
+        gpu_pending = 0;
+        gpu_asked = 0;
     }
     cli_gpu_decode_start(&b.gpu_decode, gpu_pending, gpu_asked);
     pthread_mutex_init(&b.lock, NULL);

@@ -43,8 +43,9 @@ cli_decode_choice cli_decode_choose(const cli_decode_view *v)
     double per_core = v->cpu_rate > 0 ? v->cpu_rate : v->cpu_prior;
     if (v->loading && per_core > 0 && (double)v->bytes / per_core <= v->load_left)
         return CLI_DECODE_CPU; /* done on a core before the GPU is there */
-    if (v->loading && v->busy + v->waiting < v->slots)
-        return CLI_DECODE_WAIT; /* the GPU's feeders, ready when the decoders are */
+    if (v->loading && v->busy < v->slots)
+        return CLI_DECODE_GPU; /* a feeder: its first frame waits for the decoders, its load
+                                  thread decodes from the back meanwhile (cli_batch.c) */
     /* One core takes bytes / cpu_rate; the GPU drains (after + bytes) / gpu_rate. */
     double ratio = v->gpu_rate > 0 && v->cpu_rate > 0 ? v->gpu_rate / v->cpu_rate
                                                       : CLI_DECODE_PRIOR_RATIO;
@@ -84,6 +85,33 @@ double cli_decode_cpu_prior(const char *uid)
     return 0;
 }
 
+double cli_decode_gpu_prior(const char *uid)
+{
+    if (classic_j2k(uid))
+        return 250e6;
+    return cli_decode_cpu_prior(uid) > 0 ? 0.56e9 : 0; /* HTJ2K */
+}
+
+int cli_decode_auto_loads(double core_seconds, double gpu_seconds, uint32_t jobs,
+                          double estimate[2])
+{
+    const char *asked = getenv("DICOMHIST_AUTO_DECODERS"); /* to measure: gpu or cpu */
+    if (asked && (strcmp(asked, "gpu") == 0 || strcmp(asked, "cpu") == 0))
+        return strcmp(asked, "gpu") == 0;
+    if (!(gpu_seconds > 0) || jobs == 0)
+        return 1; /* no prior to weigh: as every batch before the rule */
+    const double cores = (double)jobs, load = CLI_DECODE_PRIOR_LOAD_SECONDS;
+    const double alone = core_seconds / cores;
+    /* During the load the cores decode alone; then the GPU adds core_seconds / gpu_seconds
+     * cores' worth to them. */
+    double left = core_seconds - cores * load;
+    double with_gpu = load + CLI_DECODE_AUTO_FIXED_SECONDS +
+                      (left > 0 ? left / (cores + core_seconds / gpu_seconds) : 0);
+    if (estimate)
+        estimate[0] = alone, estimate[1] = with_gpu;
+    return with_gpu < alone;
+}
+
 int cli_decode_gpu_refused(const char *uid)
 {
     return uid && strcmp(uid, "1.2.840.10008.1.2.4.70") == 0 && !cli_decode_gpu_syntax(uid);
@@ -115,6 +143,12 @@ int cli_decode_back_threads(const char *uid)
     return n > 0 ? (int)n : 0;
 }
 
+int cli_decode_load_threads(void)
+{
+    long n = env_number("DICOMHIST_LOAD_THREADS", 64);
+    return n >= 0 ? (int)n : 1;
+}
+
 uint32_t cli_decode_slots(const char *uid, uint32_t jobs)
 {
     long n = env_number("DICOMHIST_GPU_DECODE_SLOTS", LONG_MAX);
@@ -143,6 +177,7 @@ static void *load(void *arg)
     pthread_mutex_lock(&g->lock);
     g->loading = 0;
     g->ready = usable;
+    g->load_end = now();
     if (!usable)
         memcpy(g->reason, reason, sizeof reason);
     pthread_cond_broadcast(&g->changed);
@@ -257,7 +292,7 @@ cli_decode_choice cli_gpu_decode_take(cli_gpu_decode *g, uint64_t bytes, uint32_
     double from = now();
     for (;;) {
         cli_decode_view v = {
-            .loading = g->loading, .ready = g->ready, .busy = g->busy, .waiting = g->waiting,
+            .loading = g->loading, .ready = g->ready, .busy = g->busy,
             .slots = slots, .bytes = bytes, .after = g->pending,
             .gpu_rate = g->gpu_seconds > 0 ? g->gpu_bytes / g->gpu_seconds * g->gpu_slots_seen
                                            : 0,
@@ -284,7 +319,7 @@ cli_decode_choice cli_gpu_decode_take(cli_gpu_decode *g, uint64_t bytes, uint32_
     }
     if (waited)
         g->waited += now() - from;
-    if (c == CLI_DECODE_GPU && g->ready) {
+    if (c == CLI_DECODE_GPU && (g->ready || g->loading)) {
         g->busy++;
         if (own && g->shared == g->share_capacity) {
             uint32_t cap = g->share_capacity ? 2 * g->share_capacity : 16;
@@ -312,12 +347,16 @@ void cli_gpu_decode_done(cli_gpu_decode *g, cli_decode_choice choice, dh_plan_sh
             g->shares[i] = g->shares[--g->shared];
             break;
         }
+    if (choice == CLI_DECODE_GPU && g->busy > 0)
+        g->busy--; /* a slot is held by every series taken while the decoders load or are ready */
+    /* A series begun before the decoders were loaded is not measured: its time holds the load. */
     if (choice == CLI_DECODE_GPU && g->ready) {
-        g->busy--;
-        g->gpu_bytes += (double)bytes;
-        g->gpu_seconds += seconds;
-        g->gpu_slots_seen = slots;
         g->gpu_series++;
+        if (now() - seconds >= g->load_end) {
+            g->gpu_bytes += (double)bytes;
+            g->gpu_seconds += seconds;
+            g->gpu_slots_seen = slots;
+        }
     } else if (choice == CLI_DECODE_CPU) {
         g->cpu_bytes += (double)bytes;
         g->cpu_seconds += seconds;

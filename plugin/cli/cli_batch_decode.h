@@ -27,8 +27,7 @@ typedef enum cli_decode_choice {
 /* What the rule looks at (cli_decode_choose): a snapshot under the scheduler's lock. */
 typedef struct cli_decode_view {
     int loading, ready;   /* the GPU decoders are loading / loaded and usable */
-    uint32_t busy;        /* series decoding on the GPU now */
-    uint32_t waiting;     /* workers already waiting for a GPU slot */
+    uint32_t busy;        /* series holding a GPU slot now (taken while loading or loaded) */
     uint32_t slots;       /* the most series the GPU decodes at once for this syntax */
     uint64_t bytes;       /* this series' decoded bytes */
     uint64_t after;       /* GPU-decodable bytes of the series not yet taken, this one excluded */
@@ -40,7 +39,9 @@ typedef struct cli_decode_view {
 
 /* The rule (docs/batch.md, "GPU decoders in a batch"): a free slot of ready decoders takes the
  * series; while the decoders load, a series one core decodes before they are expected to be
- * loaded goes to the CPU, else the first `slots` workers wait for the GPU; otherwise the CPU
+ * loaded goes to the CPU, else the first `slots` workers take the GPU's slots at once (their
+ * first frame waits for the decoders; their load threads decode from the back meanwhile,
+ * dh_plan_share_set_load_threads); otherwise the CPU
  * takes the series when one core would finish it no later than the GPU would finish it and every
  * GPU-decodable series after it, else the worker waits. Pure: unit-tested without a GPU. */
 cli_decode_choice cli_decode_choose(const cli_decode_view *v);
@@ -54,6 +55,33 @@ cli_decode_choice cli_decode_choose(const cli_decode_view *v);
 /* Decoded bytes per second of one core for a syntax, until measured in the run: OpenJPEG with 16
  * workers busy on the H100 host (same notes): J2K 10.6 MB/s, HTJ2K 74 MB/s; 0 for others. */
 double cli_decode_cpu_prior(const char *transfer_syntax_uid);
+
+/* Decoded bytes per second the GPU adds to a batch for a syntax, as --device auto's rule counts
+ * them (cli_decode_auto_loads): J2K 250 MB/s, the GPU's own J2K rate in a batch (session 21, ours
+ * and nvImageCodec's alike); HTJ2K 0.56 GB/s, far below the GPU's own 5.4 GB/s in batches of 240
+ * frames: a batch feeds it series by series from the same cores that would otherwise decode, and
+ * this is the rate that puts the rule's break-even where session 22 measured it (2.2 GB on 16
+ * workers, bench/NOTES.md). 0 for others. */
+double cli_decode_gpu_prior(const char *transfer_syntax_uid);
+
+/* What the GPU decoders cost a batch beyond their load and do not give back: the load's own CPU
+ * and the GPU's first calls beside the cores' decoding, the process's teardown with a GPU context
+ * (0.11-0.20 s, session 19). Session 22's runs on the H100 host (16 workers, auto with the
+ * decoders forced on against forced off, 4 rounds each) put the break-even between 0.14 GB of J2K
+ * (the GPU 0.02-0.12 s slower) and 0.27 GB (0.8-1.0 s faster): 0.4 s puts the rule's at 0.22 GB. */
+#define CLI_DECODE_AUTO_FIXED_SECONDS 0.4
+
+/* --device auto's rule for the decoders (docs/batch.md): load them for a batch only where they
+ * shorten its decoding. `core_seconds`: one core's seconds to decode the batch's GPU-decodable
+ * series (bytes / cli_decode_cpu_prior), `gpu_seconds` the GPU's (bytes / cli_decode_gpu_prior).
+ * The cores alone take core_seconds / jobs; with the GPU, its load (the cores decoding alone
+ * meanwhile), CLI_DECODE_AUTO_FIXED_SECONDS, then the rest with the GPU adding core_seconds /
+ * gpu_seconds cores' worth. 1 where that is shorter, or where there is no prior (gpu_seconds 0);
+ * `estimate` (may be NULL) gets the two seconds, cores alone and with the GPU. On 16 workers the
+ * GPU is worth it from about 0.22 GB of J2K and 2.2 GB of HTJ2K. Pure, but for the measuring knob
+ * DICOMHIST_AUTO_DECODERS: gpu or cpu decides instead. */
+int cli_decode_auto_loads(double core_seconds, double gpu_seconds, uint32_t jobs,
+                          double estimate[2]);
 
 /* 1 when the GPU decoders read this transfer syntax (JPEG 2000 and HTJ2K; JPEG lossless SV1
  * only where DH_GPU_JPEG_LOSSLESS=1 asks for nvJPEG, as the library does). */
@@ -87,6 +115,11 @@ uint32_t cli_decode_slots(const char *transfer_syntax_uid, uint32_t jobs);
  * lowered priority for it (bench/NOTES.md, "Session 21"). */
 int cli_decode_back_threads(const char *transfer_syntax_uid);
 
+/* Load threads of a series on the GPU (dh_plan_share_set_load_threads): 1, so that a feeder
+ * whose first frame waits for the decoders' load decodes files from the back on its own core
+ * meanwhile (session 22); DICOMHIST_LOAD_THREADS (0-64) overrides it, to measure. */
+int cli_decode_load_threads(void);
+
 /* The scheduler of one batch. */
 typedef struct cli_gpu_decode {
     pthread_mutex_t lock;
@@ -101,6 +134,7 @@ typedef struct cli_gpu_decode {
     uint32_t gpu_slots_seen;                               /* the slots of the series measured */
     double waited;       /* workers' seconds spent waiting for a slot or the load */
     double load_start;   /* when the loader started (CLOCK_MONOTONIC seconds) */
+    double load_end;     /* when it finished; series begun before are not measured */
     uint64_t gpu_series, cpu_series;
     /* The shares of the series on the GPU now (dh_plan_share): idle workers decode their files
      * from the back on their cores, so the GPU and the cores split a series, not only series. */
