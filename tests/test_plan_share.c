@@ -60,7 +60,10 @@ static void *help_until_stopped(void *arg)
     return NULL;
 }
 
-static void assert_same_set(const dh_volume_set *a, const dh_volume_set *b)
+/* b equals a, a's decoder included, but where gpu_mix: an owner decoding on the GPU beside back
+ * or load threads on the CPU decoders gives "nvjpeg2k+openjpeg" where the GPU read all of a
+ * (on a GPU host; elsewhere the GPU reads nothing and the decoders are the same). */
+static void assert_same_set_as(const dh_volume_set *a, const dh_volume_set *b, int gpu_mix)
 {
     ck_assert_uint_eq(dh_volume_set_count(a), dh_volume_set_count(b));
     ck_assert_uint_eq(dh_volume_set_failure_count(a), dh_volume_set_failure_count(b));
@@ -78,9 +81,20 @@ static void assert_same_set(const dh_volume_set *a, const dh_volume_set *b)
             ck_assert_str_eq(dh_volume_slice_source(va, s), dh_volume_slice_source(vb, s));
         ck_assert_uint_eq(dh_volume_warning_count(va), dh_volume_warning_count(vb));
         const char *na = "", *nb = "";
-        ck_assert_str_eq(dh_volume_decoder(va, &na), dh_volume_decoder(vb, &nb));
+        const char *da = dh_volume_decoder(va, &na), *db = dh_volume_decoder(vb, &nb);
+        if (gpu_mix && strcmp(da, db) != 0) {
+            ck_assert_str_eq(da, "nvjpeg2k");
+            ck_assert_str_eq(db, "nvjpeg2k+openjpeg");
+            continue;
+        }
+        ck_assert_str_eq(da, db);
         ck_assert_str_eq(na, nb);
     }
+}
+
+static void assert_same_set(const dh_volume_set *a, const dh_volume_set *b)
+{
+    assert_same_set_as(a, b, 0);
 }
 
 START_TEST(shared_load_equals_the_plain_load)
@@ -169,7 +183,7 @@ START_TEST(shared_load_equals_the_plain_load)
         ck_assert_int_eq(dh_plan_load_series_shared(owner, plan, 0, share, &shared), DH_OK);
         ck_assert_int_eq(dh_ctx_read_times(owner, &after), DH_OK);
         ck_assert_uint_eq(after.files - before.files, n);
-        assert_same_set(round % 2 ? plain : gpu_plain, shared);
+        assert_same_set_as(round % 2 ? plain : gpu_plain, shared, !(round % 2));
         dh_volume_set_free(shared);
     }
     dh_plan_share_set_back_threads(share, 0);
@@ -226,7 +240,7 @@ START_TEST(load_threads_while_the_decoders_load)
     ck_assert_int_eq(dh_plan_load_series(gpu, plan, 0, &plain), DH_OK);
     ck_assert_uint_eq(dh_volume_set_failure_count(plain), 1);
     for (int round = 0; round < 3; round++) {
-        assert_same_set(plain, sets[round]);
+        assert_same_set_as(plain, sets[round], 1);
         dh_volume_set_free(sets[round]);
     }
     dh_volume_set_free(plain);
