@@ -280,6 +280,34 @@ START_TEST(scheduler_shares_the_work)
 }
 END_TEST
 
+/* Where auto computes beside the GPU's decoding: HTJ2K, not classic JPEG 2000 nor SV1; the
+ * measuring knob decides instead for every syntax the GPU decoders read, and for no other. */
+START_TEST(auto_computes_beside_htj2k_decoding)
+{
+    unsetenv("DICOMHIST_AUTO_COMPUTE_BESIDE");
+    unsetenv("DH_GPU_JPEG_LOSSLESS");
+    ck_assert(cli_decode_compute_beside("1.2.840.10008.1.2.4.201"));
+    ck_assert(cli_decode_compute_beside("1.2.840.10008.1.2.4.203"));
+    ck_assert(!cli_decode_compute_beside("1.2.840.10008.1.2.4.90"));
+    ck_assert(!cli_decode_compute_beside("1.2.840.10008.1.2.4.91"));
+    ck_assert(!cli_decode_compute_beside("1.2.840.10008.1.2.4.70"));
+    ck_assert(!cli_decode_compute_beside("1.2.840.10008.1.2.1"));
+    ck_assert(!cli_decode_compute_beside(NULL));
+    setenv("DH_GPU_JPEG_LOSSLESS", "1", 1); /* SV1 on the GPU decoders: still the cores */
+    ck_assert(!cli_decode_compute_beside("1.2.840.10008.1.2.4.70"));
+    unsetenv("DH_GPU_JPEG_LOSSLESS");
+    setenv("DICOMHIST_AUTO_COMPUTE_BESIDE", "1", 1);
+    ck_assert(cli_decode_compute_beside("1.2.840.10008.1.2.4.90"));
+    ck_assert(!cli_decode_compute_beside("1.2.840.10008.1.2.1"));
+    setenv("DICOMHIST_AUTO_COMPUTE_BESIDE", "0", 1);
+    ck_assert(!cli_decode_compute_beside("1.2.840.10008.1.2.4.201"));
+    setenv("DICOMHIST_AUTO_COMPUTE_BESIDE", "yes", 1); /* not 0 or 1: the rule */
+    ck_assert(cli_decode_compute_beside("1.2.840.10008.1.2.4.201"));
+    ck_assert(!cli_decode_compute_beside("1.2.840.10008.1.2.4.90"));
+    unsetenv("DICOMHIST_AUTO_COMPUTE_BESIDE");
+}
+END_TEST
+
 /* Feeders taken while the decoders load hold slots like any, and their time, which holds the
  * load, is not taken for the GPU's rate; a series begun once they are loaded is. */
 START_TEST(feeders_taken_while_loading)
@@ -457,6 +485,7 @@ int main(void)
                        DH_TEST(cpu_priors_per_syntax),
                        DH_TEST(gpu_priors_per_syntax),
                        DH_TEST(auto_loads_the_decoders_where_they_shorten_the_batch),
+                       DH_TEST(auto_computes_beside_htj2k_decoding),
                        DH_TEST(feeders_taken_while_loading),
                        DH_TEST(load_threads_by_default_and_asked),
                        DH_TEST(syntaxes_the_gpu_reads),

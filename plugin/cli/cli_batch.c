@@ -56,6 +56,8 @@ struct cli_series_private {
     char *decoder, *decoder_note; /* of the series' volume (dh_volume_decoder), NULL: none */
     double stage[CLI_STAGE_COUNT][2]; /* --stats: wall and CPU seconds per stage */
     int device_read; /* SV1 into device memory (cli_decode_device_sv1): 1 read, -1 fell back */
+    int gpu_idle_beside; /* decoded on the GPU in a syntax that leaves it idle: auto computes
+                            there too (cli_decode_compute_beside) */
     /* Held from the read to the end of the command's deferred part (cli_series_defer). */
     double start;
     dh_volume_set *set;
@@ -208,7 +210,7 @@ dh_device cli_series_device(const cli_series *s, const dh_volume *v)
      * the others, with no copy. CUDA is asked about only then: a run that never computes on
      * the GPU never starts its runtime. */
     uint64_t samples = (uint64_t)dh_volume_rows(v) * dh_volume_columns(v) * dh_volume_slices(v);
-    if (samples < CLI_AUTO_GPU_MIN_SAMPLES)
+    if (samples < CLI_AUTO_GPU_MIN_SAMPLES && !s->priv->gpu_idle_beside)
         return DH_DEVICE_CPU;
     batch *shared = (batch *)b; /* the lock and the one answer are the batch's */
     pthread_mutex_lock(&shared->lock);
@@ -409,6 +411,8 @@ static int process(batch *b, size_t k, dh_ctx *ctx, dh_plan_share *share, int ma
     if (gpu_syntax || sv1)
         cli_gpu_decode_done(&b->gpu_decode, choice, shared ? share : NULL, slots, bytes,
                             cli_now() - load_from);
+    p->gpu_idle_beside = gpu_syntax && choice == CLI_DECODE_GPU &&
+                         cli_gpu_decode_usable(&b->gpu_decode) && cli_decode_compute_beside(syntax);
     p->stage[CLI_STAGE_READ][0] = after.read_seconds - before.read_seconds;
     p->stage[CLI_STAGE_READ][1] = after.read_cpu_seconds - before.read_cpu_seconds;
     p->stage[CLI_STAGE_DECODE][0] =

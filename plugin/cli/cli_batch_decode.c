@@ -74,6 +74,15 @@ static int classic_j2k(const char *uid)
                    strcmp(uid, "1.2.840.10008.1.2.4.91") == 0);
 }
 
+int cli_decode_compute_beside(const char *uid)
+{
+    const char *asked = getenv("DICOMHIST_AUTO_COMPUTE_BESIDE"); /* to measure: 0 or 1 */
+    if (asked && (strcmp(asked, "0") == 0 || strcmp(asked, "1") == 0))
+        return cli_decode_gpu_syntax(uid) && strcmp(asked, "1") == 0;
+    return cli_decode_gpu_syntax(uid) && !classic_j2k(uid) &&
+           strcmp(uid, "1.2.840.10008.1.2.4.70") != 0;
+}
+
 double cli_decode_cpu_prior(const char *uid)
 {
     if (!uid)

@@ -83,6 +83,15 @@ double cli_decode_gpu_prior(const char *transfer_syntax_uid);
 int cli_decode_auto_loads(double core_seconds, double gpu_seconds, uint32_t jobs,
                           double estimate[2]);
 
+/* 1 where --device auto computes a series on the GPU because the GPU decoded it, whatever its
+ * size (cli_series_device): HTJ2K, whose GPU decoding leaves the GPU mostly idle while the cores
+ * are the wall (they feed it, and write), so a core's compute is worth more than the GPU's
+ * (session 22: at 2.18 GB cuda, computing there, was the fastest device); not classic JPEG 2000,
+ * where the GPU's decoding is the wall and a compute queued behind it waits (session 21: auto,
+ * computing on the cores, beat cuda by 0.4-0.9 s). DICOMHIST_AUTO_COMPUTE_BESIDE=0 or 1 decides
+ * instead for every GPU syntax, to measure. */
+int cli_decode_compute_beside(const char *transfer_syntax_uid);
+
 /* 1 when the GPU decoders read this transfer syntax (JPEG 2000 and HTJ2K; JPEG lossless SV1
  * only where DH_GPU_JPEG_LOSSLESS=1 asks for nvJPEG, as the library does). */
 int cli_decode_gpu_syntax(const char *transfer_syntax_uid);

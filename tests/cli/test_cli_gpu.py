@@ -11,8 +11,8 @@ For every file and series folder of ../shared/dicom and ../shared/dicom-jpeg2000
   derived files' pixel data is identical (the UIDs differ by design, so only PixelData is
   compared, read straight from the explicit little endian files written);
 - `equalize` of the whole folder as one batch on 8 workers sharing the GPU (cuda also with one
-  GPU decode slot, the other JPEG 2000 series decoded by the cores beside it): --device cuda and
-  auto write the pixels --device cpu writes;
+  GPU decode slot, the other JPEG 2000 series decoded by the cores beside it; auto also with the
+  GPU decoders asked for): --device cuda and auto write the pixels --device cpu writes;
 - the JPEG lossless SV1 series of both folders and of the build's generated streams as one batch:
   --device cuda (nvJPEG into GPU memory) and DH_GPU_JPEG_LOSSLESS=0 (DCMTK) write the pixels
   --device cpu writes;
@@ -134,18 +134,20 @@ def compare_batch(c, exe, shared, tmp):
     go to the cores beside a busy GPU (plugin/cli/cli_batch_decode.c), and the workers waiting
     for the slot decode files of the series on it from the back (dh_plan_share, session 17),
     with two back threads of the series' own (DICOMHIST_BACK_THREADS=2; none by default since
-    session 21): the same pixels."""
+    session 21): the same pixels. "autog": auto with the GPU decoders loaded whatever the
+    batch's size (DICOMHIST_AUTO_DECODERS=gpu; by its rule auto keeps a folder this small on
+    the cores, session 22), so that auto's GPU decoding is checked too."""
     outs = {}
-    for dev in ("cpu", "cuda", "auto", "cuda1"):
+    envs = {"cuda1": {"DICOMHIST_GPU_DECODE_SLOTS": "1", "DICOMHIST_BACK_THREADS": "2"},
+            "autog": {"DICOMHIST_AUTO_DECODERS": "gpu"}}
+    for dev in ("cpu", "cuda", "auto", "cuda1", "autog"):
         d = os.path.join(tmp, f"batch_{dev}")
-        env = ({"DICOMHIST_GPU_DECODE_SLOTS": "1", "DICOMHIST_BACK_THREADS": "2"}
-               if dev == "cuda1" else None)
         for job in (["equalize"], ["equalize", "--mode", "slice", "--window", "percentile:1"]):
-            r = t.run(exe, *job, "--jobs", "8", "--device", dev.rstrip("1"), "-o", d, shared,
-                      env=env)
+            r = t.run(exe, *job, "--jobs", "8", "--device", dev.rstrip("1g"), "-o", d, shared,
+                      env=envs.get(dev))
             outs[(dev, job[-1])] = (r.rc, derived_pixels(d) if os.path.isdir(d) else {})
             shutil.rmtree(d, ignore_errors=True)
-    for dev in ("cuda", "auto", "cuda1"):
+    for dev in ("cuda", "auto", "cuda1", "autog"):
         for job in ("equalize", "percentile:1"):
             c.check(outs[(dev, job)] == outs[("cpu", job)],
                     f"batch {job} --jobs 8 --device {dev}: rc {outs[(dev, job)][0]} against "
