@@ -184,7 +184,10 @@ START_TEST(auto_loads_the_decoders_where_they_shorten_the_batch)
     setenv("DICOMHIST_AUTO_DECODERS", "gpu", 1);
     ck_assert(auto_loads_bytes(j2k, 21e6, 16, NULL));
     setenv("DICOMHIST_AUTO_DECODERS", "cpu", 1);
-    ck_assert(!auto_loads_bytes(j2k, 1.09e9, 16, NULL));
+    ck_assert(!auto_loads_bytes(j2k, 1.09e9, 16, e)); /* the estimate still made, for --stats */
+    ck_assert(e[0] > e[1] && e[1] > 1.0);
+    ck_assert(!cli_decode_auto_loads(100.0, 0, 16, e)); /* no prior: the knob still decides */
+    ck_assert(e[0] == 0 && e[1] == 0);
     setenv("DICOMHIST_AUTO_DECODERS", "GPU", 1);
     ck_assert(!auto_loads_bytes(j2k, 21e6, 16, NULL));
     unsetenv("DICOMHIST_AUTO_DECODERS");

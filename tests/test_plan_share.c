@@ -14,7 +14,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "dh_dicom.h"
 #include "dicomhist.h"
+#include "plan_share.h"
 #include "test_support.h"
 
 static char *tree;
@@ -206,10 +208,12 @@ START_TEST(shared_load_equals_the_plain_load)
 }
 END_TEST
 
-/* Load threads: set before the GPU decoders' load has settled (this test's process has not asked
- * for them yet), they decode from the back beside an owner whose first GPU frame waits for that
- * load (with no GPU here it fails at once; on a GPU host it takes about 0.6 s); once it has
- * settled none start. Every load gives the plain load's set, each file decoded once. */
+/* Load threads on a real series: set before the GPU decoders' load has settled (this test's
+ * process has not asked for them yet), they decode from the back beside an owner whose first GPU
+ * frame starts that load and waits for it (with no GPU here it fails within milliseconds, so
+ * only round 0 may see them; on a GPU host it takes about 0.6 s); once it has settled none
+ * start. Every load gives the plain load's set, each file decoded once. That the threads run and
+ * stop is load_threads_stop_once_the_load_settles' check. */
 START_TEST(load_threads_while_the_decoders_load)
 {
     char in[4096];
@@ -250,6 +254,70 @@ START_TEST(load_threads_while_the_decoders_load)
 }
 END_TEST
 
+/* dh_plan_share_run's load threads with a stand-in decode: each slot records the options it was
+ * decoded with (the owner's gpu_decode 1, a load thread's 0) and how often, 2 ms each. While the
+ * GPU decoders' load has not settled in this process (the normal build, whose loader runs only
+ * when asked) a load thread decodes from the back; the owner's sixth slot settles it (asks for
+ * the decoders, which fails within milliseconds here), after which the load thread finishes its
+ * slot and stops: about six slots, where one that ran on would take about half of the 96. Once
+ * settled (always in a build without the decoders) none starts; none with the owner's GPU
+ * decoding off either. Every slot once. */
+typedef struct stand_in {
+    atomic_int times[96];
+    atomic_int on_cpu[96];
+    atomic_int owner_slots;
+    int settle_at; /* the owner's slot count at which it asks for the decoders; 0: never */
+} stand_in;
+
+static void stand_in_decode(void *job, size_t slot, const dh_dicom_read_options *o)
+{
+    stand_in *j = job;
+    atomic_fetch_add(&j->times[slot], 1);
+    if (!o->gpu_decode)
+        atomic_fetch_add(&j->on_cpu[slot], 1);
+    else if (atomic_fetch_add(&j->owner_slots, 1) + 1 == j->settle_at) {
+        char why[256];
+        dh_gpu_decoders_available(why, sizeof why);
+    }
+    struct timespec pause = {0, 2000000};
+    nanosleep(&pause, NULL);
+}
+
+static int run_stand_in(dh_plan_share *share, int gpu_decode, int settle_at)
+{
+    stand_in j;
+    for (int i = 0; i < 96; i++)
+        atomic_init(&j.times[i], 0), atomic_init(&j.on_cpu[i], 0);
+    atomic_init(&j.owner_slots, 0);
+    j.settle_at = settle_at;
+    dh_dicom_read_options o = {0};
+    o.gpu_decode = gpu_decode;
+    dh_plan_share_run(share, 96, 1, stand_in_decode, &j, &o);
+    int cpu = 0;
+    for (int i = 0; i < 96; i++) {
+        ck_assert_int_eq(atomic_load(&j.times[i]), 1);
+        cpu += atomic_load(&j.on_cpu[i]);
+    }
+    return gpu_decode ? cpu : 0;
+}
+
+START_TEST(load_threads_stop_once_the_load_settles)
+{
+    dh_plan_share *share = dh_plan_share_create();
+    dh_plan_share_set_load_threads(share, 1);
+    ck_assert_int_eq(run_stand_in(share, 0, 0), 0); /* the owner on the CPU: no thread added */
+    if (!dh_dicom_gpu_decoders_settled()) {
+        int by_load_thread = run_stand_in(share, 1, 6);
+        ck_assert_int_ge(by_load_thread, 1);
+        ck_assert_int_le(by_load_thread, 24);
+    }
+    ck_assert(dh_dicom_gpu_decoders_settled());
+    ck_assert_int_eq(run_stand_in(share, 1, 0), 0); /* settled: none starts */
+    dh_plan_share_set_load_threads(share, 0);
+    dh_plan_share_free(share);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("plan_share");
@@ -258,6 +326,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, shared_load_equals_the_plain_load);
     tcase_add_test(tc, load_threads_while_the_decoders_load);
+    tcase_add_test(tc, load_threads_stop_once_the_load_settles);
     suite_add_tcase(s, tc);
     return dh_test_run(s);
 }

@@ -383,7 +383,7 @@ static int process(batch *b, size_t k, dh_ctx *ctx, dh_plan_share *share, int ma
         choice = CLI_DECODE_GPU;
     else if (b->gpu_declined && cli_decode_gpu_syntax(syntax))
         sched_note = "decoded on the CPU: --device auto loads the GPU decoders only for a batch "
-                     "they would finish sooner (docs/batch.md)";
+                     "they would finish sooner, and did not look for them (docs/batch.md)";
     if (b->gpu_sched)
         dh_ctx_set_gpu_decode(ctx, choice == CLI_DECODE_GPU);
     double load_from = cli_now();
@@ -411,8 +411,6 @@ static int process(batch *b, size_t k, dh_ctx *ctx, dh_plan_share *share, int ma
     if (gpu_syntax || sv1)
         cli_gpu_decode_done(&b->gpu_decode, choice, shared ? share : NULL, slots, bytes,
                             cli_now() - load_from);
-    p->gpu_idle_beside = gpu_syntax && choice == CLI_DECODE_GPU &&
-                         cli_gpu_decode_usable(&b->gpu_decode) && cli_decode_compute_beside(syntax);
     p->stage[CLI_STAGE_READ][0] = after.read_seconds - before.read_seconds;
     p->stage[CLI_STAGE_READ][1] = after.read_cpu_seconds - before.read_cpu_seconds;
     p->stage[CLI_STAGE_DECODE][0] =
@@ -431,6 +429,10 @@ static int process(batch *b, size_t k, dh_ctx *ctx, dh_plan_share *share, int ma
             if (shared && !*note && p->decoder && strchr(p->decoder, '+'))
                 note = "files of the series decoded by idle cores beside the GPU (docs/batch.md)";
             p->decoder_note = dup_or_null(*note ? note : sched_note);
+            /* By what decoded it, not by the choice: nvJPEG2000 read some of its files. */
+            p->gpu_idle_beside = gpu_syntax && choice == CLI_DECODE_GPU && p->decoder &&
+                                 strncmp(p->decoder, "nvjpeg2k", 8) == 0 &&
+                                 cli_decode_compute_beside(syntax);
             b->work(b->state, b->cl, s, dh_volume_set_volume(set, 0));
         }
     }

@@ -104,11 +104,12 @@ double cli_decode_gpu_prior(const char *uid)
 int cli_decode_auto_loads(double core_seconds, double gpu_seconds, uint32_t jobs,
                           double estimate[2])
 {
+    if (estimate)
+        estimate[0] = estimate[1] = 0;
     const char *asked = getenv("DICOMHIST_AUTO_DECODERS"); /* to measure: gpu or cpu */
-    if (asked && (strcmp(asked, "gpu") == 0 || strcmp(asked, "cpu") == 0))
-        return strcmp(asked, "gpu") == 0;
+    int forced = asked && (strcmp(asked, "gpu") == 0 || strcmp(asked, "cpu") == 0);
     if (!(gpu_seconds > 0) || jobs == 0)
-        return 1; /* no prior to weigh: as every batch before the rule */
+        return forced ? strcmp(asked, "gpu") == 0 : 1; /* no prior: as before the rule */
     const double cores = (double)jobs, load = CLI_DECODE_PRIOR_LOAD_SECONDS;
     const double alone = core_seconds / cores;
     /* During the load the cores decode alone; then the GPU adds core_seconds / gpu_seconds
@@ -118,7 +119,7 @@ int cli_decode_auto_loads(double core_seconds, double gpu_seconds, uint32_t jobs
                       (left > 0 ? left / (cores + core_seconds / gpu_seconds) : 0);
     if (estimate)
         estimate[0] = alone, estimate[1] = with_gpu;
-    return with_gpu < alone;
+    return forced ? strcmp(asked, "gpu") == 0 : with_gpu < alone;
 }
 
 int cli_decode_gpu_refused(const char *uid)

@@ -77,7 +77,8 @@ double cli_decode_gpu_prior(const char *transfer_syntax_uid);
  * The cores alone take core_seconds / jobs; with the GPU, its load (the cores decoding alone
  * meanwhile), CLI_DECODE_AUTO_FIXED_SECONDS, then the rest with the GPU adding core_seconds /
  * gpu_seconds cores' worth. 1 where that is shorter, or where there is no prior (gpu_seconds 0);
- * `estimate` (may be NULL) gets the two seconds, cores alone and with the GPU. On 16 workers the
+ * `estimate` (may be NULL) gets the two seconds, cores alone and with the GPU (0 and 0 where
+ * there is no prior). On 16 workers the
  * GPU is worth it from about 0.22 GB of J2K and 2.2 GB of HTJ2K. Pure, but for the measuring knob
  * DICOMHIST_AUTO_DECODERS: gpu or cpu decides instead. */
 int cli_decode_auto_loads(double core_seconds, double gpu_seconds, uint32_t jobs,
@@ -141,7 +142,9 @@ typedef struct cli_gpu_decode {
     uint64_t pending;    /* GPU-decodable bytes of series not yet taken */
     double gpu_bytes, gpu_seconds, cpu_bytes, cpu_seconds; /* measured, per series */
     uint32_t gpu_slots_seen;                               /* the slots of the series measured */
-    double waited;       /* workers' seconds spent waiting for a slot or the load */
+    double waited;       /* workers' seconds waiting in the scheduler for a slot (feeders taken
+                            while the decoders load wait for them inside decode, since session
+                            22, not here) */
     double load_start;   /* when the loader started (CLOCK_MONOTONIC seconds) */
     double load_end;     /* when it finished; series begun before are not measured */
     uint64_t gpu_series, cpu_series;

@@ -1108,7 +1108,9 @@ DH_API void dh_plan_share_set_back_threads(dh_plan_share *share, int threads);
  * loading, to decode files from the back with the CPU decoders (default 0, at most 64). Each
  * stops once the load has settled (usable or not); none start after. The owner's first GPU frame
  * waits for that load (dh_gpu_decoders_available, 0.6 s on an H100 host), so its core is free
- * meanwhile (docs/batch.md). */
+ * meanwhile (docs/batch.md). Set them for a series in a syntax the GPU decoders read: a load
+ * that never asks for the decoders never settles their load, and its load threads then decode
+ * beside the owner to the end (the same values, more threads than asked for the GPU's sake). */
 DH_API void dh_plan_share_set_load_threads(dh_plan_share *share, int threads);
 
 /* ---- CUDA started ahead of the first GPU call (issue 24) ----------------------------------
