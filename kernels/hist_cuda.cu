@@ -661,6 +661,18 @@ int dh_cuda_open_context(void)
     return 1;
 }
 
+int dh_cuda_schedule(unsigned flags)
+{
+    if (flags != cudaDeviceScheduleAuto && flags != cudaDeviceScheduleSpin &&
+        flags != cudaDeviceScheduleYield && flags != cudaDeviceScheduleBlockingSync)
+        return 0;
+    if (!dh_cuda_usable() || cudaSetDeviceFlags(flags) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return 1;
+}
+
 int dh_cuda_name(char *name, size_t size)
 {
     int device = 0;

@@ -26,6 +26,10 @@ int dh_cuda_name(char *name, size_t size);
  * process, CUDA's own state; later calls only read it), so that the process's first GPU call does
  * not pay for it. 0 also when the context cannot be made. Never fails, never prints. */
 int dh_cuda_open_context(void);
+/* cudaSetDeviceFlags with one of cudaDeviceScheduleSpin, Yield, BlockingSync or Auto (the
+ * runtime's values: 1, 2, 4, 0) on the current device's primary context, made or not; 1 when
+ * set, else 0 (no device, another value). Never fails, never prints. */
+int dh_cuda_schedule(unsigned flags);
 
 /* Host samples in, host counts out (same contract as dh_hist_cpu). Moves the data to the GPU
  * itself (pinned staging, transfer overlapped with compute, chunked when the volume exceeds free

@@ -8,6 +8,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "cli_cuda_start.h"
@@ -200,6 +201,34 @@ START_TEST(the_library_prepare_answers_as_cuda_available)
 }
 END_TEST
 
+/* The wait mode: none asked (CUDA's default kept) unless DICOMHIST_CUDA_WAIT names one; the library sets one where a
+ * GPU is usable (on the GPU host, test_cli_cuda_start_gpu) and refuses a value CUDA lacks; the
+ * command's prepare still answers as dh_cuda_available does. */
+START_TEST(the_wait_mode_asked)
+{
+    unsetenv("DICOMHIST_CUDA_WAIT");
+    ck_assert_int_eq(cli_cuda_wait_asked(), -1);
+    const char *names[] = {"auto", "spin", "yield", "block"};
+    const dh_cuda_wait modes[] = {DH_CUDA_WAIT_AUTO, DH_CUDA_WAIT_SPIN, DH_CUDA_WAIT_YIELD,
+                                  DH_CUDA_WAIT_BLOCK};
+    for (int i = 0; i < 4; i++) {
+        setenv("DICOMHIST_CUDA_WAIT", names[i], 1);
+        ck_assert_int_eq(cli_cuda_wait_asked(), (int)modes[i]);
+    }
+    setenv("DICOMHIST_CUDA_WAIT", "Spin", 1); /* not a name: none asked */
+    ck_assert_int_eq(cli_cuda_wait_asked(), -1);
+    setenv("DICOMHIST_CUDA_WAIT", "block", 1);
+    ck_assert_int_eq(cli_cuda_prepare_waiting(), dh_cuda_available());
+    unsetenv("DICOMHIST_CUDA_WAIT");
+    const int usable = dh_cuda_available();
+    ck_assert_int_eq(dh_cuda_set_wait((dh_cuda_wait)3), 0);
+    ck_assert_int_eq(dh_cuda_set_wait(DH_CUDA_WAIT_YIELD), usable);
+    ck_assert_int_eq(cli_cuda_prepare_waiting(), usable);
+    ck_assert_int_eq(dh_cuda_set_wait(DH_CUDA_WAIT_BLOCK), usable); /* the context made: still */
+    ck_assert_int_eq(dh_cuda_set_wait(DH_CUDA_WAIT_AUTO), usable);
+}
+END_TEST
+
 int main(void)
 {
     dh_test tests[] = {DH_TEST(waiters_block_until_the_answer_then_all_get_it),
@@ -207,6 +236,7 @@ int main(void)
                        DH_TEST(end_without_a_wait_joins_the_thread),
                        DH_TEST(the_answer_does_not_wait_for_the_context),
                        DH_TEST(no_context_where_the_answer_is_no),
-                       DH_TEST(the_library_prepare_answers_as_cuda_available)};
+                       DH_TEST(the_library_prepare_answers_as_cuda_available),
+                       DH_TEST(the_wait_mode_asked)};
     return dh_test_run(dh_test_suite("cli_cuda_start", 0, DH_TESTS(tests)));
 }

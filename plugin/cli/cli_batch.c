@@ -1159,7 +1159,7 @@ int cli_run_batch(const cli_command_line *cl, const cli_batch_config *cfg, cli_s
     cli_cuda_start cuda;
     int cuda_starting = cl->device == DH_DEVICE_CUDA;
     if (cuda_starting)
-        cli_cuda_start_begin(&cuda, dh_cuda_available, dh_cuda_prepare);
+        cli_cuda_start_begin(&cuda, dh_cuda_available, cli_cuda_prepare_waiting);
     dh_ctx *ctx = NULL;
     status = cli_open_context(cuda_starting ? DH_DEVICE_CPU : cl->device, &ctx);
     if (status < 0) {

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cli_cuda_start.h"
 #include "dicomhist.h"
 
 /* Classic JPEG 2000: the GPU's own decoding is the wall; 16 workers on H100 hosts, one series
@@ -183,6 +184,10 @@ static void *load(void *arg)
 {
     cli_gpu_decode *g = arg;
     char reason[sizeof g->reason];
+    /* How the decoders' feeders wait on the GPU, where asked for (cli_cuda_wait_asked). */
+    int wait = cli_cuda_wait_asked();
+    if (wait >= 0)
+        dh_cuda_set_wait((dh_cuda_wait)wait);
     int usable = dh_gpu_decoders_available(reason, sizeof reason);
     pthread_mutex_lock(&g->lock);
     g->loading = 0;

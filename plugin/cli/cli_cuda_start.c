@@ -5,6 +5,8 @@
 #include "cli_cuda_start.h"
 
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 
 static void *run(void *arg)
 {
@@ -51,4 +53,28 @@ void cli_cuda_start_end(cli_cuda_start *c)
     c->started = 0;
     pthread_mutex_destroy(&c->lock);
     pthread_cond_destroy(&c->changed);
+}
+
+int cli_cuda_wait_asked(void)
+{
+    static const struct {
+        const char *name;
+        dh_cuda_wait mode;
+    } modes[] = {{"auto", DH_CUDA_WAIT_AUTO},
+                 {"spin", DH_CUDA_WAIT_SPIN},
+                 {"yield", DH_CUDA_WAIT_YIELD},
+                 {"block", DH_CUDA_WAIT_BLOCK}};
+    const char *asked = getenv("DICOMHIST_CUDA_WAIT");
+    for (size_t i = 0; asked && i < sizeof modes / sizeof *modes; i++)
+        if (strcmp(asked, modes[i].name) == 0)
+            return (int)modes[i].mode;
+    return -1;
+}
+
+int cli_cuda_prepare_waiting(void)
+{
+    int mode = cli_cuda_wait_asked();
+    if (mode >= 0)
+        dh_cuda_set_wait((dh_cuda_wait)mode);
+    return dh_cuda_prepare();
 }

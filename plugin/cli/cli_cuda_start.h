@@ -14,6 +14,8 @@
 
 #include <pthread.h>
 
+#include "dicomhist.h"
+
 typedef struct cli_cuda_start {
     pthread_mutex_t lock;
     pthread_cond_t changed;
@@ -34,5 +36,16 @@ int cli_cuda_start_wait(cli_cuda_start *c);
 
 /* Waits for the thread (prepare() included) and releases c. */
 void cli_cuda_start_end(cli_cuda_start *c);
+
+/* The wait mode DICOMHIST_CUDA_WAIT asks for (auto, spin, yield or block: dh_cuda_set_wait's), or
+ * -1 where it names none: CUDA's own default is kept (it spins with fewer contexts than cores).
+ * To measure: session 22 on H100 hosts found no clear gain either way (J2K under cuda blocking
+ * faster than spinning in 6 rounds of 9, auto slower in 3 of 6, HTJ2K slower in 4 of 6; yield no
+ * better; docs/batch.md). */
+int cli_cuda_wait_asked(void);
+
+/* dh_cuda_set_wait where cli_cuda_wait_asked names a mode, then dh_cuda_prepare(): the command's
+ * prepare. */
+int cli_cuda_prepare_waiting(void);
 
 #endif /* DH_CLI_CUDA_START_H */

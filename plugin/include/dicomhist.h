@@ -1123,6 +1123,22 @@ DH_API void dh_plan_share_set_load_threads(dh_plan_share *share, int threads);
  * in exclusive mode). Never fails. */
 DH_API int dh_cuda_prepare(void);
 
+/* How this process's threads wait for the GPU (device 0's primary context, shared with every
+ * other CUDA user in the process: CUDA's own process-wide setting, so the library never changes
+ * it on its own; a host that owns the process chooses). CUDA's default with fewer contexts than
+ * cores is to spin, which takes a core from the host's other threads for every thread waiting:
+ * in a batch, the GPU decoders' feeders. The values are CUDA's (cudaDeviceScheduleAuto, Spin,
+ * Yield, BlockingSync). Returns 1 when set (before or after the context was made), 0 where no
+ * CUDA GPU is usable or for another value. The dicomhist command keeps CUDA's default unless
+ * DICOMHIST_CUDA_WAIT asks (docs/batch.md: session 22 found no clear gain in a batch). */
+typedef enum dh_cuda_wait {
+    DH_CUDA_WAIT_AUTO = 0,
+    DH_CUDA_WAIT_SPIN = 1,
+    DH_CUDA_WAIT_YIELD = 2,
+    DH_CUDA_WAIT_BLOCK = 4,
+} dh_cuda_wait;
+DH_API int dh_cuda_set_wait(dh_cuda_wait mode);
+
 #ifdef __cplusplus
 }
 #endif

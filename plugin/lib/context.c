@@ -153,6 +153,16 @@ int dh_cuda_prepare(void)
 #endif
 }
 
+int dh_cuda_set_wait(dh_cuda_wait mode)
+{
+#ifdef DH_HAVE_CUDA
+    return dh_cuda_schedule((unsigned)mode);
+#else
+    (void)mode;
+    return 0;
+#endif
+}
+
 int dh_cuda_device_name(char *name, size_t size)
 {
     if (!name || size == 0)
