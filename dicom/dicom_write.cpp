@@ -771,11 +771,8 @@ dh_dicom_status build_and_save(const char *path, int replace, bool flush_folder,
         if (out_data)
             return dh_dicom_dataset_encode(d.get(), path, DH_DICOM_EXPLICIT_LE, out_data,
                                            out_size, msg, msg_len);
-        return flush_folder
-                   ? dh_dicom_dataset_save(d.get(), path, DH_DICOM_EXPLICIT_LE, replace, msg,
-                                           msg_len)
-                   : dh_dicom_dataset_save_unsynced(d.get(), path, DH_DICOM_EXPLICIT_LE, replace,
-                                                    msg, msg_len);
+        return save_checked(d.get(), path, DH_DICOM_EXPLICIT_LE, replace, flush_folder, msg,
+                            msg_len);
     } catch (const failure &f) {
         return ::fail(msg, msg_len, f.status, "%s", f.reason.c_str());
     } catch (const std::bad_alloc &) {

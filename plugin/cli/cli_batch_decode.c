@@ -75,31 +75,33 @@ static int classic_j2k(const char *uid)
                    strcmp(uid, "1.2.840.10008.1.2.4.91") == 0);
 }
 
+/* HTJ2K: .201, .202, .203. */
+static int htj2k(const char *uid)
+{
+    return uid && strncmp(uid, "1.2.840.10008.1.2.4.20", 22) == 0 && strlen(uid) == 23;
+}
+
+/* A measuring knob naming one of two words: 1 for `yes`, 0 for `no`, -1 unset or anything else. */
+static int env_word(const char *name, const char *yes, const char *no)
+{
+    const char *env = getenv(name);
+    return !env ? -1 : strcmp(env, yes) == 0 ? 1 : strcmp(env, no) == 0 ? 0 : -1;
+}
+
 int cli_decode_compute_beside(const char *uid)
 {
-    const char *asked = getenv("DICOMHIST_AUTO_COMPUTE_BESIDE"); /* to measure: 0 or 1 */
-    if (asked && (strcmp(asked, "0") == 0 || strcmp(asked, "1") == 0))
-        return cli_decode_gpu_syntax(uid) && strcmp(asked, "1") == 0;
-    return cli_decode_gpu_syntax(uid) && !classic_j2k(uid) &&
-           strcmp(uid, "1.2.840.10008.1.2.4.70") != 0;
+    int asked = env_word("DICOMHIST_AUTO_COMPUTE_BESIDE", "1", "0");
+    return asked >= 0 ? cli_decode_gpu_syntax(uid) && asked : htj2k(uid);
 }
 
 double cli_decode_cpu_prior(const char *uid)
 {
-    if (!uid)
-        return 0;
-    if (classic_j2k(uid))
-        return 10.6e6;
-    if (strncmp(uid, "1.2.840.10008.1.2.4.20", 22) == 0 && strlen(uid) == 23)
-        return 74e6; /* HTJ2K: .201, .202, .203 */
-    return 0;
+    return classic_j2k(uid) ? 10.6e6 : htj2k(uid) ? 74e6 : 0;
 }
 
 double cli_decode_gpu_prior(const char *uid)
 {
-    if (classic_j2k(uid))
-        return 250e6;
-    return cli_decode_cpu_prior(uid) > 0 ? 0.56e9 : 0; /* HTJ2K */
+    return classic_j2k(uid) ? 250e6 : htj2k(uid) ? 0.56e9 : 0;
 }
 
 int cli_decode_auto_loads(double core_seconds, double gpu_seconds, uint32_t jobs,
@@ -107,10 +109,9 @@ int cli_decode_auto_loads(double core_seconds, double gpu_seconds, uint32_t jobs
 {
     if (estimate)
         estimate[0] = estimate[1] = 0;
-    const char *asked = getenv("DICOMHIST_AUTO_DECODERS"); /* to measure: gpu or cpu */
-    int forced = asked && (strcmp(asked, "gpu") == 0 || strcmp(asked, "cpu") == 0);
+    int forced = env_word("DICOMHIST_AUTO_DECODERS", "gpu", "cpu"); /* to measure */
     if (!(gpu_seconds > 0) || jobs == 0)
-        return forced ? strcmp(asked, "gpu") == 0 : 1; /* no prior: as before the rule */
+        return forced >= 0 ? forced : 1; /* no prior: as before the rule */
     const double cores = (double)jobs, load = CLI_DECODE_PRIOR_LOAD_SECONDS;
     const double alone = core_seconds / cores;
     /* During the load the cores decode alone; then the GPU adds core_seconds / gpu_seconds
@@ -120,7 +121,7 @@ int cli_decode_auto_loads(double core_seconds, double gpu_seconds, uint32_t jobs
                       (left > 0 ? left / (cores + core_seconds / gpu_seconds) : 0);
     if (estimate)
         estimate[0] = alone, estimate[1] = with_gpu;
-    return forced ? strcmp(asked, "gpu") == 0 : with_gpu < alone;
+    return forced >= 0 ? forced : with_gpu < alone;
 }
 
 int cli_decode_gpu_refused(const char *uid)

@@ -91,16 +91,22 @@ static void owner_loop(void *arg, size_t thread)
     }
 }
 
+/* A thread count asked for, held to 0..64. */
+static int thread_count(int threads)
+{
+    return threads > 0 ? (threads < 64 ? threads : 64) : 0;
+}
+
 void dh_plan_share_set_back_threads(dh_plan_share *s, int threads)
 {
     if (s)
-        s->back_threads = threads > 0 ? (threads < 64 ? threads : 64) : 0;
+        s->back_threads = thread_count(threads);
 }
 
 void dh_plan_share_set_load_threads(dh_plan_share *s, int threads)
 {
     if (s)
-        s->load_threads = threads > 0 ? (threads < 64 ? threads : 64) : 0;
+        s->load_threads = thread_count(threads);
 }
 
 void dh_plan_share_run(dh_plan_share *s, size_t count, int threads, dh_share_decode_fn decode,
