@@ -668,13 +668,12 @@ int dh_eq_cuda_begin(const void *data, int is_signed, size_t slice_len, size_t s
     return start_histograms(s, out, msg, msg_len);
 }
 
-int dh_eq_cuda_begin_pooled(dh_eq_cuda_pool *pool, const void *data, int is_signed,
-                            size_t slice_len, size_t slices, int per_slice, int32_t base,
-                            uint32_t len, dh_eq_cuda **out, char *msg, size_t msg_len)
+/* The pooled session over host samples (uploaded through the ring) or, with d_ready, over
+ * samples already in device memory, ready once the stream d_ready is (read where they are). */
+static int begin_pooled(dh_eq_cuda_pool *pool, const void *data, bool on_device, void *d_ready,
+                        int is_signed, size_t slice_len, size_t slices, int per_slice,
+                        int32_t base, uint32_t len, dh_eq_cuda **out, char *msg, size_t msg_len)
 {
-    if (!pool)
-        return dh_eq_cuda_begin(data, is_signed, slice_len, slices, per_slice, base, len, out, msg,
-                                msg_len);
     dh_eq_cuda *s = session_new(is_signed, slice_len, slices, per_slice, base, len, out, msg,
                                 msg_len);
     if (!s)
@@ -695,7 +694,8 @@ int dh_eq_cuda_begin_pooled(dh_eq_cuda_pool *pool, const void *data, int is_sign
         pool_buffer *b;
         size_t bytes;
         bool pinned;
-    } need[] = {{&pool->d_data, data_bytes, false},      {&pool->d_hist, hist_bytes, false},
+    } need[] = {{&pool->d_data, on_device ? 0 : data_bytes, false},
+                {&pool->d_hist, hist_bytes, false},
                 {&pool->d_luts, lut_bytes, false},       {&pool->d_out, data_bytes, false},
                 {&pool->d_windows, window_bytes, false}, {&pool->h_ring, kRingChunk * kRingSlots, true},
                 {&pool->h_hist, hist_bytes, true},       {&pool->h_luts, lut_bytes, true},
@@ -708,17 +708,50 @@ int dh_eq_cuda_begin_pooled(dh_eq_cuda_pool *pool, const void *data, int is_sign
         return dh_cuda_fail(msg, msg_len, "", "allocating the context's GPU buffers", e);
     }
     s->stream = pool->stream;
-    s->d_data = pool->d_data.p;
+    s->d_data = on_device ? const_cast<void *>(data) : pool->d_data.p;
     s->d_hist = (uint64_t *)pool->d_hist.p;
     s->d_luts = (uint16_t *)pool->d_luts.p;
     s->d_out = (uint16_t *)pool->d_out.p;
     s->d_windows = (dh_eq_window *)pool->d_windows.p;
-    e = ring_upload(pool, s->d_data, data, data_bytes);
+    /* Device samples: the compute stream waits for the stream that made them, not the host. */
+    if (on_device) {
+        e = cudaEventRecord(pool->done, (cudaStream_t)d_ready);
+        if (e == cudaSuccess)
+            e = cudaStreamWaitEvent(s->stream, pool->done, 0);
+    } else {
+        e = ring_upload(pool, s->d_data, data, data_bytes);
+    }
     if (e != cudaSuccess) {
         dh_eq_cuda_free(s);
-        return dh_cuda_fail(msg, msg_len, "", "uploading the volume", e);
+        return dh_cuda_fail(msg, msg_len, "",
+                            on_device ? "waiting for the samples" : "uploading the volume", e);
     }
     return start_histograms(s, out, msg, msg_len);
+}
+
+int dh_eq_cuda_begin_pooled(dh_eq_cuda_pool *pool, const void *data, int is_signed,
+                            size_t slice_len, size_t slices, int per_slice, int32_t base,
+                            uint32_t len, dh_eq_cuda **out, char *msg, size_t msg_len)
+{
+    if (!pool)
+        return dh_eq_cuda_begin(data, is_signed, slice_len, slices, per_slice, base, len, out, msg,
+                                msg_len);
+    return begin_pooled(pool, data, false, nullptr, is_signed, slice_len, slices, per_slice, base,
+                        len, out, msg, msg_len);
+}
+
+int dh_eq_cuda_begin_pooled_device(dh_eq_cuda_pool *pool, const void *d_data, void *d_ready,
+                                   int is_signed, size_t slice_len, size_t slices, int per_slice,
+                                   int32_t base, uint32_t len, dh_eq_cuda **out, char *msg,
+                                   size_t msg_len)
+{
+    if (!pool) {
+        *out = nullptr;
+        snprintf(msg, msg_len, "no context to compute in");
+        return -1;
+    }
+    return begin_pooled(pool, d_data, true, d_ready, is_signed, slice_len, slices, per_slice, base,
+                        len, out, msg, msg_len);
 }
 
 int dh_eq_cuda_histograms(dh_eq_cuda *s, uint64_t *hist, char *msg, size_t msg_len)

@@ -68,6 +68,13 @@ void dh_eq_cuda_pool_free(dh_eq_cuda_pool *pool); /* NULL accepted */
 int dh_eq_cuda_begin_pooled(dh_eq_cuda_pool *pool, const void *data, int is_signed,
                             size_t slice_len, size_t slices, int per_slice, int32_t base,
                             uint32_t len, dh_eq_cuda **out, char *msg, size_t msg_len);
+/* The same over samples already in GPU memory (a volume decoded there), read where they are
+ * once the stream d_ready (a cudaStream_t; NULL: the legacy default stream) has made them: no
+ * upload. d_data must outlive the session. */
+int dh_eq_cuda_begin_pooled_device(dh_eq_cuda_pool *pool, const void *d_data, void *d_ready,
+                                   int is_signed, size_t slice_len, size_t slices, int per_slice,
+                                   int32_t base, uint32_t len, dh_eq_cuda **out, char *msg,
+                                   size_t msg_len);
 
 #ifdef __cplusplus
 }

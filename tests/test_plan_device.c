@@ -15,8 +15,11 @@
  *                             ways: the same failures (path and status), the same metadata and
  *                             slice order, every sample equal (copied back through the DICOM
  *                             layer); loaded again into the caller's buffer; downloaded into a
- *                             host volume equal to the host read, stored range included. Skipped
- *                             (77) where no GPU decodes.
+ *                             host volume equal to the host read, stored range included;
+ *                             before that, dh_equalize of the device volume on the GPU (no copy
+ *                             up) equal to the CPU twin's on the host read for four parameter
+ *                             sets, and the CPU or CLAHE refused by name. Skipped (77) where no
+ *                             GPU decodes.
  */
 #define _XOPEN_SOURCE 700
 #include "context.h"
@@ -317,6 +320,65 @@ static int samples_equal(const dh_volume *host, const void *d_samples, size_t co
     return ok && bad == 0;
 }
 
+/* dh_equalize of the device volume d (its samples on the GPU, computed there) against the CPU
+ * twin's on the host read h, for several parameter sets: the same values, tables and windows;
+ * and what it cannot compute there refused by name, not read as NULL. */
+static void check_equalize_on_device(dh_ctx *ctx, const dh_volume *h, const dh_volume *d,
+                                     const char *what)
+{
+    for (int set = 0; set < 4; set++) {
+        dh_equalize_params p;
+        dh_equalize_params_init(&p);
+        p.per_slice = set == 1 || set == 3;
+        if (set >= 2) {
+            p.window = DH_WINDOW_PERCENTILE;
+            p.percentile = 1.5;
+            p.clip_limit = set == 2 ? 3.0 : 0;
+        }
+        if (set == 3) {
+            p.operation = DH_EQ_WINDOW_LEVEL;
+            p.window = DH_WINDOW_MINMAX;
+            p.clip_limit = 0;
+        }
+        dh_equalized *cpu = NULL, *gpu = NULL;
+        p.device = DH_DEVICE_CPU;
+        dh_status want = dh_equalize(ctx, h, &p, &cpu);
+        p.device = DH_DEVICE_CUDA;
+        dh_status got = dh_equalize(ctx, d, &p, &gpu);
+        CHECK(got == want, "%s: parameter set %d: %d on the device volume, %d on the host (%s)",
+              what, set, got, want, dh_ctx_error(ctx));
+        if (got == DH_OK && want == DH_OK) {
+            const size_t n = (size_t)cpu->rows * cpu->columns * cpu->slices;
+            const size_t t = (size_t)cpu->table_count * cpu->table_len;
+            int windows = 1;
+            for (uint32_t k = 0; k < cpu->table_count; k++)
+                windows &= memcmp(&cpu->window_lo[k], &gpu->window_lo[k], sizeof(double)) == 0 &&
+                           memcmp(&cpu->window_hi[k], &gpu->window_hi[k], sizeof(double)) == 0;
+            CHECK(gpu->device_used == DH_DEVICE_CUDA && gpu->table_count == cpu->table_count &&
+                      memcmp(gpu->data, cpu->data, n * 2) == 0 &&
+                      memcmp(gpu->tables, cpu->tables, t * 2) == 0 && windows &&
+                      strcmp(gpu->description, cpu->description) == 0,
+                  "%s: parameter set %d: the device volume's equalization differs from the "
+                  "CPU twin's on the host read", what, set);
+        }
+        dh_equalized_free(cpu);
+        dh_equalized_free(gpu);
+    }
+    dh_equalize_params p;
+    dh_equalize_params_init(&p);
+    dh_equalized *none = NULL;
+    p.device = DH_DEVICE_CPU;
+    CHECK(dh_equalize(ctx, d, &p, &none) == DH_ERR_INVALID_ARGUMENT &&
+              strstr(dh_ctx_error(ctx), "samples on the GPU") != NULL,
+          "%s: the CPU asked to equalize the device volume: %s", what, dh_ctx_error(ctx));
+    p.device = DH_DEVICE_CUDA;
+    p.method = DH_EQ_METHOD_CLAHE;
+    CHECK(dh_equalize(ctx, d, &p, &none) == DH_ERR_INVALID_ARGUMENT &&
+              strstr(dh_ctx_error(ctx), "samples on the GPU") != NULL,
+          "%s: CLAHE asked of the device volume: %s", what, dh_ctx_error(ctx));
+    dh_equalized_free(none);
+}
+
 /* One series both ways; returns the number of slices compared. */
 static size_t check_series(dh_ctx *ctx, const dh_plan *plan, size_t k)
 {
@@ -365,6 +427,7 @@ static size_t check_series(dh_ctx *ctx, const dh_plan *plan, size_t k)
         if (st == DH_OK)
             samples_equal(h, again.d_samples, count, what);
         dh_device_volume_release(&again, NULL);
+        check_equalize_on_device(ctx, h, d, what);
         /* Down to the host: a whole host volume, equal to the host read. */
         CHECK(dh_device_volume_download(ctx, &dev, NULL) == DH_OK, "%s: download: %s", what,
               dh_ctx_error(ctx));

@@ -61,6 +61,7 @@ struct cli_series_private {
     /* Held from the read to the end of the command's deferred part (cli_series_defer). */
     double start;
     dh_volume_set *set;
+    dh_device_volume device; /* set's samples on the GPU, where device.set == set */
     report_sink *sink;
     report_json json;
     cli_series_finish_fn finish;
@@ -280,18 +281,25 @@ static void free_private(struct cli_series_private *p)
  * call's wall seconds and this thread's CPU seconds (reading and decoding in one, counted as
  * decode as the library counts a one-file series; the GPU's time and the batch's helper threads
  * are not CPU time of this thread). */
-static int load_on_device(dh_ctx *ctx, const dh_plan *plan, size_t series, dh_volume_set **set,
-                          double decode[2])
+/* Series `series` read into GPU memory; kept there (p->device) when `keep`, for a command that
+ * computes it there, else copied down and the device samples freed. */
+static int load_on_device(dh_ctx *ctx, const dh_plan *plan, size_t series,
+                          struct cli_series_private *p, int keep, double decode[2])
 {
     double wall = cli_now(), cpu = thread_cpu();
     dh_device_volume dv;
     int ok = dh_plan_load_series_device(ctx, plan, series, NULL, NULL, 0, &dv) == DH_OK &&
-             dh_device_volume_download(ctx, &dv, NULL) == DH_OK;
-    if (ok) { /* the host set is kept, the device samples freed */
-        *set = dv.set;
+             (keep || dh_device_volume_download(ctx, &dv, NULL) == DH_OK);
+    if (ok && keep) {
+        p->device = dv;
+        p->set = dv.set;
+    } else if (ok) { /* the host set is kept, the device samples freed */
+        p->set = dv.set;
         dv.set = NULL;
+        dh_device_volume_release(&dv, NULL);
+    } else {
+        dh_device_volume_release(&dv, NULL);
     }
-    dh_device_volume_release(&dv, NULL);
     decode[0] += cli_now() - wall;
     decode[1] += thread_cpu() - cpu;
     return ok;
@@ -316,7 +324,10 @@ static void finish_series(batch *b, size_t k, dh_ctx *ctx)
         p->finish = NULL;
         p->pending = NULL;
     }
-    dh_volume_set_free(p->set);
+    if (p->device.set == p->set && p->set)
+        dh_device_volume_release(&p->device, NULL); /* the set with its GPU samples */
+    else
+        dh_volume_set_free(p->set);
     p->set = NULL;
     if (p->sink && report_sink_flush(p->sink) != 0 && !p->series_error)
         p->series_error = strdup("out of memory holding the output");
@@ -371,10 +382,16 @@ static int process(batch *b, size_t k, dh_ctx *ctx, dh_plan_share *share, int ma
      * DCMTK on the worker's core (run 81: sixteen such batches at once were slower than DCMTK). */
     int sv1 = b->gpu_sched && cli_decode_device_sv1(syntax, b->cl->device);
     int gpu_syntax = b->gpu_sched && !sv1 && cli_decode_gpu_syntax(syntax);
+    /* Where the command computes on the GPU, a series decoded there stays there
+     * (cli_batch_config.device_samples). JPEG 2000 into GPU memory a whole series per call, no
+     * share: to measure (DICOMHIST_DEVICE_SERIES=1). */
+    int keep_on_device = b->cl->device == DH_DEVICE_CUDA && b->cfg->device_samples;
+    const char *whole_env = getenv("DICOMHIST_DEVICE_SERIES");
+    int whole = gpu_syntax && keep_on_device && whole_env && strcmp(whole_env, "1") == 0;
     /* SV1 has no CPU prior, and no share: the device read takes the whole series in one call. */
     if (sv1 || gpu_syntax)
         choice = cli_gpu_decode_take(&b->gpu_decode, bytes, slots, cli_decode_cpu_prior(syntax),
-                                     ctx, gpu_syntax ? share : NULL, &sched_note);
+                                     ctx, gpu_syntax && !whole ? share : NULL, &sched_note);
     /* JPEG lossless goes to the library with the GPU decoders on only once they are loaded:
      * it loads them (0.7 s that every worker waited for) only to refuse the stream by default.
      * Any other syntax is read with them off. */
@@ -388,7 +405,7 @@ static int process(batch *b, size_t k, dh_ctx *ctx, dh_plan_share *share, int ma
         dh_ctx_set_gpu_decode(ctx, choice == CLI_DECODE_GPU);
     double load_from = cli_now();
     dh_ctx_read_times(ctx, &before);
-    int shared = gpu_syntax && share && choice == CLI_DECODE_GPU;
+    int shared = gpu_syntax && !whole && share && choice == CLI_DECODE_GPU;
     /* Back threads (threads of the load decoding from the back on the feeder's core while it
      * waits for the GPU): none by default since session 21, when the run was faster without
      * them (J2K 4.63-5.09 s against 5.05-5.67 with one, same calls; docs/batch.md); the knob
@@ -402,8 +419,11 @@ static int process(batch *b, size_t k, dh_ctx *ctx, dh_plan_share *share, int ma
     }
     double device_decode[2] = {0, 0};
     dh_status loaded = DH_OK;
-    if (sv1 && choice == CLI_DECODE_GPU)
-        p->device_read = load_on_device(ctx, b->plan, series, &set, device_decode) ? 1 : -1;
+    if ((sv1 || whole) && choice == CLI_DECODE_GPU) {
+        p->device_read =
+            load_on_device(ctx, b->plan, series, p, keep_on_device, device_decode) ? 1 : -1;
+        set = p->set;
+    }
     if (p->device_read != 1)
         loaded = shared ? dh_plan_load_series_shared(ctx, b->plan, series, share, &set)
                         : dh_plan_load_series(ctx, b->plan, series, &set);

@@ -54,6 +54,9 @@ typedef struct cli_batch_config {
     const char *max_series_why;
     /* What the command does, as text: a manifest line counts as done only for the same work. */
     const char *work;
+    /* The command computes a volume whose samples are on the GPU (dh_equalize, --device cuda,
+     * global): a series decoded into GPU memory stays there, not copied down and up again. */
+    int device_samples;
 } cli_batch_config;
 
 /* Runs the batch. Returns the exit status: 0 all done, 1 some input failed, 2 usage error. */

@@ -447,7 +447,8 @@ int cli_equalize_main(int argc, char **argv, dh_eq_operation op, void (*help)(FI
                  cmd, p->per_slice ? "slice" : "volume", window_source_name(p->window), p->center,
                  p->width, p->lo, p->hi, p->percentile, (int)p->voi, p->clip_limit,
                  (unsigned)p->output_bits, o.png ? o.png : "-", o.gsps ? " kind=gsps" : "", clahe);
-        cli_batch_config config = {.outdir = o.output, .png_dir = o.png, .work = work};
+        cli_batch_config config = {.outdir = o.output, .png_dir = o.png, .work = work,
+                                   .device_samples = o.params.method == DH_EQ_METHOD_GLOBAL};
         status = cli_run_batch(&cl, &config, eq_series, &o);
     }
     cli_command_line_free(&cl);

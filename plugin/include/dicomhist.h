@@ -667,7 +667,10 @@ typedef struct dh_equalized {
  * CLAHE (method DH_EQ_METHOD_CLAHE) takes every window source; a window is one per slice with
  * per_slice (2D tiles) or one for the volume (3D tiles); more tiles than pixels along an axis,
  * slice tiles with per_slice, bins above 65536 and CLAHE for window/level are
- * DH_ERR_INVALID_ARGUMENT. */
+ * DH_ERR_INVALID_ARGUMENT. A dh_device_volume's volume (samples on the GPU, none on the host)
+ * is computed where its samples are, with no copy up, for params->device DH_DEVICE_CUDA and
+ * method DH_EQ_METHOD_GLOBAL (the result is the one its downloaded volume gives); for anything
+ * else it is DH_ERR_INVALID_ARGUMENT (dh_device_volume_download first). */
 DH_API dh_status dh_equalize(dh_ctx *ctx, const dh_volume *volume,
                              const dh_equalize_params *params, dh_equalized **out);
 
@@ -1039,7 +1042,8 @@ typedef struct dh_device_volume {
     /* The host side: dh_volume_set_volume(set, 0) is the volume's metadata (the set holds no
      * volume when every slice failed), dh_volume_set_failure_* the slices left out. That volume
      * has no samples on the host: dh_volume_data is NULL, its stored and modality ranges 0, and
-     * dh_hist_compute / dh_equalize refuse it, until dh_device_volume_download copies them down;
+     * dh_hist_compute refuses it (dh_equalize computes it on the GPU where asked to, below),
+     * until dh_device_volume_download copies them down;
      * the derived writers (dh_equalized_write_dicom and kin) take it as it is. */
     dh_volume_set *set;
     /* columns * rows * slices stored values (uint16_t, int16_t when is_signed), slice after slice

@@ -480,8 +480,14 @@ static dh_status run_cuda(dh_ctx *ctx, eq_job *j)
     dh_status st = DH_OK;
     int per_slice = j->tables > 1;
     /* The context's stream and staging: workers with a context each share the GPU unserialized. */
-    if (dh_eq_cuda_begin_pooled(dh_ctx_eq_cuda(ctx), v->data, v->format.is_signed, j->slice_len,
-                                v->slices, per_slice, j->base, j->len, &s, msg, sizeof msg) != 0)
+    int begun = v->data ? dh_eq_cuda_begin_pooled(dh_ctx_eq_cuda(ctx), v->data,
+                                                  v->format.is_signed, j->slice_len, v->slices,
+                                                  per_slice, j->base, j->len, &s, msg, sizeof msg)
+                        : dh_eq_cuda_begin_pooled_device(dh_ctx_eq_cuda(ctx), v->device_samples,
+                                                         v->device_stream, v->format.is_signed,
+                                                         j->slice_len, v->slices, per_slice,
+                                                         j->base, j->len, &s, msg, sizeof msg);
+    if (begun != 0)
         return dh_ctx_fail(ctx, DH_ERR_CUDA, "%s: %s", v->path, msg);
     int ranks = window_from_ranks(j->p);
     if (ranks && dh_eq_cuda_histograms(s, j->hist, msg, sizeof msg) != 0) {
@@ -522,15 +528,19 @@ dh_status dh_equalize(dh_ctx *ctx, const dh_volume *v, const dh_equalize_params 
     if (!ctx || !v || !out)
         return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "dh_equalize: NULL argument");
     *out = NULL;
-    if (!v->data) /* a dh_device_volume's: its samples are on the GPU */
-        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
-                           "dh_equalize: %s has its samples on the GPU "
-                           "(dh_device_volume_download, or dh_equalize_device)", v->path);
     dh_equalize_params defaults;
     if (!params) {
         dh_equalize_params_init(&defaults);
         params = &defaults;
     }
+    /* A dh_device_volume's: its samples are on the GPU, where its equalization runs as on the
+     * uploaded samples of its download (the same kernels), CLAHE and the CPU aside. */
+    if (!v->data && !(v->device_samples && params->device == DH_DEVICE_CUDA &&
+                      params->method == DH_EQ_METHOD_GLOBAL))
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT,
+                           "dh_equalize: %s has its samples on the GPU: --device cuda and global "
+                           "equalization compute there, else dh_device_volume_download first "
+                           "(or dh_equalize_device)", v->path);
     if (params->method == DH_EQ_METHOD_CLAHE_SKIMAGE)
         return dh_eq_skimage(ctx, v, params, out);
     dh_status st = check_params(ctx, v, params);

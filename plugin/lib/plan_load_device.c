@@ -373,6 +373,10 @@ dh_status dh_plan_load_series_device(dh_ctx *ctx, const dh_plan *plan, size_t se
         dh_device_volume_release(out, cuda_stream);
         return st;
     }
+    if (out->set->count > 0 && out->d_samples) {
+        out->set->volumes[0]->device_samples = out->d_samples;
+        out->set->volumes[0]->device_stream = cuda_stream;
+    }
     dh_ctx_clear(ctx);
     return DH_OK;
 #endif
@@ -405,6 +409,7 @@ dh_status dh_device_volume_download(dh_ctx *ctx, dh_device_volume *v, void *cuda
                            host->path, cudaGetErrorString(e));
     }
     host->data = data;
+    host->device_samples = NULL; /* a host volume from now on */
     dh_volume_update_range(host);
     dh_ctx_clear(ctx);
     return DH_OK;

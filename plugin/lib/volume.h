@@ -44,6 +44,10 @@ struct dh_volume {
     char **warnings;
     size_t warning_count;
     void *data; /* rows * columns * slices samples */
+    /* A dh_device_volume's samples on the GPU while data is NULL (borrowed: the device volume
+     * owns them), ready once device_stream is: dh_equalize computes there without a copy. */
+    const void *device_samples;
+    void *device_stream;
     int32_t stored_min, stored_max;
     /* The Modality LUT that replaces slope and intercept when has_modality_lut (modality.h):
      * modality value of s = modality_lut[clamp(s - modality_lut_first, 0, entries - 1)]. */
