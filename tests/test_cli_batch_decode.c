@@ -311,6 +311,21 @@ START_TEST(auto_computes_beside_htj2k_decoding)
 }
 END_TEST
 
+/* --device cuda reads a GPU series into GPU memory through its share unless told otherwise. */
+START_TEST(device_series_by_default_through_the_share)
+{
+    unsetenv("DICOMHIST_DEVICE_SERIES");
+    ck_assert_int_eq(cli_decode_device_series(), CLI_DEVICE_SERIES_SHARED);
+    setenv("DICOMHIST_DEVICE_SERIES", "0", 1);
+    ck_assert_int_eq(cli_decode_device_series(), CLI_DEVICE_SERIES_NONE);
+    setenv("DICOMHIST_DEVICE_SERIES", "whole", 1);
+    ck_assert_int_eq(cli_decode_device_series(), CLI_DEVICE_SERIES_WHOLE);
+    setenv("DICOMHIST_DEVICE_SERIES", "1", 1); /* neither word: the default */
+    ck_assert_int_eq(cli_decode_device_series(), CLI_DEVICE_SERIES_SHARED);
+    unsetenv("DICOMHIST_DEVICE_SERIES");
+}
+END_TEST
+
 /* Feeders taken while the decoders load hold slots like any, and their time, which holds the
  * load, is not taken for the GPU's rate; a series begun once they are loaded is. */
 START_TEST(feeders_taken_while_loading)
@@ -489,6 +504,7 @@ int main(void)
                        DH_TEST(gpu_priors_per_syntax),
                        DH_TEST(auto_loads_the_decoders_where_they_shorten_the_batch),
                        DH_TEST(auto_computes_beside_htj2k_decoding),
+                       DH_TEST(device_series_by_default_through_the_share),
                        DH_TEST(feeders_taken_while_loading),
                        DH_TEST(load_threads_by_default_and_asked),
                        DH_TEST(syntaxes_the_gpu_reads),

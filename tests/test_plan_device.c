@@ -15,7 +15,9 @@
  *                             ways: the same failures (path and status), the same metadata and
  *                             slice order, every sample equal (copied back through the DICOM
  *                             layer); loaded again into the caller's buffer; downloaded into a
- *                             host volume equal to the host read, stored range included;
+ *                             host volume equal to the host read, stored range included; loaded
+ *                             through a share with a helper thread on the CPU decoders copying
+ *                             files in (dh_plan_load_series_device_shared): the same volume;
  *                             before that, dh_equalize of the device volume on the GPU (no copy
  *                             up) equal to the CPU twin's on the host read for four parameter
  *                             sets, and the CPU or CLAHE refused by name. Skipped (77) where no
@@ -29,6 +31,7 @@
 #include "test_support.h"
 #include "volume.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +71,12 @@ START_TEST(test_arguments)
                   dh_ctx_error(ctx));
     ck_assert_int_eq(dh_device_volume_download(ctx, NULL, NULL), DH_ERR_INVALID_ARGUMENT);
     dh_device_volume_release(NULL, NULL);
+    /* The shared load needs its share. */
+    memset(&out, 0xab, sizeof out);
+    ck_assert_int_eq(dh_plan_load_series_device_shared(ctx, plan, 0, NULL, NULL, NULL, 0, &out),
+                     DH_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_null(out.set);
+    ck_assert_msg(strstr(dh_ctx_error(ctx), "share is NULL") != NULL, "%s", dh_ctx_error(ctx));
     dh_plan_free(plan);
     dh_ctx_free(ctx);
 }
@@ -97,6 +106,14 @@ START_TEST(test_no_device_says_why)
     dh_device_volume zero;
     memset(&zero, 0, sizeof zero);
     ck_assert_int_eq(memcmp(&out, &zero, sizeof out), 0);
+    /* Through a share: the same answer, and the share left closed (no file offered). */
+    dh_plan_share *share = dh_plan_share_create();
+    memset(&out, 0xab, sizeof out);
+    ck_assert_int_eq(dh_plan_load_series_device_shared(ctx, plan, 0, share, NULL, NULL, 0, &out),
+                     DH_ERR_NO_DEVICE);
+    ck_assert_int_eq(memcmp(&out, &zero, sizeof out), 0);
+    ck_assert_uint_eq(dh_plan_share_left(share), 0);
+    dh_plan_share_free(share);
     dh_plan_free(plan);
     dh_ctx_free(ctx);
 }
@@ -300,9 +317,10 @@ static void compare_failures(const dh_volume_set *host, const dh_volume_set *dev
     }
 }
 
-/* The device samples, copied back, against the host volume's. */
-static int samples_equal(const dh_volume *host, const void *d_samples, size_t count,
-                         const char *what)
+/* The device samples, copied back, against the host volume's: equal, or within `bound` stored
+ * units each. */
+static int samples_within(const dh_volume *host, const void *d_samples, size_t count, int bound,
+                          const char *what)
 {
     uint16_t *back = malloc(count * 2 + 2);
     char msg[DH_DICOM_MSG_LEN];
@@ -311,13 +329,22 @@ static int samples_equal(const dh_volume *host, const void *d_samples, size_t co
     CHECK(ok, "%s: copy back: %s", what, back ? msg : "out of memory");
     size_t bad = 0, first = 0;
     const uint16_t *want = dh_volume_data(host);
-    for (size_t i = 0; ok && i < count; i++)
-        if (back[i] != want[i] && bad++ == 0)
+    const int is_signed = dh_volume_is_signed(host);
+    for (size_t i = 0; ok && i < count; i++) {
+        int a = is_signed ? (int16_t)back[i] : back[i], b = is_signed ? (int16_t)want[i] : want[i];
+        if ((a > b ? a - b : b - a) > bound && bad++ == 0)
             first = i;
+    }
     CHECK(!ok || bad == 0, "%s: %zu of %zu samples differ, the first at %zu (%u, host %u)", what,
           bad, count, first, back[first], want[first]);
     free(back);
     return ok && bad == 0;
+}
+
+static int samples_equal(const dh_volume *host, const void *d_samples, size_t count,
+                         const char *what)
+{
+    return samples_within(host, d_samples, count, 0, what);
 }
 
 /* dh_equalize of the device volume d (its samples on the GPU, computed there) against the CPU
@@ -379,6 +406,41 @@ static void check_equalize_on_device(dh_ctx *ctx, const dh_volume *h, const dh_v
     dh_equalized_free(none);
 }
 
+static size_t compared_shared, helped_files; /* over the run (gpu_main) */
+
+/* dh_plan_load_series_device_shared with a helper thread beside the owner: the host read's
+ * metadata and every sample; returns 1 when compared. */
+static int check_shared(dh_ctx *ctx, const dh_plan *plan, size_t k, const dh_volume *h,
+                        size_t count, const char *what)
+{
+    dh_plan_share *share = dh_plan_share_create();
+    atomic_int stop;
+    atomic_init(&stop, 0);
+    dh_test_share_helper helper = {.share = share, .stop = &stop};
+    pthread_t id;
+    int running = share && pthread_create(&id, NULL, dh_test_help_until_stopped, &helper) == 0;
+    dh_device_volume dev;
+    dh_status st = dh_plan_load_series_device_shared(ctx, plan, k, share, NULL, NULL, 0, &dev);
+    atomic_store(&stop, 1);
+    if (running)
+        pthread_join(id, NULL);
+    CHECK(running && st == DH_OK, "%s: shared device load: %s", what, dh_ctx_error(ctx));
+    int ok = 0;
+    if (st == DH_OK && dh_volume_set_count(dev.set) == 1) {
+        const char *diff = metadata_difference(h, dh_volume_set_volume(dev.set, 0));
+        CHECK(diff == NULL, "%s: shared: %s differs", what, diff);
+        /* A lossy JPEG 2000 file a helper took is OpenJPEG's where the plain load's is the GPU's:
+         * the same inverse wavelet in floating point, rounded apart by one at most
+         * (test_dicom_gpu_decode's LOSSY_BOUND). Lossless files decode to the same values. */
+        ok = samples_within(h, dev.d_samples, count, dh_volume_lossy(h, NULL) ? 1 : 0, what) &&
+             diff == NULL;
+        helped_files += (size_t)helper.decoded;
+    }
+    dh_device_volume_release(&dev, NULL);
+    dh_plan_share_free(share);
+    return ok;
+}
+
 /* One series both ways; returns the number of slices compared. */
 static size_t check_series(dh_ctx *ctx, const dh_plan *plan, size_t k)
 {
@@ -427,6 +489,9 @@ static size_t check_series(dh_ctx *ctx, const dh_plan *plan, size_t k)
         if (st == DH_OK)
             samples_equal(h, again.d_samples, count, what);
         dh_device_volume_release(&again, NULL);
+        /* Through a share, a helper on the CPU decoders taking files from the back and copying
+         * them in: the same volume. */
+        compared_shared += check_shared(ctx, plan, k, h, count, what);
         check_equalize_on_device(ctx, h, d, what);
         /* Down to the host: a whole host volume, equal to the host read. */
         CHECK(dh_device_volume_download(ctx, &dev, NULL) == DH_OK, "%s: download: %s", what,
@@ -474,8 +539,11 @@ static int gpu_main(int argc, char **argv)
         dh_plan_free(plan);
     }
     dh_ctx_free(ctx);
-    printf("%zu series, %zu slices equal, %zu series with a slice left out; %d failure(s)\n",
-           series, slices, with_failures, failures);
+    printf("%zu series, %zu slices equal, %zu series with a slice left out; %zu loaded through "
+           "a share too, %zu files decoded by its helper; %d failure(s)\n",
+           series, slices, with_failures, compared_shared, helped_files, failures);
+    CHECK(compared_shared > 0 && helped_files > 0,
+          "the shared device load was not compared with a helper's files in it");
     CHECK(series > 0 && slices > 0, "nothing compared");
     CHECK(with_failures > 0, "no series with a damaged slice was compared (make_series.py)");
     return failures ? 1 : 0;

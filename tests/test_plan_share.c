@@ -39,28 +39,6 @@ static void remove_tree(void)
     free(tree);
 }
 
-typedef struct helper {
-    dh_plan_share *share;
-    atomic_int *stop;
-    int decoded;
-} helper;
-
-static void *help_until_stopped(void *arg)
-{
-    helper *h = arg;
-    dh_ctx *ctx = dh_ctx_create();
-    dh_ctx_set_gpu_decode(ctx, 0);
-    while (!atomic_load(h->stop)) {
-        if (dh_plan_share_help(ctx, h->share))
-            h->decoded++;
-        else {
-            struct timespec pause = {0, 100000};
-            nanosleep(&pause, NULL);
-        }
-    }
-    dh_ctx_free(ctx);
-    return NULL;
-}
 
 /* b equals a, a's decoder included, but where gpu_mix: an owner decoding on the GPU beside back
  * or load threads on the CPU decoders gives "nvjpeg2k+openjpeg" where the GPU read all of a
@@ -140,11 +118,11 @@ START_TEST(shared_load_equals_the_plain_load)
         ck_assert_int_eq(dh_ctx_set_threads(ctx, 1 + tries % 2), DH_OK);
         atomic_int stop;
         atomic_init(&stop, 0);
-        helper h[3];
+        dh_test_share_helper h[3];
         pthread_t id[3];
         for (int t = 0; t < 3; t++) {
-            h[t] = (helper){.share = share, .stop = &stop};
-            ck_assert_int_eq(pthread_create(&id[t], NULL, help_until_stopped, &h[t]), 0);
+            h[t] = (dh_test_share_helper){.share = share, .stop = &stop};
+            ck_assert_int_eq(pthread_create(&id[t], NULL, dh_test_help_until_stopped, &h[t]), 0);
         }
         dh_volume_set *shared = NULL;
         dh_read_times before, after;

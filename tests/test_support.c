@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 /* The compiled-in folder, or $DH_SHARED_DICOM at run time: a build carried to another machine
  * (the GPU host) finds the real files wherever they were copied. */
@@ -299,4 +300,21 @@ struct dh_equalized *dh_test_equalize_cpu(struct dh_ctx *ctx, const struct dh_vo
     dh_equalized *r = NULL;
     ck_assert_int_eq(dh_equalize(ctx, volume, &p, &r), DH_OK);
     return r;
+}
+
+void *dh_test_help_until_stopped(void *arg)
+{
+    dh_test_share_helper *h = arg;
+    dh_ctx *ctx = dh_ctx_create();
+    dh_ctx_set_gpu_decode(ctx, 0);
+    while (!atomic_load(h->stop)) {
+        if (dh_plan_share_help(ctx, h->share))
+            h->decoded++;
+        else {
+            struct timespec pause = {0, 100000};
+            nanosleep(&pause, NULL);
+        }
+    }
+    dh_ctx_free(ctx);
+    return NULL;
 }

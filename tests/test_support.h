@@ -9,6 +9,7 @@
 #define DH_TEST_SUPPORT_H
 
 #include <check.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,6 +21,16 @@ const char *dh_test_shared(const char *relative);
 
 /* 1 when ../shared/dicom is present. */
 int dh_test_have_shared(void);
+
+/* A thread helping the loads that run on a dh_plan_share (dh_plan_share_help, with its own
+ * context and the CPU decoders) until *stop is set: pthread_create(&id, NULL,
+ * dh_test_help_until_stopped, &helper). decoded counts the files it decoded. */
+typedef struct dh_test_share_helper {
+    struct dh_plan_share *share;
+    atomic_int *stop;
+    int decoded;
+} dh_test_share_helper;
+void *dh_test_help_until_stopped(void *helper);
 
 /* xorshift64*: the same stream on every machine, so a failure can be replayed. */
 typedef struct dh_test_rng {

@@ -281,15 +281,18 @@ static void free_private(struct cli_series_private *p)
  * call's wall seconds and this thread's CPU seconds (reading and decoding in one, counted as
  * decode as the library counts a one-file series; the GPU's time and the batch's helper threads
  * are not CPU time of this thread). */
-/* Series `series` read into GPU memory; kept there (p->device) when `keep`, for a command that
+/* Series `series` read into GPU memory, through `share` where given (its files from the back
+ * decoded by idle cores and copied in); kept there (p->device) when `keep`, for a command that
  * computes it there, else copied down and the device samples freed. */
-static int load_on_device(dh_ctx *ctx, const dh_plan *plan, size_t series,
+static int load_on_device(dh_ctx *ctx, const dh_plan *plan, size_t series, dh_plan_share *share,
                           struct cli_series_private *p, int keep, double decode[2])
 {
     double wall = cli_now(), cpu = thread_cpu();
     dh_device_volume dv;
-    int ok = dh_plan_load_series_device(ctx, plan, series, NULL, NULL, 0, &dv) == DH_OK &&
-             (keep || dh_device_volume_download(ctx, &dv, NULL) == DH_OK);
+    dh_status st = share ? dh_plan_load_series_device_shared(ctx, plan, series, share, NULL, NULL,
+                                                             0, &dv)
+                         : dh_plan_load_series_device(ctx, plan, series, NULL, NULL, 0, &dv);
+    int ok = st == DH_OK && (keep || dh_device_volume_download(ctx, &dv, NULL) == DH_OK);
     if (ok && keep) {
         p->device = dv;
         p->set = dv.set;
@@ -382,12 +385,13 @@ static int process(batch *b, size_t k, dh_ctx *ctx, dh_plan_share *share, int ma
      * DCMTK on the worker's core (run 81: sixteen such batches at once were slower than DCMTK). */
     int sv1 = b->gpu_sched && cli_decode_device_sv1(syntax, b->cl->device);
     int gpu_syntax = b->gpu_sched && !sv1 && cli_decode_gpu_syntax(syntax);
-    /* Where the command computes on the GPU, a series decoded there stays there
-     * (cli_batch_config.device_samples). JPEG 2000 into GPU memory a whole series per call, no
-     * share: to measure (DICOMHIST_DEVICE_SERIES=1). */
+    /* Where the command computes on the GPU (cli_batch_config.device_samples), a series the GPU
+     * decodes is read into GPU memory and stays there: JPEG 2000 through the worker's share,
+     * the files idle cores decode copied in (cli_decode_device_series). */
     int keep_on_device = b->cl->device == DH_DEVICE_CUDA && b->cfg->device_samples;
-    const char *whole_env = getenv("DICOMHIST_DEVICE_SERIES");
-    int whole = gpu_syntax && keep_on_device && whole_env && strcmp(whole_env, "1") == 0;
+    cli_device_series into = gpu_syntax && keep_on_device ? cli_decode_device_series()
+                                                          : CLI_DEVICE_SERIES_NONE;
+    int whole = into == CLI_DEVICE_SERIES_WHOLE;
     /* SV1 has no CPU prior, and no share: the device read takes the whole series in one call. */
     if (sv1 || gpu_syntax)
         choice = cli_gpu_decode_take(&b->gpu_decode, bytes, slots, cli_decode_cpu_prior(syntax),
@@ -419,9 +423,10 @@ static int process(batch *b, size_t k, dh_ctx *ctx, dh_plan_share *share, int ma
     }
     double device_decode[2] = {0, 0};
     dh_status loaded = DH_OK;
-    if ((sv1 || whole) && choice == CLI_DECODE_GPU) {
-        p->device_read =
-            load_on_device(ctx, b->plan, series, p, keep_on_device, device_decode) ? 1 : -1;
+    if ((sv1 || whole || (shared && into == CLI_DEVICE_SERIES_SHARED)) &&
+        choice == CLI_DECODE_GPU) {
+        p->device_read = load_on_device(ctx, b->plan, series, shared ? share : NULL, p,
+                                        keep_on_device, device_decode) ? 1 : -1;
         set = p->set;
     }
     if (p->device_read != 1)

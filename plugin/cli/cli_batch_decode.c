@@ -161,6 +161,14 @@ int cli_decode_load_threads(void)
     return n >= 0 ? (int)n : 1;
 }
 
+cli_device_series cli_decode_device_series(void)
+{
+    int asked = env_word("DICOMHIST_DEVICE_SERIES", "whole", "0");
+    return asked == 1 ? CLI_DEVICE_SERIES_WHOLE
+           : asked == 0 ? CLI_DEVICE_SERIES_NONE
+                        : CLI_DEVICE_SERIES_SHARED;
+}
+
 uint32_t cli_decode_slots(const char *uid, uint32_t jobs)
 {
     long n = env_number("DICOMHIST_GPU_DECODE_SLOTS", LONG_MAX);

@@ -130,6 +130,17 @@ int cli_decode_back_threads(const char *transfer_syntax_uid);
  * meanwhile (session 22); DICOMHIST_LOAD_THREADS (0-64) overrides it, to measure. */
 int cli_decode_load_threads(void);
 
+/* How --device cuda reads a series the GPU decodes when the command computes it there: into
+ * GPU memory through the worker's share (the default since session 23: no copy down and up
+ * again, the files idle cores decode copied in); DICOMHIST_DEVICE_SERIES=0 to the host as
+ * before, =whole the series in one call without the share. The last two to measure. */
+typedef enum cli_device_series {
+    CLI_DEVICE_SERIES_NONE = 0,
+    CLI_DEVICE_SERIES_SHARED,
+    CLI_DEVICE_SERIES_WHOLE,
+} cli_device_series;
+cli_device_series cli_decode_device_series(void);
+
 /* The scheduler of one batch. */
 typedef struct cli_gpu_decode {
     pthread_mutex_t lock;

@@ -1097,6 +1097,16 @@ DH_API dh_plan_share *dh_plan_share_create(void);
 DH_API void dh_plan_share_free(dh_plan_share *share);
 DH_API dh_status dh_plan_load_series_shared(dh_ctx *ctx, const dh_plan *plan, size_t series,
                                             dh_plan_share *share, dh_volume_set **out);
+/* dh_plan_load_series_device (section 7) through a share: the owner's files go to the GPU's
+ * decoders one at a time from the front, straight into their places in the series' buffer, while
+ * helpers (dh_plan_share_help) decode files from the back with their own decoders and copy the
+ * values into theirs; the device volume is the one dh_plan_load_series_device gives. For a
+ * caller whose next step runs on the GPU (dh_equalize on CUDA) and whose idle cores help the GPU
+ * decode (the batch of docs/batch.md). DH_ERR_INVALID_ARGUMENT for a NULL share. */
+DH_API dh_status dh_plan_load_series_device_shared(dh_ctx *ctx, const dh_plan *plan,
+                                                   size_t series, dh_plan_share *share,
+                                                   void *cuda_stream, void *d_samples,
+                                                   size_t capacity, dh_device_volume *out);
 /* Decodes one file of the load now running on share, from the back, with ctx's decoders (its
  * dh_ctx_set_gpu_decode, codec threads and read timing); 1 when it decoded one (the file's
  * failure, if any, is the load's), 0 when none was left or no load runs. */

@@ -7,8 +7,10 @@
  * buffer, no copy; since session 17), the host volume's metadata built as plan_load.c builds it,
  * without samples. Copies on the GPU remain only where the plan's places and the volume's
  * differ: the slices after one left out move down, and a multi-frame file whose frames are not
- * in volume order is reordered through a temporary. Needs CUDA (the buffer, those copies):
- * without it the entry points answer DH_ERR_NO_DEVICE.
+ * in volume order is reordered through a temporary. Shared (dh_plan_load_series_device_shared),
+ * the files go one at a time to whoever claims them (plan_share.c), each through the same batch
+ * call into its place. Needs CUDA (the buffer, those copies): without it the entry points answer
+ * DH_ERR_NO_DEVICE.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -17,6 +19,7 @@
 
 #include "context.h"
 #include "plan.h"
+#include "plan_share.h"
 #include "volume.h"
 #include "volume_set.h"
 
@@ -297,10 +300,33 @@ static dh_status load_files(dh_ctx *ctx, const dh_plan *p, const dh_plan_series 
     return st;
 }
 
-/* The series' buffer taken, the batch over its files decoding into it, then its volume built
+/* A shared load's file (plan_share.c): decoded into its place in the series' buffer by whoever
+ * claims it, the GPU's decoders where its reader's options allow them, else the CPU's with the
+ * values copied in; what comes back is what the whole series' batch gives for that file. */
+typedef struct device_job {
+    series_inputs *s;
+    void *stream;
+} device_job;
+
+static void decode_device_slot(void *arg, size_t slot, const dh_dicom_read_options *options)
+{
+    device_job *j = arg;
+    dh_dicom_device_image *got = &j->s->got[slot];
+    const dh_dicom_batch_options one = {.workers = 1, .cpu_decoders_only = !options->gpu_decode};
+    char msg[DH_DICOM_MSG_LEN];
+    dh_dicom_status st = dh_dicom_read_batch_device(&j->s->in[slot], 1, &one, j->stream, got,
+                                                    NULL, msg, sizeof msg);
+    if (st != DH_DICOM_OK) { /* the call's failure is this file's */
+        got->status = st;
+        snprintf(got->msg, sizeof got->msg, "%s", msg);
+    }
+}
+
+/* The series' buffer taken, the batch over its files decoding into it (or, shared, its files
+ * one at a time by the owner from the front and helpers from the back), then its volume built
  * from what came back. */
 static dh_status load(dh_ctx *ctx, const dh_plan *p, const dh_plan_series *g, void *d_samples,
-                      void *stream, dh_device_volume *out)
+                      dh_plan_share *share, void *stream, dh_device_volume *out)
 {
     char why[DH_DICOM_MSG_LEN];
     if (!dh_dicom_gpu_decoders(why, sizeof why)) /* before any GPU memory is asked for */
@@ -319,8 +345,14 @@ static dh_status load(dh_ctx *ctx, const dh_plan *p, const dh_plan_series *g, vo
     const dh_dicom_batch_options options = {.workers = threads > 32 ? 32u : (uint32_t)threads,
                                             .cpu_decoders_only = !read.gpu_decode};
     char msg[DH_DICOM_MSG_LEN];
-    dh_dicom_status bst = dh_dicom_read_batch_device(s.in, s.count, &options, stream, s.got,
-                                                     NULL, msg, sizeof msg);
+    dh_dicom_status bst = DH_DICOM_OK;
+    if (share) {
+        device_job job = {.s = &s, .stream = stream};
+        dh_plan_share_run(share, s.count, 1, decode_device_slot, &job, &read);
+    } else {
+        bst = dh_dicom_read_batch_device(s.in, s.count, &options, stream, s.got, NULL, msg,
+                                         sizeof msg);
+    }
     if (bst != DH_DICOM_OK) {
         inputs_free(&s, stream);
         return dh_ctx_fail(ctx, bst == DH_DICOM_ERR_UNSUPPORTED ? DH_ERR_NO_DEVICE : (dh_status)bst,
@@ -340,9 +372,9 @@ static dh_status load(dh_ctx *ctx, const dh_plan *p, const dh_plan_series *g, vo
 
 #endif /* DH_HAVE_CUDA */
 
-dh_status dh_plan_load_series_device(dh_ctx *ctx, const dh_plan *plan, size_t series,
-                                     void *cuda_stream, void *d_samples, size_t capacity,
-                                     dh_device_volume *out)
+static dh_status load_series_device(dh_ctx *ctx, const dh_plan *plan, size_t series,
+                                    dh_plan_share *share, void *cuda_stream, void *d_samples,
+                                    size_t capacity, dh_device_volume *out)
 {
     if (!out)
         return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "%s: out is NULL", WHO);
@@ -357,6 +389,7 @@ dh_status dh_plan_load_series_device(dh_ctx *ctx, const dh_plan *plan, size_t se
                            (unsigned long long)g->sample_bytes, capacity);
 #ifndef DH_HAVE_CUDA
     (void)cuda_stream;
+    (void)share;
     return dh_ctx_fail(ctx, DH_ERR_NO_DEVICE,
                        "%s: %s: built without CUDA (configure with -DDH_WITH_CUDA=ON)", WHO,
                        g->path);
@@ -368,7 +401,7 @@ dh_status dh_plan_load_series_device(dh_ctx *ctx, const dh_plan *plan, size_t se
         st = dh_set_add_failure(out->set, g->path, g->status, "%s", g->message) ? oom(ctx, g->path)
                                                                                 : DH_OK;
     else
-        st = load(ctx, plan, g, d_samples, cuda_stream, out);
+        st = load(ctx, plan, g, d_samples, share, cuda_stream, out);
     if (st != DH_OK) { /* the message is set */
         dh_device_volume_release(out, cuda_stream);
         return st;
@@ -380,6 +413,26 @@ dh_status dh_plan_load_series_device(dh_ctx *ctx, const dh_plan *plan, size_t se
     dh_ctx_clear(ctx);
     return DH_OK;
 #endif
+}
+
+dh_status dh_plan_load_series_device(dh_ctx *ctx, const dh_plan *plan, size_t series,
+                                     void *cuda_stream, void *d_samples, size_t capacity,
+                                     dh_device_volume *out)
+{
+    return load_series_device(ctx, plan, series, NULL, cuda_stream, d_samples, capacity, out);
+}
+
+dh_status dh_plan_load_series_device_shared(dh_ctx *ctx, const dh_plan *plan, size_t series,
+                                            dh_plan_share *share, void *cuda_stream,
+                                            void *d_samples, size_t capacity,
+                                            dh_device_volume *out)
+{
+    if (!share) {
+        if (out)
+            memset(out, 0, sizeof *out);
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "%s_shared: share is NULL", WHO);
+    }
+    return load_series_device(ctx, plan, series, share, cuda_stream, d_samples, capacity, out);
 }
 
 dh_status dh_device_volume_download(dh_ctx *ctx, dh_device_volume *v, void *cuda_stream)

@@ -136,21 +136,23 @@ def compare_batch(c, exe, shared, tmp):
     with two back threads of the series' own (DICOMHIST_BACK_THREADS=2; none by default since
     session 21): the same pixels. "autog": auto with the GPU decoders loaded whatever the
     batch's size (DICOMHIST_AUTO_DECODERS=gpu; by its rule auto keeps a folder this small on
-    the cores, session 22), so that auto's GPU decoding is checked too. "cudad": cuda reading
-    each JPEG 2000 series the GPU decodes whole into GPU memory and equalizing it there, no copy
-    down and up (DICOMHIST_DEVICE_SERIES=1, session 23): the same pixels."""
+    the cores, session 22), so that auto's GPU decoding is checked too. cuda reads each JPEG 2000
+    series the GPU decodes into GPU memory through its share and equalizes it there (session
+    23); "cudad" reads such a series whole in one call (DICOMHIST_DEVICE_SERIES=whole) and
+    "cudah" to the host as before (=0): the same pixels."""
     outs = {}
     envs = {"cuda1": {"DICOMHIST_GPU_DECODE_SLOTS": "1", "DICOMHIST_BACK_THREADS": "2"},
             "autog": {"DICOMHIST_AUTO_DECODERS": "gpu"},
-            "cudad": {"DICOMHIST_DEVICE_SERIES": "1"}}
-    for dev in ("cpu", "cuda", "auto", "cuda1", "autog", "cudad"):
+            "cudad": {"DICOMHIST_DEVICE_SERIES": "whole"},
+            "cudah": {"DICOMHIST_DEVICE_SERIES": "0"}}
+    for dev in ("cpu", "cuda", "auto", "cuda1", "autog", "cudad", "cudah"):
         d = os.path.join(tmp, f"batch_{dev}")
         for job in (["equalize"], ["equalize", "--mode", "slice", "--window", "percentile:1"]):
-            r = t.run(exe, *job, "--jobs", "8", "--device", dev.rstrip("1gd"), "-o", d, shared,
+            r = t.run(exe, *job, "--jobs", "8", "--device", dev.rstrip("1gdh"), "-o", d, shared,
                       env=envs.get(dev))
             outs[(dev, job[-1])] = (r.rc, derived_pixels(d) if os.path.isdir(d) else {})
             shutil.rmtree(d, ignore_errors=True)
-    for dev in ("cuda", "auto", "cuda1", "autog", "cudad"):
+    for dev in ("cuda", "auto", "cuda1", "autog", "cudad", "cudah"):
         for job in ("equalize", "percentile:1"):
             c.check(outs[(dev, job)] == outs[("cpu", job)],
                     f"batch {job} --jobs 8 --device {dev}: rc {outs[(dev, job)][0]} against "
