@@ -571,10 +571,8 @@ int hist_kernel_for(const Batch &b, bool packed, size_t smem,
         *k = packed ? hist_kernel<T, 1, C, 1> : hist_kernel<T, 0, C, 1>;
     else
         *k = packed ? hist_kernel<T, 1, C, 0> : hist_kernel<T, 0, C, 0>;
-    if (smem > 48 * 1024)
-        DH_CUDA_CK(cudaFuncSetAttribute(*k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        (int)smem),
-                   "histogram kernel, shared memory size");
+    DH_CUDA_CK(dh_cuda_allow_smem((const void *)*k, smem),
+               "histogram kernel, shared memory size");
     return 0;
 }
 

@@ -31,4 +31,30 @@ static inline int dh_cuda_fail(char *msg, size_t msg_len, const char *prefix, co
             return dh_cuda_fail(msg, msg_len, DH_CUDA_PREFIX, what, e_);                           \
     } while (0)
 
+/* Lets `kernel` (a __global__ function's address) launch with up to `smem` bytes of dynamic
+ * shared memory beyond the default 48 KB: cudaErrorInvalidValue where the device cannot give
+ * that much. The attribute is the function's, shared by every thread of the process, so it is
+ * always set to one value, the most the device allows the kernel, never to a launch's own size:
+ * two threads launching the kernel with different sizes would otherwise lower it under each
+ * other, and the larger launch fail with cudaErrorLaunchOutOfResources (session 23: a batch's
+ * 15-bit and 16-bit signed tables, one series in 24 runs). */
+static inline cudaError_t dh_cuda_allow_smem(const void *kernel, size_t smem)
+{
+    if (smem <= 48 * 1024)
+        return cudaSuccess;
+    int device = 0, optin = 0;
+    struct cudaFuncAttributes fa;
+    cudaError_t e = cudaGetDevice(&device);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+    if (e == cudaSuccess)
+        e = cudaFuncGetAttributes(&fa, kernel);
+    if (e != cudaSuccess)
+        return e;
+    const int most = optin - (int)fa.sharedSizeBytes;
+    if (smem > (size_t)most)
+        return cudaErrorInvalidValue;
+    return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, most);
+}
+
 #endif /* DH_CUDA_CHECK_H */

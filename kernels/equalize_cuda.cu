@@ -353,10 +353,8 @@ int launch_apply(const T *data, size_t slice_len, size_t slices, const uint16_t 
     int per_sm = 0;
     if (shared) {
         auto k = apply_kernel<T, true>;
-        if (table_bytes > 48 * 1024)
-            DH_CUDA_CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            (int)table_bytes),
-                       "table application kernel, shared memory size");
+        DH_CUDA_CK(dh_cuda_allow_smem((const void *)k, table_bytes),
+                   "table application kernel, shared memory size");
         DH_CUDA_CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, kApplyThreads,
                                                                  table_bytes),
                    "table application kernel, occupancy");

@@ -338,10 +338,8 @@ int choose_counters(const launch_request &r, const device_limits &d, launch_shap
  * default 48 KB. */
 int allow_smem(kernel_fn kernel, size_t smem, char *msg, size_t msg_len)
 {
-    if (smem > 48 * 1024)
-        DH_CUDA_CK(cudaFuncSetAttribute((const void *)kernel,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
-                   "cudaFuncSetAttribute(shared memory)");
+    DH_CUDA_CK(dh_cuda_allow_smem((const void *)kernel, smem),
+               "cudaFuncSetAttribute(shared memory)");
     return 0;
 }
 

@@ -519,25 +519,12 @@ struct dh_mi_gpu {
 
 namespace {
 
-/* Lets the kernel launch with up to smem bytes of dynamic shared memory. The limit is the
- * function's, shared by every fixed image in the process: it is set to the most the device
- * allows (the same value from any thread), never to this layout's size, which would refuse a
- * larger layout made earlier. */
+/* Lets the kernel launch with up to smem bytes of dynamic shared memory (dh_cuda_allow_smem:
+ * the most the device allows, the same value from any thread, never this layout's size, which
+ * would refuse a larger layout made earlier) and in clusters of any size. */
 cudaError_t configure(void (*kernel)(eval_args), uint32_t smem)
 {
-    int dev = 0, optin = 0;
-    cudaFuncAttributes fa;
-    cudaError_t err = cudaGetDevice(&dev);
-    if (err == cudaSuccess)
-        err = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
-    if (err == cudaSuccess)
-        err = cudaFuncGetAttributes(&fa, kernel);
-    if (err != cudaSuccess)
-        return err;
-    const int most = optin - (int)fa.sharedSizeBytes;
-    if ((int)smem > most)
-        return cudaErrorInvalidValue;
-    err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, most);
+    cudaError_t err = dh_cuda_allow_smem((const void *)kernel, smem);
     if (err == cudaSuccess)
         err = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
     return err;

@@ -189,8 +189,7 @@ int pz_launch_pixels(const dh_parzen_cuda_workspace *ws, const pz_args &a, cudaS
     if (priv) {
         auto k = CUBIC && fused ? pz_hist_kernel<S, CUBIC, true, CUBIC>
                                 : pz_hist_kernel<S, CUBIC, true, false>;
-        PZ_CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                   (int)hist_smem),
+        PZ_CK(dh_cuda_allow_smem((const void *)k, hist_smem),
               "cudaFuncSetAttribute (histogram)");
         k<<<hist_grid, PZ_HIST_THREADS, hist_smem, stream>>>(a);
     } else {

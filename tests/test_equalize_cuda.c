@@ -4,9 +4,12 @@
  * histograms (random windows, clip limits, 8/12/16-bit outputs, signed and unsigned data,
  * constant and two-value slices) and the public dh_equalize on both devices, per volume and
  * per slice, on random volumes and on the real files; one context's volumes of sizes around the
- * pinned ring's chunks in a row. Exits 77 (skipped) without a usable GPU.
+ * pinned ring's chunks in a row; threads equalizing 15- and 16-bit signed volumes at once (one
+ * kernel, two shared-memory sizes). Exits 77 (skipped) without a usable GPU.
  * Runs in CK_NOFORK mode: CUDA and fork do not mix.
  */
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -170,6 +173,74 @@ START_TEST(pooled_ring_sizes_equal_the_cpu)
 }
 END_TEST
 
+/* Threads with a context each equalizing on the GPU at once, half of them 15-bit and half
+ * 16-bit signed volumes: the table application kernel is one function whose shared-memory
+ * limit (64 and 128 KiB tables) is process-wide state. Session 23 saw a batch fail one series
+ * in 24 runs with cudaErrorLaunchOutOfResources while each launch set the limit to its own
+ * table's size (dh_cuda_allow_smem now sets one value); every call must succeed and equal the
+ * CPU twin. */
+typedef struct racer {
+    uint32_t bits;
+    int failed_calls, differing;
+    char first_error[256];
+} racer;
+
+static void *race_tables(void *arg)
+{
+    racer *r = arg;
+    dh_ctx *ctx = dh_ctx_create();
+    const uint32_t rows = 64, columns = 48, slices = 2;
+    const size_t n = (size_t)rows * columns * slices;
+    uint16_t *data = malloc(n * sizeof *data);
+    const int32_t base = -(int32_t)(1u << (r->bits - 1));
+    fill(data, (size_t)rows * columns, slices, base, 1u << r->bits, 77 + r->bits);
+    dh_volume *v = NULL;
+    dh_equalize_params p;
+    dh_equalize_params_init(&p);
+    dh_equalized *cpu = NULL;
+    p.device = DH_DEVICE_CPU;
+    if (!data || dh_volume_from_samples(ctx, rows, columns, slices, r->bits, 1, data, &v) != DH_OK ||
+        dh_equalize(ctx, v, &p, &cpu) != DH_OK) {
+        r->failed_calls = -1;
+        snprintf(r->first_error, sizeof r->first_error, "setup: %s", dh_ctx_error(ctx));
+    }
+    p.device = DH_DEVICE_CUDA;
+    for (int i = 0; r->failed_calls >= 0 && i < 300; i++) {
+        dh_equalized *gpu = NULL;
+        if (dh_equalize(ctx, v, &p, &gpu) != DH_OK) {
+            if (r->failed_calls++ == 0)
+                snprintf(r->first_error, sizeof r->first_error, "%s", dh_ctx_error(ctx));
+        } else if (memcmp(gpu->data, cpu->data, n * 2) != 0) {
+            r->differing++;
+        }
+        dh_equalized_free(gpu);
+    }
+    dh_equalized_free(cpu);
+    dh_volume_free(v);
+    free(data);
+    dh_ctx_free(ctx);
+    return NULL;
+}
+
+START_TEST(concurrent_table_sizes_all_launch)
+{
+    enum { THREADS = 6 };
+    racer r[THREADS];
+    pthread_t id[THREADS];
+    for (int t = 0; t < THREADS; t++) {
+        r[t] = (racer){.bits = t % 2 ? 15 : 16};
+        ck_assert_int_eq(pthread_create(&id[t], NULL, race_tables, &r[t]), 0);
+    }
+    for (int t = 0; t < THREADS; t++)
+        pthread_join(id[t], NULL);
+    for (int t = 0; t < THREADS; t++)
+        ck_assert_msg(r[t].failed_calls == 0 && r[t].differing == 0,
+                      "thread %d (%u-bit signed): %d calls failed, %d differ from the CPU twin; "
+                      "first error: %s", t, r[t].bits, r[t].failed_calls, r[t].differing,
+                      r[t].first_error);
+}
+END_TEST
+
 START_TEST(public_api_equal_on_both_devices)
 {
     static const char *files[] = {"pylibjpeg-data_RG2_JPLL.dcm", "pydicom_CT_small.dcm",
@@ -212,7 +283,8 @@ int main(int argc, char **argv)
     if (!dh_cuda_usable())
         return DH_TEST_SKIP;
     const dh_test synthetic[] = {DH_TEST(tables_and_outputs_equal_the_cpu),
-                                 DH_TEST(pooled_ring_sizes_equal_the_cpu)};
+                                 DH_TEST(pooled_ring_sizes_equal_the_cpu),
+                                 DH_TEST(concurrent_table_sizes_all_launch)};
     const dh_test real_files[] = {DH_TEST(public_api_equal_on_both_devices)};
     dh_test_in_one_process();
     return dh_test_main(argc, argv, "equalize_cuda", 300, DH_TESTS(synthetic),
