@@ -226,27 +226,24 @@ END_TEST
 START_TEST(slots_per_syntax)
 {
     unsetenv("DICOMHIST_GPU_DECODE_SLOTS");
-    ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.90", 16, 0), 10);
-    ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.90", 16, 1), 12); /* into GPU memory */
-    ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.91", 8, 1), 8);
-    ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.201", 16, 1), 16);
-    ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.91", 2, 0), 2);
-    ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.91", 5, 0), 5);
-    ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.201", 16, 0), 16);
-    ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.90", 1, 0), 1);
-    ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.70", 16, 0), 4); /* SV1 to device */
-    ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.70", 3, 0), 3);
+    ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.90", 16), 10);
+    ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.91", 2), 2);
+    ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.91", 5), 5);
+    ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.201", 16), 16);
+    ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.90", 1), 1);
+    ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.70", 16), 4); /* SV1 to device */
+    ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.70", 3), 3);
     setenv("DICOMHIST_GPU_DECODE_SLOTS", "8", 1);
-    ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.90", 16, 0), 8);
-    ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.201", 4, 0), 4);
+    ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.90", 16), 8);
+    ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.201", 4), 4);
     setenv("DICOMHIST_GPU_DECODE_SLOTS", "x", 1); /* not a number: the defaults */
-    ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.90", 16, 0), 10);
+    ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.90", 16), 10);
     setenv("DICOMHIST_GPU_DECODE_SLOTS", "0", 1);
-    ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.201", 16, 0), 16);
+    ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.201", 16), 16);
     setenv("DICOMHIST_GPU_DECODE_SLOTS", "-1", 1); /* negative: the defaults too */
-    ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.90", 16, 0), 10);
+    ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.90", 16), 10);
     setenv("DICOMHIST_GPU_DECODE_SLOTS", "99999", 1); /* more than the workers: all of them */
-    ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.90", 16, 0), 16);
+    ck_assert_uint_eq(cli_decode_slots("1.2.840.10008.1.2.4.90", 16), 16);
     unsetenv("DICOMHIST_GPU_DECODE_SLOTS");
 }
 END_TEST

@@ -379,6 +379,7 @@ static int process(batch *b, size_t k, dh_ctx *ctx, dh_plan_share *share, int ma
     const char *sched_note = "";
     cli_decode_choice choice = CLI_DECODE_CPU;
     uint64_t bytes = dh_plan_series_sample_bytes(b->plan, series);
+    uint32_t slots = cli_decode_slots(syntax, b->jobs);
     /* JPEG lossless SV1 under --device cuda: the whole series in one nvJPEG batch into GPU
      * memory (cli_decode_device_sv1) when the scheduler gives it one of the GPU's slots, else
      * DCMTK on the worker's core (run 81: sixteen such batches at once were slower than DCMTK). */
@@ -391,7 +392,6 @@ static int process(batch *b, size_t k, dh_ctx *ctx, dh_plan_share *share, int ma
     cli_device_series into = gpu_syntax && keep_on_device ? cli_decode_device_series()
                                                           : CLI_DEVICE_SERIES_NONE;
     int whole = into == CLI_DEVICE_SERIES_WHOLE;
-    uint32_t slots = cli_decode_slots(syntax, b->jobs, into != CLI_DEVICE_SERIES_NONE);
     /* SV1 has no CPU prior, and no share: the device read takes the whole series in one call. */
     if (sv1 || gpu_syntax)
         choice = cli_gpu_decode_take(&b->gpu_decode, bytes, slots, cli_decode_cpu_prior(syntax),

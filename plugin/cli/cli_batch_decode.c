@@ -16,15 +16,11 @@
 #include "dicomhist.h"
 
 /* Classic JPEG 2000: the GPU's own decoding is the wall; 16 workers on H100 hosts, one series
- * per slot, no back threads. Read to the host (--device auto; bench/NOTES.md, "Session 21";
- * batch elapsed, 3 rounds a run): in run S21-2 6 slots 4.70-5.09 s, 8 4.63-4.91, 12 4.29-4.53;
- * in S21-3 10 4.05-4.48, 12 4.55-4.89, 16 4.92-5.10. Session 16 (before back threads existed),
- * one run each: 2 slots 8.08 s, 4 5.47, 8 5.12, 16 5.24. Read into GPU memory through the share
- * (--device cuda since session 23, cli_decode_device_series), which leaves a feeder less host
- * work: run S23-4 (4 rounds, wall) 8 slots 4.40-4.77 s, 10 4.16-4.55, 12 4.02-4.31 (faster
- * than 10 in 3 rounds of 4), 16 4.33-4.38. */
+ * per slot, no back threads (bench/NOTES.md, "Session 21"; batch elapsed, 3 rounds a run): in
+ * run S21-2 6 slots 4.70-5.09 s, 8 4.63-4.91, 12 4.29-4.53; in S21-3 10 4.05-4.48, 12 4.55-4.89,
+ * 16 4.92-5.10 (no core beside the GPU then). 8 and 10 never ran in the same call. Session 16
+ * (before back threads existed), one run each: 2 slots 8.08 s, 4 5.47, 8 5.12, 16 5.24. */
 #define J2K_GPU_SLOTS 10
-#define J2K_GPU_SLOTS_INTO_DEVICE 12
 
 /* JPEG lossless SV1 read into device memory a series per call (cli_decode_device_sv1): sixteen
  * calls at once decoded at about 0.9 GB/s together on the H100 host, slower than DCMTK on the
@@ -173,15 +169,14 @@ cli_device_series cli_decode_device_series(void)
                         : CLI_DEVICE_SERIES_SHARED;
 }
 
-uint32_t cli_decode_slots(const char *uid, uint32_t jobs, int into_device)
+uint32_t cli_decode_slots(const char *uid, uint32_t jobs)
 {
-    const uint32_t j2k = into_device ? J2K_GPU_SLOTS_INTO_DEVICE : J2K_GPU_SLOTS;
     long n = env_number("DICOMHIST_GPU_DECODE_SLOTS", LONG_MAX);
     uint32_t slots = jobs;
     if (n > 0)
         slots = (unsigned long)n < jobs ? (uint32_t)n : jobs;
     else if (classic_j2k(uid))
-        slots = jobs < j2k ? jobs : j2k;
+        slots = jobs < J2K_GPU_SLOTS ? jobs : J2K_GPU_SLOTS;
     else if (uid && strcmp(uid, "1.2.840.10008.1.2.4.70") == 0)
         slots = jobs < SV1_GPU_SLOTS ? jobs : SV1_GPU_SLOTS;
     return slots ? slots : 1;

@@ -112,13 +112,11 @@ int cli_decode_gpu_refused(const char *transfer_syntax_uid);
  * whose GPU is not asked for leaves it alone for decoding as for computing. */
 int cli_decode_device_sv1(const char *transfer_syntax_uid, dh_device device);
 
-/* The decode slots for a syntax on `jobs` workers: classic JPEG 2000 at most 10 read to the
- * host, 12 read into GPU memory (into_device: cli_decode_device_series; the GPU's own J2K
- * decoding is the wall: on H100 hosts, 16 workers, 12 beat 8 and 6, then 10 beat 12 and 16
- * reading to the host; 12 beat 8, 10 and 16 reading into GPU memory), JPEG lossless SV1 read
- * into device memory at most 4 (sixteen at once were slower than DCMTK), HTJ2K all of them;
- * DICOMHIST_GPU_DECODE_SLOTS overrides them, to measure. */
-uint32_t cli_decode_slots(const char *transfer_syntax_uid, uint32_t jobs, int into_device);
+/* The decode slots for a syntax on `jobs` workers: classic JPEG 2000 at most 10 (the GPU's own
+ * J2K decoding is the wall: on H100 hosts, 16 workers, 12 beat 8 and 6, then 10 beat 12 and 16),
+ * JPEG lossless SV1 read into device memory at most 4 (sixteen at once were slower than DCMTK),
+ * HTJ2K all of them; DICOMHIST_GPU_DECODE_SLOTS overrides them, to measure. */
+uint32_t cli_decode_slots(const char *transfer_syntax_uid, uint32_t jobs);
 
 /* Back threads of a series on the GPU (dh_plan_share_set_back_threads): none, unless
  * DICOMHIST_BACK_THREADS (0-64) asks for some for classic JPEG 2000 (never for other syntaxes).
