@@ -193,7 +193,8 @@ static void *race_tables(void *arg)
     const size_t n = (size_t)rows * columns * slices;
     uint16_t *data = malloc(n * sizeof *data);
     const int32_t base = -(int32_t)(1u << (r->bits - 1));
-    fill(data, (size_t)rows * columns, slices, base, 1u << r->bits, 77 + r->bits);
+    if (data)
+        fill(data, (size_t)rows * columns, slices, base, 1u << r->bits, 77 + r->bits);
     dh_volume *v = NULL;
     dh_equalize_params p;
     dh_equalize_params_init(&p);

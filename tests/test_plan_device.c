@@ -77,6 +77,15 @@ START_TEST(test_arguments)
                      DH_ERR_INVALID_ARGUMENT);
     ck_assert_ptr_null(out.set);
     ck_assert_msg(strstr(dh_ctx_error(ctx), "share is NULL") != NULL, "%s", dh_ctx_error(ctx));
+    /* Nor on the per-thread default stream (cudaStreamPerThread): the helpers' would not be it. */
+    dh_plan_share *share = dh_plan_share_create();
+    memset(&out, 0xab, sizeof out);
+    ck_assert_int_eq(dh_plan_load_series_device_shared(ctx, plan, 0, share, (void *)0x2, NULL, 0,
+                                                       &out),
+                     DH_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_null(out.set);
+    ck_assert_msg(strstr(dh_ctx_error(ctx), "per-thread") != NULL, "%s", dh_ctx_error(ctx));
+    dh_plan_share_free(share);
     dh_plan_free(plan);
     dh_ctx_free(ctx);
 }
@@ -410,8 +419,8 @@ static size_t compared_shared, helped_files; /* over the run (gpu_main) */
 
 /* dh_plan_load_series_device_shared with a helper thread beside the owner: the host read's
  * metadata and every sample; returns 1 when compared. */
-static int check_shared(dh_ctx *ctx, const dh_plan *plan, size_t k, const dh_volume *h,
-                        size_t count, const char *what)
+static int check_shared(dh_ctx *ctx, const dh_plan *plan, size_t k, const dh_volume_set *host,
+                        const dh_volume *h, size_t count, const char *what)
 {
     dh_plan_share *share = dh_plan_share_create();
     atomic_int stop;
@@ -426,6 +435,11 @@ static int check_shared(dh_ctx *ctx, const dh_plan *plan, size_t k, const dh_vol
         pthread_join(id, NULL);
     CHECK(running && st == DH_OK, "%s: shared device load: %s", what, dh_ctx_error(ctx));
     int ok = 0;
+    if (st == DH_OK) {
+        compare_failures(host, dev.set, what);
+        CHECK(dh_volume_set_count(dev.set) == 1, "%s: shared: %zu volumes, the host read 1", what,
+              dh_volume_set_count(dev.set));
+    }
     if (st == DH_OK && dh_volume_set_count(dev.set) == 1) {
         const char *diff = metadata_difference(h, dh_volume_set_volume(dev.set, 0));
         CHECK(diff == NULL, "%s: shared: %s differs", what, diff);
@@ -434,6 +448,10 @@ static int check_shared(dh_ctx *ctx, const dh_plan *plan, size_t k, const dh_vol
          * (test_dicom_gpu_decode's LOSSY_BOUND). Lossless files decode to the same values. */
         ok = samples_within(h, dev.d_samples, count, dh_volume_lossy(h, NULL) ? 1 : 0, what) &&
              diff == NULL;
+        /* Equalized where the helper's copies landed (ordered on the load's stream): exact
+         * where the values are. */
+        if (ok && !dh_volume_lossy(h, NULL))
+            check_equalize_on_device(ctx, h, dh_volume_set_volume(dev.set, 0), what);
         helped_files += (size_t)helper.decoded;
     }
     dh_device_volume_release(&dev, NULL);
@@ -491,7 +509,7 @@ static size_t check_series(dh_ctx *ctx, const dh_plan *plan, size_t k)
         dh_device_volume_release(&again, NULL);
         /* Through a share, a helper on the CPU decoders taking files from the back and copying
          * them in: the same volume. */
-        compared_shared += check_shared(ctx, plan, k, h, count, what);
+        compared_shared += check_shared(ctx, plan, k, host, h, count, what);
         check_equalize_on_device(ctx, h, d, what);
         /* Down to the host: a whole host volume, equal to the host read. */
         CHECK(dh_device_volume_download(ctx, &dev, NULL) == DH_OK, "%s: download: %s", what,

@@ -55,7 +55,7 @@ struct cli_series_private {
     int ready;
     char *decoder, *decoder_note; /* of the series' volume (dh_volume_decoder), NULL: none */
     double stage[CLI_STAGE_COUNT][2]; /* --stats: wall and CPU seconds per stage */
-    int device_read; /* SV1 into device memory (cli_decode_device_sv1): 1 read, -1 fell back */
+    int device_read; /* read into device memory (load_on_device): 1 read, -1 fell back */
     int gpu_idle_beside; /* decoded on the GPU in a syntax that leaves it idle: auto computes
                             there too (cli_decode_compute_beside) */
     /* Held from the read to the end of the command's deferred part (cli_series_defer). */
@@ -113,7 +113,7 @@ typedef struct batch {
     int any_failure, text_emitted, want_summary;
     /* --stats: the stages' sums over the series, what the workers did besides, the scan */
     double stage[CLI_STAGE_COUNT][2];
-    size_t device_series, device_fallbacks; /* SV1 series read into device memory / not */
+    size_t device_series, device_fallbacks; /* series read into device memory / fell back */
     double busy, idle;  /* workers' seconds processing series / waiting for the output order */
     int writers_on;     /* each worker writes behind (series_writer); DICOMHIST_BATCH_WRITERS=0: not */
     series_writer *writers; /* one per worker */
@@ -274,16 +274,14 @@ static void free_private(struct cli_series_private *p)
     free(p);
 }
 
-/* The series read into GPU memory and downloaded (cli_decode_device_sv1): 1 with *set the host
- * set, whose volume is the one dh_plan_load_series gives (the decoders are exact) and names its
- * decoders; 0 where the device call failed (DH_ERR_NO_DEVICE or any other), nothing kept, so the
- * caller reads the series as before. The library times no stage on this path: decode[] gets the
- * call's wall seconds and this thread's CPU seconds (reading and decoding in one, counted as
- * decode as the library counts a one-file series; the GPU's time and the batch's helper threads
- * are not CPU time of this thread). */
 /* Series `series` read into GPU memory, through `share` where given (its files from the back
- * decoded by idle cores and copied in); kept there (p->device) when `keep`, for a command that
- * computes it there, else copied down and the device samples freed. */
+ * decoded by idle cores and copied in): 1 with p->set the set, whose volume is the one
+ * dh_plan_load_series gives (the lossless decoders are exact) and names its decoders, its samples
+ * kept on the GPU (p->device) when `keep`, for a command that computes there, else copied down and
+ * the device samples freed; 0 where the device call failed (DH_ERR_NO_DEVICE or any other),
+ * nothing kept, so the caller reads the series as before. The library times no stage on this
+ * path: decode[] gets the call's wall seconds and this thread's CPU seconds (reading and decoding
+ * in one; the GPU's time and the helpers' are not CPU time of this thread). */
 static int load_on_device(dh_ctx *ctx, const dh_plan *plan, size_t series, dh_plan_share *share,
                           struct cli_series_private *p, int keep, double decode[2])
 {
@@ -418,7 +416,9 @@ static int process(batch *b, size_t k, dh_ctx *ctx, dh_plan_share *share, int ma
         dh_plan_share_set_back_threads(
             share, cli_gpu_decode_usable(&b->gpu_decode) ? cli_decode_back_threads(syntax) : 0);
         /* A feeder that took its slot while the decoders load: its own core decodes from the
-         * back until they are there (the library starts none once the load has settled). */
+         * back until they are there (the library starts none once the load has settled). Not
+         * on the device read (into GPU memory), which waits for the load before it offers any
+         * file: there the first feeders' cores wait through it (docs/batch.md, item 7). */
         dh_plan_share_set_load_threads(share, cli_decode_load_threads());
     }
     double device_decode[2] = {0, 0};
@@ -1124,7 +1124,7 @@ static void stats(const batch *b)
                 "they read decode in about %.2f s on the cores alone, %.2f s with the GPU "
                 "(priors, docs/batch.md)\n", b->gpu_estimate[0], b->gpu_estimate[1]);
     if (b->device_series + b->device_fallbacks > 0)
-        fprintf(stderr, "dicomhist: stats: JPEG lossless SV1 series into device memory: %zu, "
+        fprintf(stderr, "dicomhist: stats: series read into device memory: %zu, "
                 "%zu read on the host after the device call failed (inside decode)\n",
                 b->device_series, b->device_fallbacks);
     if (b->gpu_decode.helped_files > 0)
@@ -1317,6 +1317,11 @@ int cli_run_batch(const cli_command_line *cl, const cli_batch_config *cfg, cli_s
         gpu_asked = 0;
     }
     cli_gpu_decode_start(&b.gpu_decode, gpu_pending, gpu_asked);
+    /* To test and measure the paths taken once the decoders are there: no series is taken
+     * while they load (DICOMHIST_GPU_DECODE_WAIT=1; a small batch otherwise ends before). */
+    const char *wait_env = getenv("DICOMHIST_GPU_DECODE_WAIT");
+    if (wait_env && strcmp(wait_env, "1") == 0 && b.gpu_decode.started)
+        cli_gpu_decode_wait_usable(&b.gpu_decode);
     pthread_mutex_init(&b.lock, NULL);
     pthread_cond_init(&b.changed, NULL);
     pthread_t *ids = calloc(workers, sizeof *ids);

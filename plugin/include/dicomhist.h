@@ -669,8 +669,10 @@ typedef struct dh_equalized {
  * slice tiles with per_slice, bins above 65536 and CLAHE for window/level are
  * DH_ERR_INVALID_ARGUMENT. A dh_device_volume's volume (samples on the GPU, none on the host)
  * is computed where its samples are, with no copy up, for params->device DH_DEVICE_CUDA and
- * method DH_EQ_METHOD_GLOBAL (the result is the one its downloaded volume gives); for anything
- * else it is DH_ERR_INVALID_ARGUMENT (dh_device_volume_download first). */
+ * method DH_EQ_METHOD_GLOBAL (the result is the one its downloaded volume gives): the call waits
+ * on the stream the load was given, which must still exist, and reads the device buffer, which
+ * must hold what the load left until dh_device_volume_release. For anything else it is
+ * DH_ERR_INVALID_ARGUMENT (dh_device_volume_download first). */
 DH_API dh_status dh_equalize(dh_ctx *ctx, const dh_volume *volume,
                              const dh_equalize_params *params, dh_equalized **out);
 
@@ -1100,9 +1102,12 @@ DH_API dh_status dh_plan_load_series_shared(dh_ctx *ctx, const dh_plan *plan, si
 /* dh_plan_load_series_device (section 7) through a share: the owner's files go to the GPU's
  * decoders one at a time from the front, straight into their places in the series' buffer, while
  * helpers (dh_plan_share_help) decode files from the back with their own decoders and copy the
- * values into theirs; the device volume is the one dh_plan_load_series_device gives. For a
- * caller whose next step runs on the GPU (dh_equalize on CUDA) and whose idle cores help the GPU
- * decode (the batch of docs/batch.md). DH_ERR_INVALID_ARGUMENT for a NULL share. */
+ * values into theirs, on cuda_stream from their own threads. The device volume is the one
+ * dh_plan_load_series_device gives (a lossy file a helper decodes is its CPU decoder's, within
+ * one stored unit of the GPU's; the volume's decoder then names both). For a caller whose next
+ * step runs on the GPU (dh_equalize on CUDA) and whose idle cores help the GPU decode (the batch
+ * of docs/batch.md). DH_ERR_INVALID_ARGUMENT for a NULL share or for cudaStreamPerThread (each
+ * thread's own: the helpers' copies would not be ordered with the owner's stream). */
 DH_API dh_status dh_plan_load_series_device_shared(dh_ctx *ctx, const dh_plan *plan,
                                                    size_t series, dh_plan_share *share,
                                                    void *cuda_stream, void *d_samples,

@@ -306,6 +306,7 @@ static dh_status load_files(dh_ctx *ctx, const dh_plan *p, const dh_plan_series 
 typedef struct device_job {
     series_inputs *s;
     void *stream;
+    dh_dicom_status *call; /* per slot: the call's own status (not the file's) */
 } device_job;
 
 static void decode_device_slot(void *arg, size_t slot, const dh_dicom_read_options *options)
@@ -314,12 +315,10 @@ static void decode_device_slot(void *arg, size_t slot, const dh_dicom_read_optio
     dh_dicom_device_image *got = &j->s->got[slot];
     const dh_dicom_batch_options one = {.workers = 1, .cpu_decoders_only = !options->gpu_decode};
     char msg[DH_DICOM_MSG_LEN];
-    dh_dicom_status st = dh_dicom_read_batch_device(&j->s->in[slot], 1, &one, j->stream, got,
-                                                    NULL, msg, sizeof msg);
-    if (st != DH_DICOM_OK) { /* the call's failure is this file's */
-        got->status = st;
+    j->call[slot] = dh_dicom_read_batch_device(&j->s->in[slot], 1, &one, j->stream, got, NULL,
+                                               msg, sizeof msg);
+    if (j->call[slot] != DH_DICOM_OK) /* the series fails with it, as the one batch would */
         snprintf(got->msg, sizeof got->msg, "%s", msg);
-    }
 }
 
 /* The series' buffer taken, the batch over its files decoding into it (or, shared, its files
@@ -347,8 +346,16 @@ static dh_status load(dh_ctx *ctx, const dh_plan *p, const dh_plan_series *g, vo
     char msg[DH_DICOM_MSG_LEN];
     dh_dicom_status bst = DH_DICOM_OK;
     if (share) {
-        device_job job = {.s = &s, .stream = stream};
+        device_job job = {.s = &s, .stream = stream, .call = calloc(s.count, sizeof *job.call)};
+        if (!job.call) {
+            inputs_free(&s, stream);
+            return oom(ctx, g->path);
+        }
         dh_plan_share_run(share, s.count, 1, decode_device_slot, &job, &read);
+        for (size_t i = 0; i < s.count && bst == DH_DICOM_OK; i++)
+            if ((bst = job.call[i]) != DH_DICOM_OK)
+                snprintf(msg, sizeof msg, "%s", s.got[i].msg);
+        free(job.call);
     } else {
         bst = dh_dicom_read_batch_device(s.in, s.count, &options, stream, s.got, NULL, msg,
                                          sizeof msg);
@@ -427,10 +434,14 @@ dh_status dh_plan_load_series_device_shared(dh_ctx *ctx, const dh_plan *plan, si
                                             void *d_samples, size_t capacity,
                                             dh_device_volume *out)
 {
-    if (!share) {
+    /* Helpers copy on the stream given, from their own threads: the per-thread default stream
+     * (cudaStreamPerThread, 0x2) would be each one's own, not ordered with the owner's. */
+    if (!share || cuda_stream == (void *)0x2) {
         if (out)
             memset(out, 0, sizeof *out);
-        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "%s_shared: share is NULL", WHO);
+        return dh_ctx_fail(ctx, DH_ERR_INVALID_ARGUMENT, "%s_shared: %s", WHO,
+                           share ? "the per-thread default stream is not one the helpers share"
+                                 : "share is NULL");
     }
     return load_series_device(ctx, plan, series, share, cuda_stream, d_samples, capacity, out);
 }

@@ -11,8 +11,11 @@ For every file and series folder of ../shared/dicom and ../shared/dicom-jpeg2000
   derived files' pixel data is identical (the UIDs differ by design, so only PixelData is
   compared, read straight from the explicit little endian files written);
 - `equalize` of the whole folder as one batch on 8 workers sharing the GPU (cuda also with one
-  GPU decode slot, the other JPEG 2000 series decoded by the cores beside it; auto also with the
-  GPU decoders asked for): --device cuda and auto write the pixels --device cpu writes;
+  GPU decode slot and back threads; auto also with the GPU decoders asked for): --device cuda
+  and auto write the pixels --device cpu writes;
+- generated JPEG 2000 and HTJ2K series (one with a damaged file) as one batch: --device cuda
+  reading them into GPU memory (shared, with back threads, whole) or to the host, and auto,
+  write the pixels --device cpu writes, with its exit status;
 - the JPEG lossless SV1 series of both folders and of the build's generated streams as one batch:
   --device cuda (nvJPEG into GPU memory) and DH_GPU_JPEG_LOSSLESS=0 (DCMTK) write the pixels
   --device cpu writes;
@@ -130,29 +133,22 @@ def compare_batch(c, exe, shared, tmp):
     """The whole folder as one batch on 8 workers, each with its own GPU stream and staging and
     no lock between them (issue 24): --device cuda and auto write the pixels --device cpu
     writes, with the same exit status (the folder holds files that fail on purpose). "cuda1":
-    cuda with one GPU decode slot (DICOMHIST_GPU_DECODE_SLOTS=1), so that JPEG 2000 series also
-    go to the cores beside a busy GPU (plugin/cli/cli_batch_decode.c), and the workers waiting
-    for the slot decode files of the series on it from the back (dh_plan_share, session 17),
-    with two back threads of the series' own (DICOMHIST_BACK_THREADS=2; none by default since
-    session 21): the same pixels. "autog": auto with the GPU decoders loaded whatever the
-    batch's size (DICOMHIST_AUTO_DECODERS=gpu; by its rule auto keeps a folder this small on
-    the cores, session 22), so that auto's GPU decoding is checked too. cuda reads each JPEG 2000
-    series the GPU decodes into GPU memory through its share and equalizes it there (session
-    23); "cudad" reads such a series whole in one call (DICOMHIST_DEVICE_SERIES=whole) and
-    "cudah" to the host as before (=0): the same pixels."""
+    cuda with one GPU decode slot (DICOMHIST_GPU_DECODE_SLOTS=1) and two back threads
+    (DICOMHIST_BACK_THREADS=2); "autog": auto with the GPU decoders loaded whatever the batch's
+    size (DICOMHIST_AUTO_DECODERS=gpu): the same pixels. ../shared/dicom holds no JPEG 2000 or
+    HTJ2K series, so the GPU decoders' scheduling is compare_j2k_batch's (session 23 found this
+    batch had never exercised it)."""
     outs = {}
     envs = {"cuda1": {"DICOMHIST_GPU_DECODE_SLOTS": "1", "DICOMHIST_BACK_THREADS": "2"},
-            "autog": {"DICOMHIST_AUTO_DECODERS": "gpu"},
-            "cudad": {"DICOMHIST_DEVICE_SERIES": "whole"},
-            "cudah": {"DICOMHIST_DEVICE_SERIES": "0"}}
-    for dev in ("cpu", "cuda", "auto", "cuda1", "autog", "cudad", "cudah"):
+            "autog": {"DICOMHIST_AUTO_DECODERS": "gpu"}}
+    for dev in ("cpu", "cuda", "auto", "cuda1", "autog"):
         d = os.path.join(tmp, f"batch_{dev}")
         for job in (["equalize"], ["equalize", "--mode", "slice", "--window", "percentile:1"]):
-            r = t.run(exe, *job, "--jobs", "8", "--device", dev.rstrip("1gdh"), "-o", d, shared,
+            r = t.run(exe, *job, "--jobs", "8", "--device", dev.rstrip("1g"), "-o", d, shared,
                       env=envs.get(dev))
             outs[(dev, job[-1])] = (r.rc, derived_pixels(d) if os.path.isdir(d) else {})
             shutil.rmtree(d, ignore_errors=True)
-    for dev in ("cuda", "auto", "cuda1", "autog", "cudad", "cudah"):
+    for dev in ("cuda", "auto", "cuda1", "autog"):
         for job in ("equalize", "percentile:1"):
             c.check(outs[(dev, job)] == outs[("cpu", job)],
                     f"batch {job} --jobs 8 --device {dev}: rc {outs[(dev, job)][0]} against "
@@ -160,6 +156,50 @@ def compare_batch(c, exe, shared, tmp):
                     f"{len(outs[('cpu', job)][1])} files, pixels "
                     f"{'equal' if outs[(dev, job)][1] == outs[('cpu', job)][1] else 'differ'}")
     return len(outs[("cpu", "equalize")][1])
+
+
+def compare_j2k_batch(c, exe, series, tmp):
+    """Generated lossless JPEG 2000 and HTJ2K series, one with a damaged file (make_series.py,
+    DH_PLAN_DEVICE_SERIES), as one batch on one worker that takes no series before the GPU
+    decoders have loaded (DICOMHIST_GPU_DECODE_WAIT=1; else this small batch ends on the cores
+    while they load), so each goes to the GPU: --device cuda reads such a series into GPU memory
+    through
+    its share and equalizes it there (session 23), "cudab" with two back threads of the feeder's
+    own copying files in too (DICOMHIST_BACK_THREADS=2), "cudad" whole in one call, "cudah" to
+    the host as before, auto (decoders on) to the host: the pixels and exit status --device cpu
+    gives, and --stats says cuda read all four series into GPU memory (none for the host read
+    and auto)."""
+    if not series or not os.path.isdir(series):
+        print("note: no generated JPEG 2000 series (DH_PLAN_DEVICE_SERIES): J2K batch not run")
+        return 0
+    outs, device = {}, {}
+    wait = {"DICOMHIST_GPU_DECODE_WAIT": "1"}
+    for key, dev, env in (("cpu", "cpu", None), ("cuda", "cuda", {}),
+                          ("cudab", "cuda", {"DICOMHIST_BACK_THREADS": "2"}),
+                          ("cudad", "cuda", {"DICOMHIST_DEVICE_SERIES": "whole"}),
+                          ("cudah", "cuda", {"DICOMHIST_DEVICE_SERIES": "0"}),
+                          ("auto", "auto", {"DICOMHIST_AUTO_DECODERS": "gpu"})):
+        d = os.path.join(tmp, f"j2k_{key}")
+        r = t.run(exe, "equalize", "--jobs", "1", "--stats", "--device", dev, "-o", d, series,
+                  env=None if env is None else {**wait, **env})
+        outs[key] = (r.rc, derived_pixels(d) if os.path.isdir(d) else {})
+        lines = [line for line in r.err.splitlines() if "into device memory" in line]
+        device[key] = lines[0].split("stats: ")[-1] if lines else ""
+        print(f"J2K batch {key}: rc {r.rc}, {len(outs[key][1])} files; "
+              f"{device[key] or 'no series into device memory'}")
+        shutil.rmtree(d, ignore_errors=True)
+    for key in ("cuda", "cudab", "cudad"):
+        c.check(device[key].startswith("series read into device memory: 4, 0 "),
+                f"J2K batch --device {key}: '{device[key]}', not the 4 series into GPU memory")
+    for key in ("cpu", "cudah", "auto"):
+        c.check(not device[key], f"J2K batch {key}: '{device[key]}' into device memory")
+    for key in ("cuda", "cudab", "cudad", "cudah", "auto"):
+        c.check(outs[key] == outs["cpu"],
+                f"J2K batch --device {key}: rc {outs[key][0]} against {outs['cpu'][0]}, "
+                f"{len(outs[key][1])} against {len(outs['cpu'][1])} files, pixels "
+                f"{'equal' if outs[key][1] == outs['cpu'][1] else 'differ'}")
+    c.check(outs["cpu"][0] == 1, f"J2K batch: rc {outs['cpu'][0]}, not 1 for the damaged file")
+    return len(outs["cpu"][1])
 
 
 def sv1_archive(shared, streams, dest):
@@ -270,12 +310,17 @@ def main():
         batch = compare_batch(c, exe, shared, tmp)
     c.check(batch >= 20, f"only {batch} files were written by the batch at all")
     with tempfile.TemporaryDirectory() as tmp:
+        j2k_batch = compare_j2k_batch(c, exe, os.environ.get("DH_PLAN_DEVICE_SERIES"), tmp)
+    if os.environ.get("DH_PLAN_DEVICE_SERIES"):
+        c.check(j2k_batch >= 20, f"only {j2k_batch} files were written by the J2K batch at all")
+    with tempfile.TemporaryDirectory() as tmp:
         sv1 = compare_sv1_batch(c, exe, shared, tmp)
     c.check(sv1 >= 2, f"only {sv1} files were written by the SV1 batch at all")
     scored = compare_mi(c, exe, shared)
     c.check(scored >= 20, f"only {scored} MI records were produced at all")
     print(f"compared {readable} histograms, {written} derived series, a batch of {batch} files, "
-          f"an SV1 batch of {sv1} files and {scored} MI records")
+          f"a JPEG 2000 batch of {j2k_batch} files, an SV1 batch of {sv1} files and {scored} MI "
+          f"records")
     c.finish()
 
 
