@@ -323,6 +323,14 @@ START_TEST(device_series_by_default_through_the_share)
     setenv("DICOMHIST_DEVICE_SERIES", "1", 1); /* neither word: the default */
     ck_assert_int_eq(cli_decode_device_series(), CLI_DEVICE_SERIES_SHARED);
     unsetenv("DICOMHIST_DEVICE_SERIES");
+    /* The wait for the decoders' load, asked for by "1" only. */
+    unsetenv("DICOMHIST_GPU_DECODE_WAIT");
+    ck_assert(!cli_decode_wait_for_load());
+    setenv("DICOMHIST_GPU_DECODE_WAIT", "1", 1);
+    ck_assert(cli_decode_wait_for_load());
+    setenv("DICOMHIST_GPU_DECODE_WAIT", "yes", 1);
+    ck_assert(!cli_decode_wait_for_load());
+    unsetenv("DICOMHIST_GPU_DECODE_WAIT");
 }
 END_TEST
 

@@ -61,7 +61,7 @@ struct cli_series_private {
     /* Held from the read to the end of the command's deferred part (cli_series_defer). */
     double start;
     dh_volume_set *set;
-    dh_device_volume device; /* set's samples on the GPU, where device.set == set */
+    dh_device_volume device; /* where device.set is set: its samples on the GPU (kept) */
     report_sink *sink;
     report_json json;
     cli_series_finish_fn finish;
@@ -291,16 +291,14 @@ static int load_on_device(dh_ctx *ctx, const dh_plan *plan, size_t series, dh_pl
                                                              0, &dv)
                          : dh_plan_load_series_device(ctx, plan, series, NULL, NULL, 0, &dv);
     int ok = st == DH_OK && (keep || dh_device_volume_download(ctx, &dv, NULL) == DH_OK);
-    if (ok && keep) {
-        p->device = dv;
+    if (ok) {
         p->set = dv.set;
-    } else if (ok) { /* the host set is kept, the device samples freed */
-        p->set = dv.set;
-        dv.set = NULL;
-        dh_device_volume_release(&dv, NULL);
-    } else {
-        dh_device_volume_release(&dv, NULL);
+        if (keep) /* the whole device volume, released by finish_series */
+            p->device = dv, dv = (dh_device_volume){0};
+        else /* the host set is kept, the device samples freed below */
+            dv.set = NULL;
     }
+    dh_device_volume_release(&dv, NULL);
     decode[0] += cli_now() - wall;
     decode[1] += thread_cpu() - cpu;
     return ok;
@@ -325,8 +323,8 @@ static void finish_series(batch *b, size_t k, dh_ctx *ctx)
         p->finish = NULL;
         p->pending = NULL;
     }
-    if (p->device.set == p->set && p->set)
-        dh_device_volume_release(&p->device, NULL); /* the set with its GPU samples */
+    if (p->device.set) /* set is the device volume's: freed with its GPU samples */
+        dh_device_volume_release(&p->device, NULL);
     else
         dh_volume_set_free(p->set);
     p->set = NULL;
@@ -1317,10 +1315,7 @@ int cli_run_batch(const cli_command_line *cl, const cli_batch_config *cfg, cli_s
         gpu_asked = 0;
     }
     cli_gpu_decode_start(&b.gpu_decode, gpu_pending, gpu_asked);
-    /* To test and measure the paths taken once the decoders are there: no series is taken
-     * while they load (DICOMHIST_GPU_DECODE_WAIT=1; a small batch otherwise ends before). */
-    const char *wait_env = getenv("DICOMHIST_GPU_DECODE_WAIT");
-    if (wait_env && strcmp(wait_env, "1") == 0 && b.gpu_decode.started)
+    if (b.gpu_decode.started && cli_decode_wait_for_load())
         cli_gpu_decode_wait_usable(&b.gpu_decode);
     pthread_mutex_init(&b.lock, NULL);
     pthread_cond_init(&b.changed, NULL);

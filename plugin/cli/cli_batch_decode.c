@@ -169,6 +169,11 @@ cli_device_series cli_decode_device_series(void)
                         : CLI_DEVICE_SERIES_SHARED;
 }
 
+int cli_decode_wait_for_load(void)
+{
+    return env_word("DICOMHIST_GPU_DECODE_WAIT", "1", "0") == 1;
+}
+
 uint32_t cli_decode_slots(const char *uid, uint32_t jobs)
 {
     long n = env_number("DICOMHIST_GPU_DECODE_SLOTS", LONG_MAX);

@@ -141,6 +141,11 @@ typedef enum cli_device_series {
 } cli_device_series;
 cli_device_series cli_decode_device_series(void);
 
+/* 1 where DICOMHIST_GPU_DECODE_WAIT=1 asks the batch to take no series before the GPU decoders'
+ * load has settled: to test and measure the paths taken once they are there (a small batch
+ * otherwise ends on the cores while they load; test_cli_gpu's JPEG 2000 batch). */
+int cli_decode_wait_for_load(void);
+
 /* The scheduler of one batch. */
 typedef struct cli_gpu_decode {
     pthread_mutex_t lock;
