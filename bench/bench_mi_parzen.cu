@@ -391,6 +391,8 @@ struct floor_batch {
     unsigned fixed_vec_blocks; /* pz_fixed_vec_kernel's (the library's path for these buffers) */
     unsigned exact_vec_blocks; /* the vector kernel's exact FP64 form (session 19's box rows) */
     size_t cells;
+    size_t zero16, ones16; /* 16-byte words of the counts + histograms and of the range keys */
+    int sms;
 };
 
 /* mi_parzen_cuda.cu's pz_blocks_per_item: 8 blocks per SM over the batch, at least per_block
@@ -420,9 +422,15 @@ static floor_batch floor_setup(int sms, size_t n, uint32_t count, const float *d
     a.pixels = n, a.count = count, a.bins = 64;
     a.fixed_window = DH_PARZEN_FIXED_BOX, a.gradient_of = DH_PARZEN_GRAD_MI;
     a.fixed = d_fixed, a.fixed_sample = DH_PARZEN_FLOAT32, a.moving = d_moving;
-    a.keys = floor_alloc<uint32_t>(((size_t)count + 1) * 2);
-    a.n = floor_alloc<unsigned long long>(count);
-    a.joint = floor_alloc<unsigned long long>(count * f.cells);
+    /* the keys, and the counts beside the histograms, in whole 16-byte words, as the library's
+     * workspace lays them out for pz_prepare_kernel */
+    const size_t keys_words = (((size_t)count + 1) * 2 + 3) / 4 * 4, n_words = (count + 1) / 2 * 2;
+    a.keys = floor_alloc<uint32_t>(keys_words);
+    a.n = floor_alloc<unsigned long long>(n_words + count * f.cells);
+    a.joint = a.n + n_words;
+    f.zero16 = (n_words + count * f.cells) / 2;
+    f.ones16 = keys_words / 4;
+    f.sms = sms;
     a.axes = floor_alloc<dh_parzen_axis>((size_t)count + 1);
     a.rcp = floor_alloc<double>((size_t)count + 1);
     a.thr = floor_alloc<float>(DH_PARZEN_MAX_BINS);
@@ -447,6 +455,21 @@ static floor_batch floor_setup(int sms, size_t n, uint32_t count, const float *d
     return f;
 }
 
+/* The library's first step (mi_parzen_cuda.cu, pz_prepare_kernel): the counts and histograms
+ * zeroed, and the range keys set (ranges found) or the axes computed (both given). */
+static void floor_prepare(const floor_batch &f, bool found, cudaStream_t s)
+{
+    const size_t words = f.zero16 + (found ? f.ones16 : 0), most = (size_t)f.sms * 8;
+    size_t blocks = (words + 1023) / 1024;
+    blocks = blocks < 1 ? 1 : (blocks > most ? most : blocks);
+    pz_given_axes g = {};
+    if (!found)
+        pz_given_axes_set(f.a, &g);
+    pz_prepare_kernel<<<(unsigned)blocks, 256, 0, s>>>(f.a, (uint4 *)f.a.n, f.zero16,
+                                                       (uint4 *)f.a.keys, found ? f.ones16 : 0,
+                                                       found ? 0 : 1, g);
+}
+
 /* A measurement's check line ("check (label): ok (why)" or FAILED, which fails the program). */
 static void floor_check_line(const char *label, bool ok, const char *why)
 {
@@ -466,8 +489,8 @@ static void floor_set_given(pz_args &a)
 
 static void floor_free(floor_batch &f)
 {
-    void *p[] = {f.a.keys,  f.a.n,         f.a.joint,     f.a.axes,    f.a.rcp, f.a.thr,
-                 f.a.cell,  f.a.scale,     f.a.grad_zero, f.a.fixed_row, f.d_faxes, f.d_fold};
+    void *p[] = {f.a.keys,  f.a.n,     f.a.axes,      f.a.rcp,       f.a.thr, /* joint: in n's */
+                 f.a.cell,  f.a.scale, f.a.grad_zero, f.a.fixed_row, f.d_faxes, f.d_fold};
     for (void *x : p)
         CK(cudaFree(x));
 }
@@ -596,10 +619,7 @@ static floor_figures floor_run(cudaStream_t s, int sms, const floor_shape &sh, b
         CK(cudaMemsetAsync(a.n, 0, count * 8, s));
         CK(cudaMemsetAsync(a.joint, 0, count * cells * 8, s));
     };
-    auto zero = [&] {
-        CK(cudaMemsetAsync(a.keys, 0xFF, ((size_t)count + 1) * 8, s));
-        zero_hist();
-    };
+    auto zero = [&] { floor_prepare(fb, true, s); };
     auto range = [&] {
         pz_range_kernel<DH_PARZEN_FLOAT32><<<fb.range_grid, PZ_PIXEL_THREADS, 0, s>>>(a);
     };
@@ -612,7 +632,7 @@ static floor_figures floor_run(cudaStream_t s, int sms, const floor_shape &sh, b
         pz_hist_kernel<DH_PARZEN_FLOAT32, false, true, false>
             <<<fb.hist_grid, PZ_HIST_THREADS, hist_smem, s>>>(a);
     };
-    auto score = [&] { pz_score_kernel<<<count, PZ_SCORE_THREADS, 0, s>>>(a, 1); };
+    auto score = [&] { pz_launch_score(a, 1, fb.sms, s); };
     auto grad = [&] {
         pz_gradient_kernel<DH_PARZEN_FLOAT32, false, true>
             <<<fb.grad_grid, PZ_PIXEL_THREADS, hist_smem, s>>>(a);
@@ -821,7 +841,7 @@ static void floors(cudaStream_t s, const cudaDeviceProp &prop, const floor_shape
     };
     const row_of rows[] = {
         {"the whole call (dh_parzen_mi_cuda, value + gradient)", &floor_figures::call},
-        {"memsets (range keys, counts, histograms)", &floor_figures::memsets},
+        {"pz_prepare_kernel (range keys, counts, histograms)", &floor_figures::memsets},
         {"pz_range_kernel", &floor_figures::range},
         {"pz_axes_kernel + pz_fixed_vec_kernel (the library's fixed pass)",
          &floor_figures::axes_fixed},
@@ -833,7 +853,7 @@ static void floors(cudaStream_t s, const cudaDeviceProp &prop, const floor_shape
         {"fixed pass floor: read the fixed image once, write a byte per pixel",
          &floor_figures::fixed_floor},
         {"pz_hist_kernel", &floor_figures::hist},
-        {"pz_score_kernel", &floor_figures::score},
+        {"pz_launch_score (the staged kernel at 64 bins)", &floor_figures::score},
         {"pz_gradient_kernel", &floor_figures::grad},
         {"floor: read the 1024 moving images once (bench_read_kernel)", &floor_figures::read},
         {"floor: read them once, write a gradient's worth once", &floor_figures::copy},
@@ -1026,12 +1046,8 @@ static void gap_run(cudaStream_t s, const cudaDeviceProp &prop, const gap_clock 
         CK(cudaMemsetAsync(a.n, 0, 8, s));
         CK(cudaMemsetAsync(a.joint, 0, cells * 8, s));
     };
-    auto zero = [&] {
-        CK(cudaMemsetAsync(a.keys, 0xFF, 16, s));
-        zero_hist();
-    };
+    auto zero = [&] { floor_prepare(fb, false, s); }; /* with ranges given: and the axes */
     auto axes_fixed = [&] {
-        pz_axes_kernel<<<1, 256, 0, s>>>(a);
         pz_fixed_vec_kernel<DH_PARZEN_FLOAT32, true>
             <<<fb.fixed_vec_blocks, PZ_PIXEL_THREADS, 0, s>>>(a);
     };
@@ -1039,7 +1055,7 @@ static void gap_run(cudaStream_t s, const cudaDeviceProp &prop, const gap_clock 
         pz_hist_kernel<DH_PARZEN_FLOAT32, false, true, false>
             <<<fb.hist_grid, PZ_HIST_THREADS, hist_smem, s>>>(a);
     };
-    auto score = [&] { pz_score_kernel<<<1, PZ_SCORE_THREADS, 0, s>>>(a, 1); };
+    auto score = [&] { pz_launch_score(a, 1, fb.sms, s); };
     auto grad = [&] {
         pz_gradient_kernel<DH_PARZEN_FLOAT32, false, true>
             <<<fb.grad_grid, PZ_PIXEL_THREADS, hist_smem, s>>>(a);
@@ -1102,8 +1118,9 @@ static void gap_run(cudaStream_t s, const cudaDeviceProp &prop, const gap_clock 
     const gap_steps hist_b2b = gap_time_steps(s, c, {zero_hist, hist}, 20, 0);
     const gap_steps grad_b2b = gap_time_steps(s, c, {grad}, 20, 0);
 
-    const char *names[5] = {"memsets", "pz_axes_kernel + pz_fixed_vec_kernel", "pz_hist_kernel",
-                            "pz_score_kernel", "pz_gradient_kernel"};
+    const char *names[5] = {"pz_prepare_kernel (histograms zeroed, axes)", "pz_fixed_vec_kernel",
+                            "pz_hist_kernel", "pz_launch_score (the staged kernel at 64 bins)",
+                            "pz_gradient_kernel"};
     printf("\n#### %s pair, ranges given (-200..2200), us (%s)\n\n", noise ? "noise" : "smooth",
            prop.name);
     printf("| what | us | SM clock after, MHz |\n| --- | --- | --- |\n");
@@ -1217,12 +1234,12 @@ static waves_times waves_time(cudaStream_t s, int sms, const float *d_fixed,
         CK(cudaMemsetAsync(a.n, 0, 8, s));
         CK(cudaMemsetAsync(a.joint, 0, cells * 8, s));
     };
-    auto head = [&] { /* memsets, the range pass (ranges found), the axes */
-        CK(cudaMemsetAsync(a.keys, 0xFF, 16, s));
-        zero_hist();
-        if (!given)
+    auto head = [&] { /* the library's prepare, range pass and axes (ranges found) */
+        floor_prepare(fb, !given, s);
+        if (!given) {
             pz_range_kernel<DH_PARZEN_FLOAT32><<<fb.range_grid, PZ_PIXEL_THREADS, 0, s>>>(a);
-        pz_axes_kernel<<<1, 256, 0, s>>>(a);
+            pz_axes_kernel<<<1, 256, 0, s>>>(a);
+        }
     };
     auto fixed = [&] {
         pz_fixed_vec_kernel<DH_PARZEN_FLOAT32, true><<<g.fixed, PZ_PIXEL_THREADS, 0, s>>>(a);
@@ -1231,7 +1248,7 @@ static waves_times waves_time(cudaStream_t s, int sms, const float *d_fixed,
         pz_hist_kernel<DH_PARZEN_FLOAT32, false, true, false>
             <<<dim3(1, g.hist), PZ_HIST_THREADS, hist_smem, s>>>(a);
     };
-    auto score = [&] { pz_score_kernel<<<1, PZ_SCORE_THREADS, 0, s>>>(a, 1); };
+    auto score = [&] { pz_launch_score(a, 1, fb.sms, s); };
     auto grad = [&] {
         pz_gradient_kernel<DH_PARZEN_FLOAT32, false, true>
             <<<dim3(1, g.grad), PZ_PIXEL_THREADS, hist_smem, s>>>(a);

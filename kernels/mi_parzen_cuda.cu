@@ -4,10 +4,11 @@
  * (mi_parzen_cuda.h), the same bits as dh_parzen_mi_cpu. One call is a fixed sequence on the
  * caller's stream, nothing synchronized, nothing allocated once the workspace is large enough
  * (so an optimizer loop can capture it in a CUDA graph):
- *   1. one memset: the range keys and the per-item counts and joint histograms;
+ *   1. pz_prepare_kernel: the per-item counts and joint histograms zeroed; the range keys set
+ *      where a range is found, else (both ranges given) step 3's axes;
  *   2. pz_range_kernel (only for a range not given): min/max keys of every image's valid pixels;
- *   3. pz_axes_kernel: every axis, with mi_parzen.h's arithmetic, and its width's reciprocal;
- *      with the box window, the fixed rows' thresholds (pz_threshold);
+ *   3. pz_axes_kernel (after step 2): every axis, with mi_parzen.h's arithmetic, and its width's
+ *      reciprocal; with the box window, the fixed rows' thresholds (pz_threshold);
  *   4. pz_fixed_vec_kernel (pz_fixed_kernel where the fixed image is not aligned for vector
  *      loads): the fixed pixels' indices (by the thresholds for the box window; by the exact
  *      position, also stored, for the cubic window), once for
@@ -15,7 +16,7 @@
  *   5. pz_hist_kernel: the joint histograms, uint64 sums of quantized weights, privatized in
  *      shared memory where bins x bins x 8 bytes fit (then one merge of the non-zero cells), else
  *      global atomics; exact integers, so the order of the atomics changes no bit;
- *   6. pz_score_kernel: records, and the cell-factor tables for the gradient;
+ *   6. pz_launch_score: records, and the cell-factor tables for the gradient;
  *   7. pz_gradient_kernel (when a gradient buffer is given): every pixel from its own cells.
  * Memory: the workspace holds 1 byte per pixel (9 with the cubic fixed window), and per item
  * 2 x bins x bins x 8 bytes: O(pixels + batch x bins^2), never O(pixels x bins).
@@ -43,6 +44,12 @@ struct dh_parzen_cuda_workspace {
      * (0 the exact path of the cubic window, 1 the box window's thresholds) and path (0 scalar, 1
      * vector): its grid is one wave of them (pz_launch_fixed). */
     int fixed_per_sm[3][2][2];
+    /* The axes of the last call with both ranges given (pz_given_axes_of) and the parameters
+     * they came from: an optimizer's calls repeat them, so the host computes them once. */
+    bool given_set;
+    uint32_t given_bins, given_window;
+    double given_range[4];
+    pz_given_axes given;
 };
 
 namespace {
@@ -63,7 +70,8 @@ constexpr size_t PZ_BLOCKS_PER_SM = 8; /* the grids aim at this many blocks per 
 size_t pz_round(size_t x) { return (x + PZ_ALIGN - 1) / PZ_ALIGN * PZ_ALIGN; }
 
 /* Where each region of the workspace starts; the counts and the joint histograms are adjacent
- * after the keys, so one memset zeroes them (keys to all ones: a separate memset). */
+ * after the keys, each region a whole number of 16-byte words, so pz_prepare_kernel sets them
+ * with plain vector stores. */
 struct pz_layout {
     size_t keys, n, joint, joint_end, axes, rcp, thr, cell, scale, grad_zero, fixed_row,
         fixed_t, total;
@@ -152,6 +160,22 @@ int pz_reserve(dh_parzen_cuda_workspace *ws, size_t bytes, char *msg, size_t msg
     return DH_PARZEN_OK;
 }
 
+/* The axes of a call with both ranges given (pz_given_axes_set), kept in the workspace while the
+ * parameters stay the same. */
+const pz_given_axes &pz_given_axes_of(dh_parzen_cuda_workspace *ws, const pz_args &a)
+{
+    const double range[4] = {a.fixed_lo, a.fixed_hi, a.moving_lo, a.moving_hi};
+    if (!ws->given_set || ws->given_bins != a.bins || ws->given_window != a.fixed_window ||
+        memcmp(ws->given_range, range, sizeof range) != 0) {
+        pz_given_axes_set(a, &ws->given);
+        ws->given_set = true;
+        ws->given_bins = a.bins;
+        ws->given_window = a.fixed_window;
+        memcpy(ws->given_range, range, sizeof range);
+    }
+    return ws->given;
+}
+
 /* Blocks per item along y: enough for PZ_BLOCKS_PER_SM blocks per SM over the batch, at least
  * `min_pixels` pixels per block, at most one per `per_block` pixels. */
 uint32_t pz_blocks_per_item(const dh_parzen_cuda_workspace *ws, size_t pixels, uint32_t count,
@@ -196,7 +220,7 @@ int pz_launch_pixels(const dh_parzen_cuda_workspace *ws, const pz_args &a, cudaS
         pz_hist_kernel<S, CUBIC, false, false><<<hist_grid, PZ_HIST_THREADS, 0, stream>>>(a);
     }
     PZ_CK(cudaGetLastError(), "the histogram kernel's launch");
-    pz_score_kernel<<<a.count, PZ_SCORE_THREADS, 0, stream>>>(a, gradient ? 1 : 0);
+    pz_launch_score(a, gradient ? 1 : 0, ws->sms, stream);
     PZ_CK(cudaGetLastError(), "the score kernel's launch");
     if (!gradient)
         return DH_PARZEN_OK;
@@ -353,14 +377,19 @@ extern "C" int dh_parzen_mi_cuda(dh_parzen_cuda_workspace *ws, const dh_parzen_p
                      (!moving->mask || (uintptr_t)moving->mask % 8 == 0) &&
                      (uintptr_t)d_gradient % 16 == 0;
 
-    /* the range keys only where the range pass runs (both ranges given: the axes kernel reads
-     * none of them, and a memset less is a launch less on a call of a few passes) */
+    /* one launch before the passes (pz_prepare_kernel): the histograms zeroed, and the range
+     * keys set where a range is found, else the axes the host computed (both given) */
     const bool ranges_found = !a.fixed_given || !a.moving_given;
-    if (ranges_found)
-        PZ_CK(cudaMemsetAsync(base + l.keys, 0xFF, l.n - l.keys, stream),
-              "cudaMemsetAsync (keys)");
-    PZ_CK(cudaMemsetAsync(base + l.n, 0, l.joint_end - l.n, stream),
-          "cudaMemsetAsync (histograms)");
+    const size_t zero16 = (l.joint_end - l.n) / 16, ones16 = ranges_found ? (l.n - l.keys) / 16 : 0;
+    const size_t prep_threads = 256, prep_most = (size_t)ws->sms * PZ_BLOCKS_PER_SM;
+    size_t prep_blocks = (zero16 + ones16 + 4 * prep_threads - 1) / (4 * prep_threads);
+    prep_blocks = prep_blocks < 1 ? 1 : (prep_blocks > prep_most ? prep_most : prep_blocks);
+    static const pz_given_axes none = {};
+    const pz_given_axes &given = ranges_found ? none : pz_given_axes_of(ws, a);
+    pz_prepare_kernel<<<(unsigned)prep_blocks, (unsigned)prep_threads, 0, stream>>>(
+        a, (uint4 *)(base + l.n), zero16, (uint4 *)(base + l.keys), ones16, ranges_found ? 0 : 1,
+        given);
+    PZ_CK(cudaGetLastError(), "the prepare kernel's launch");
     if (ranges_found) {
         const dim3 grid(count + 1, pz_blocks_per_item(ws, pixels, count + 1, 4096));
         if (moving->sample == DH_PARZEN_FLOAT32)
@@ -370,9 +399,9 @@ extern "C" int dh_parzen_mi_cuda(dh_parzen_cuda_workspace *ws, const dh_parzen_p
         else
             pz_range_kernel<DH_PARZEN_INT16><<<grid, PZ_PIXEL_THREADS, 0, stream>>>(a);
         PZ_CK(cudaGetLastError(), "the range kernel's launch");
+        pz_axes_kernel<<<(count + 1 + 255) / 256, 256, 0, stream>>>(a);
+        PZ_CK(cudaGetLastError(), "the axes kernel's launch");
     }
-    pz_axes_kernel<<<(count + 1 + 255) / 256, 256, 0, stream>>>(a);
-    PZ_CK(cudaGetLastError(), "the axes kernel's launch");
     /* one item, the cubic window, a private histogram: the histogram pass computes the fixed rows
      * and positions on its way (pz_hist_kernel's FUSED says why the box window does not); else
      * the fixed pass, once for the batch */

@@ -20,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "mi_parzen.h"
@@ -168,20 +169,35 @@ __device__ __forceinline__ const void *pz_item(const void *data, uint32_t b, siz
     return (const char *)data + (size_t)b * pixels * bytes;
 }
 
+/* A float's bits and back, on either side (the host's threshold search shares the device's). */
+__host__ __device__ __forceinline__ uint32_t pz_bits_of(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+__host__ __device__ __forceinline__ float pz_float_of(uint32_t u)
+{
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
 /* An order-preserving key of a value (every sample converts to float exactly); -0 counts as +0,
  * which changes no result (the range only enters through differences and comparisons). */
-__device__ __forceinline__ uint32_t pz_key_of_float(float x)
+__host__ __device__ __forceinline__ uint32_t pz_key_of_float(float x)
 {
     if (x == 0.0f)
         x = 0.0f;
-    const uint32_t u = __float_as_uint(x);
+    const uint32_t u = pz_bits_of(x);
     return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
 
-__device__ __forceinline__ double pz_unkey(uint32_t key)
+__host__ __device__ __forceinline__ double pz_unkey(uint32_t key)
 {
     const uint32_t u = (key & 0x80000000u) ? (key & 0x7FFFFFFFu) : ~key;
-    return (double)__uint_as_float(u);
+    return (double)pz_float_of(u);
 }
 
 /* Element k's key, or false when it does not count (pz_read_eager's validity), straight from the
@@ -317,20 +333,21 @@ __device__ __forceinline__ uint32_t pz_row_exact(const dh_parzen_axis &ax, doubl
  * nearest the row's nominal edge lo + (k - 2) width, galloping outward until the edge is
  * bracketed, then halving. Only the number of evaluations depends on that start (about 3 for an
  * ordinary axis; a host emulation of this search and of pz_box_row matched the definition on
- * 130M samples over 112 axes); each evaluation is the exact row. */
-__device__ float pz_threshold(const dh_parzen_axis &ax, double rcp, uint32_t bins, uint32_t k)
+ * 130M samples over 112 axes); each evaluation is the exact row, row(v) for a double v: the
+ * device's pz_row_exact, or on the host (given ranges, dh_parzen_mi_cuda) the definition's own
+ * dh_parzen_position and dh_parzen_index, the same rows. */
+template <class Row>
+__host__ __device__ float pz_threshold_by(const Row &row, const dh_parzen_axis &ax, uint32_t k)
 {
     const int64_t kmin = 0x00800000, kmax = 0xFF7FFFFF; /* -FLT_MAX, +FLT_MAX */
-    const double edge = __dadd_rn(ax.lo, __dmul_rn((double)(k - 2), ax.width));
+    const double edge = DH_MI_ADD(ax.lo, DH_MI_MUL((double)(k - 2), ax.width));
     const float guess = edge == edge ? (float)edge : 0.0f; /* inf outside float's range */
     int64_t g = (int64_t)pz_key_of_float(guess);
     g = g < kmin ? kmin : (g > kmax ? kmax : g);
     /* at(K): row(K's float) >= k; false below kmin, true above kmax (virtual ends) */
-    auto at = [&](int64_t key) {
-        return pz_row_exact(ax, rcp, bins, pz_unkey((uint32_t)key)) >= k;
-    };
+    auto at = [&](int64_t key) { return row(pz_unkey((uint32_t)key)) >= k; };
     if (!at(kmax)) /* no float reaches row k (a degenerate axis: no row above 2) */
-        return __int_as_float(0x7F800000);
+        return pz_float_of(0x7F800000u);
     int64_t lo, hi, step = 1; /* at(lo) false (or lo = kmin - 1), at(hi) true (or kmax + 1) */
     if (at(g)) {
         hi = g;
@@ -352,12 +369,20 @@ __device__ float pz_threshold(const dh_parzen_axis &ax, double rcp, uint32_t bin
         else
             lo = mid;
     }
-    return hi > kmax ? __int_as_float(0x7F800000) : (float)pz_unkey((uint32_t)hi);
+    return hi > kmax ? pz_float_of(0x7F800000u) : (float)pz_unkey((uint32_t)hi);
 }
 
-/* The axes (pz_axis_of) and their reciprocals, one thread an axis; with the box window, thread k
- * = 3 .. B - 3 of the first block also sets the fixed rows' threshold thr[k] (pz_threshold, on
- * the fixed axis it computes itself with the same arithmetic: no wait on another thread). */
+/* The device's threshold k of the fixed axis, by pz_row_exact. */
+__device__ __forceinline__ float pz_threshold(const dh_parzen_axis &ax, double rcp, uint32_t bins,
+                                              uint32_t k)
+{
+    return pz_threshold_by([&](double v) { return pz_row_exact(ax, rcp, bins, v); }, ax, k);
+}
+
+/* The axes (pz_axis_of) and their reciprocals after the range pass (a range found from the
+ * pixels), one thread an axis; with the box window, thread k = 3 .. B - 3 of the first block also
+ * sets the fixed rows' threshold thr[k] (pz_threshold, on the fixed axis it computes itself with
+ * the same arithmetic: no wait on another thread). */
 __global__ void pz_axes_kernel(pz_args a)
 {
     for (uint32_t y = blockIdx.x * blockDim.x + threadIdx.x; y <= a.count;
@@ -369,6 +394,73 @@ __global__ void pz_axes_kernel(pz_args a)
         const double rcp = pz_axis_of(a, a.count, &ax);
         a.thr[k] = pz_threshold(ax, rcp, a.bins, k);
     }
+}
+
+/* With both ranges given the axes depend on the parameters alone: the host computes them, the
+ * reciprocals and the box window's thresholds once (dh_parzen_mi_cuda keeps them while the
+ * parameters stay) with the definition's own functions, and pz_prepare_kernel stores them. */
+struct pz_given_axes {
+    dh_parzen_axis fixed, moving;
+    double fixed_rcp, moving_rcp;
+    float thr[DH_PARZEN_MAX_BINS];
+};
+
+/* The definition's row of a value, dh_parzen_index(dh_parzen_position(v)) (a functor, so that
+ * pz_threshold_by's host and device forms both compile it). */
+struct pz_definition_row {
+    const dh_parzen_axis *ax;
+    __host__ __device__ uint32_t operator()(double v) const
+    {
+        double f;
+        return dh_parzen_index(ax->bins, dh_parzen_position(ax, v), &f);
+    }
+};
+
+/* pz_axis_of's arithmetic on the host for a call with both ranges given (the width by
+ * dh_parzen_axis_set, the reciprocal RN(1 / width) as __drcp_rn gives it), and the box window's
+ * thresholds by the definition's own row (dh_parzen_position, dh_parzen_index): the bits the
+ * device computes. */
+inline void pz_given_axes_set(const pz_args &a, pz_given_axes *g)
+{
+    auto axis = [&](double lo, double hi, dh_parzen_axis *ax) {
+        dh_parzen_axis_set(ax, a.bins, lo, hi);
+        const double w = ax->width;
+        return w >= 0x1p-500 && w <= 0x1p500 ? 1.0 / w : 0.0;
+    };
+    g->fixed_rcp = axis(a.fixed_lo, a.fixed_hi, &g->fixed);
+    g->moving_rcp = axis(a.moving_lo, a.moving_hi, &g->moving);
+    memset(g->thr, 0, sizeof g->thr);
+    if (a.fixed_window != DH_PARZEN_FIXED_BOX)
+        return;
+    for (uint32_t k = 3; k + 3 <= a.bins; k++)
+        g->thr[k] = pz_threshold_by(pz_definition_row{&g->fixed}, g->fixed, k);
+}
+
+/* A call's first step, one launch where two memsets and, with both ranges given, the axes kernel
+ * were: the counts and joint histograms zeroed (`zero`, 16-byte words: the histogram pass adds
+ * into them), the range keys set to all ones where a range is found (`ones`: the range pass
+ * keeps minima of keys and of inverted maxima), and with `given` (both ranges given) the axes and
+ * thresholds stored. Session 22 timed the memsets at 6.0 us and the axes kernel at about 9 us of
+ * the 512^3 pair's call (S22-2a). */
+__global__ void __launch_bounds__(256) pz_prepare_kernel(pz_args a, uint4 *zero, size_t zero16,
+                                                         uint4 *ones, size_t ones16, int given,
+                                                         pz_given_axes g)
+{
+    const size_t stride = (size_t)gridDim.x * blockDim.x;
+    const size_t first = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (size_t i = first; i < zero16; i += stride)
+        zero[i] = make_uint4(0u, 0u, 0u, 0u);
+    for (size_t i = first; i < ones16; i += stride)
+        ones[i] = make_uint4(~0u, ~0u, ~0u, ~0u);
+    if (!given)
+        return;
+    for (size_t y = first; y <= a.count; y += stride) {
+        const bool fixed = y == a.count;
+        a.axes[y] = fixed ? g.fixed : g.moving;
+        a.rcp[y] = fixed ? g.fixed_rcp : g.moving_rcp;
+    }
+    if (a.fixed_window == DH_PARZEN_FIXED_BOX && first >= 3 && first + 3 <= a.bins)
+        a.thr[first] = g.thr[first];
 }
 
 /* What a fixed pass by thresholds keeps per block: thr[3 .. B - 3] in shared memory, and a float32

@@ -10,7 +10,8 @@
  * histogram and gradient (aligned and misaligned buffers, flat, smooth and noisy images), the
  * fixed pass's vector and scalar paths (an aligned fixed image, one a sample past alignment;
  * pixel counts with and without a remainder of four), fixed samples on and around the box
- * window's row thresholds (test_fixed_thresholds); a
+ * window's row thresholds (test_fixed_thresholds), one workspace through changing parameters
+ * and the score pass's two kernels (test_workspace_follows_parameters); a
  * second run (and a third on another stream with the workspace reused) gives the same bits; bad
  * arguments are refused as the CPU twin refuses them. Exits 77 without a usable GPU.
  * Runs without fork (CUDA and fork do not mix).
@@ -687,6 +688,75 @@ static void edge_compare(const dh_parzen_params *p, size_t n, const dh_parzen_im
     free(got_grad);
 }
 
+/* One workspace through calls whose parameters change (given ranges, bins, the window, ranges
+ * found and given again): a call with both ranges given takes the axes the host computed and its
+ * workspace keeps (pz_given_axes_of), which must follow every change. Then a batch of more items
+ * than the GPU has SMs at 32 bins: the lane score kernel, where every smaller batch of up to 64
+ * bins takes the staged one (pz_launch_score). */
+START_TEST(test_workspace_follows_parameters)
+{
+    static const struct {
+        uint32_t bins, window, count;
+        int given;
+        double flo, fhi, mlo, mhi;
+    } steps[] = {
+        {64, DH_PARZEN_FIXED_BOX, 3, 1, -100.0, 900.25, 30.5, 1100.0},
+        {64, DH_PARZEN_FIXED_BOX, 3, 1, -50.0, 700.0, 30.5, 1100.0},
+        {64, DH_PARZEN_FIXED_BOX, 3, 1, -100.0, 900.25, 30.5, 1100.0},
+        {64, DH_PARZEN_FIXED_BOX, 3, 1, -100.0, 900.25, 0.0, 500.0},
+        {32, DH_PARZEN_FIXED_BOX, 3, 1, -100.0, 900.25, 0.0, 500.0},
+        {32, DH_PARZEN_FIXED_CUBIC, 3, 1, -100.0, 900.25, 0.0, 500.0},
+        {64, DH_PARZEN_FIXED_BOX, 3, 0, 0.0, 0.0, 0.0, 0.0},
+        {64, DH_PARZEN_FIXED_BOX, 3, 1, -100.0, 900.25, 30.5, 1100.0},
+        {32, DH_PARZEN_FIXED_BOX, 0, 1, -100.0, 900.25, 30.5, 1100.0}, /* 0: SMs + 1 items */
+    };
+    int dev = 0, sms = 0;
+    ck_assert_int_eq(cudaGetDevice(&dev), cudaSuccess);
+    ck_assert_int_eq(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev),
+                     cudaSuccess);
+    const uint32_t most = (uint32_t)sms + 1;
+    pz_case c = base_case(SMOOTH, 64, most);
+    c.side = 16;
+    const size_t n = c.side * c.side;
+    void *fixed = make_images(c.pattern, DH_PARZEN_FLOAT32, c.side, 0, 1, 0, 31);
+    void *moving = make_images(c.pattern, DH_PARZEN_FLOAT32, c.side, 1, most, 0, 31);
+    dh_parzen_image hf = {fixed, DH_PARZEN_FLOAT32, NULL}, hm = {moving, DH_PARZEN_FLOAT32, NULL};
+    dh_parzen_image df = {to_device(fixed, n * 4), DH_PARZEN_FLOAT32, NULL};
+    dh_parzen_image dm = {to_device(moving, (size_t)most * n * 4), DH_PARZEN_FLOAT32, NULL};
+    dh_mi_values *want = calloc(most, sizeof *want), *got = calloc(most, sizeof *got);
+    float *want_grad = malloc((size_t)most * n * 4), *got_grad = malloc((size_t)most * n * 4);
+    dh_parzen_cuda_workspace *ws = dh_parzen_cuda_workspace_new();
+    for (size_t i = 0; i < sizeof steps / sizeof *steps; i++) {
+        dh_parzen_params p;
+        memset(&p, 0, sizeof p);
+        p.bins = steps[i].bins;
+        p.fixed_window = steps[i].window;
+        p.fixed_range_given = p.moving_range_given = steps[i].given;
+        p.fixed_lo = steps[i].flo, p.fixed_hi = steps[i].fhi;
+        p.moving_lo = steps[i].mlo, p.moving_hi = steps[i].mhi;
+        c.bins = p.bins;
+        c.window = p.fixed_window;
+        c.ranges = steps[i].given;
+        c.count = steps[i].count ? steps[i].count : most;
+        ck_assert_int_eq(dh_parzen_mi_cpu(&p, n, &hf, &hm, c.count, want, want_grad),
+                         DH_PARZEN_OK);
+        run_gpu(ws, &p, n, &df, &dm, c.count, 1, 0, got, got_grad);
+        char what[64];
+        snprintf(what, sizeof what, "step %zu of one workspace", i);
+        assert_same(&c, n, want, want_grad, got, got_grad, what);
+    }
+    dh_parzen_cuda_workspace_free(ws);
+    cudaFree((void *)df.data);
+    cudaFree((void *)dm.data);
+    free(fixed);
+    free(moving);
+    free(want);
+    free(got);
+    free(want_grad);
+    free(got_grad);
+}
+END_TEST
+
 START_TEST(test_fixed_thresholds)
 {
     static const uint32_t bins[] = {5, 6, 7, 13, 64, 255, 256};
@@ -816,6 +886,7 @@ int main(void)
                              DH_TEST(test_samples_and_ranges), DH_TEST(test_large),
                              DH_TEST(test_runs), DH_TEST(test_one_item),
                              DH_TEST(test_division_paths), DH_TEST(test_fixed_thresholds),
+                             DH_TEST(test_workspace_follows_parameters),
                              DH_TEST(test_degenerate), DH_TEST(test_arguments)};
     dh_test_in_one_process();
     return dh_test_run(dh_test_suite("mi_parzen_cuda", 600, DH_TESTS(tests)));
