@@ -393,6 +393,7 @@ struct floor_batch {
     size_t cells;
     size_t zero16, ones16; /* 16-byte words of the counts + histograms and of the range keys */
     int sms;
+    bool score_split; /* pz_score_setup's */
 };
 
 /* mi_parzen_cuda.cu's pz_blocks_per_item: 8 blocks per SM over the batch, at least per_block
@@ -431,6 +432,7 @@ static floor_batch floor_setup(int sms, size_t n, uint32_t count, const float *d
     f.zero16 = (n_words + count * f.cells) / 2;
     f.ones16 = keys_words / 4;
     f.sms = sms;
+    CK(pz_score_setup(&f.score_split));
     a.axes = floor_alloc<dh_parzen_axis>((size_t)count + 1);
     a.rcp = floor_alloc<double>((size_t)count + 1);
     a.thr = floor_alloc<float>(DH_PARZEN_MAX_BINS);
@@ -632,7 +634,7 @@ static floor_figures floor_run(cudaStream_t s, int sms, const floor_shape &sh, b
         pz_hist_kernel<DH_PARZEN_FLOAT32, false, true, false>
             <<<fb.hist_grid, PZ_HIST_THREADS, hist_smem, s>>>(a);
     };
-    auto score = [&] { pz_launch_score(a, 1, fb.sms, s); };
+    auto score = [&] { CK(pz_launch_score(a, 1, fb.sms, fb.score_split, s)); };
     auto grad = [&] {
         pz_gradient_kernel<DH_PARZEN_FLOAT32, false, true>
             <<<fb.grad_grid, PZ_PIXEL_THREADS, hist_smem, s>>>(a);
@@ -853,7 +855,7 @@ static void floors(cudaStream_t s, const cudaDeviceProp &prop, const floor_shape
         {"fixed pass floor: read the fixed image once, write a byte per pixel",
          &floor_figures::fixed_floor},
         {"pz_hist_kernel", &floor_figures::hist},
-        {"pz_launch_score (the staged kernel at 64 bins)", &floor_figures::score},
+        {"pz_launch_score (the library's form for this batch)", &floor_figures::score},
         {"pz_gradient_kernel", &floor_figures::grad},
         {"floor: read the 1024 moving images once (bench_read_kernel)", &floor_figures::read},
         {"floor: read them once, write a gradient's worth once", &floor_figures::copy},
@@ -1055,7 +1057,7 @@ static void gap_run(cudaStream_t s, const cudaDeviceProp &prop, const gap_clock 
         pz_hist_kernel<DH_PARZEN_FLOAT32, false, true, false>
             <<<fb.hist_grid, PZ_HIST_THREADS, hist_smem, s>>>(a);
     };
-    auto score = [&] { pz_launch_score(a, 1, fb.sms, s); };
+    auto score = [&] { CK(pz_launch_score(a, 1, fb.sms, fb.score_split, s)); };
     auto grad = [&] {
         pz_gradient_kernel<DH_PARZEN_FLOAT32, false, true>
             <<<fb.grad_grid, PZ_PIXEL_THREADS, hist_smem, s>>>(a);
@@ -1119,7 +1121,7 @@ static void gap_run(cudaStream_t s, const cudaDeviceProp &prop, const gap_clock 
     const gap_steps grad_b2b = gap_time_steps(s, c, {grad}, 20, 0);
 
     const char *names[5] = {"pz_prepare_kernel (histograms zeroed, axes)", "pz_fixed_vec_kernel",
-                            "pz_hist_kernel", "pz_launch_score (the staged kernel at 64 bins)",
+                            "pz_hist_kernel", "pz_launch_score (a cluster of 8 staged blocks)",
                             "pz_gradient_kernel"};
     printf("\n#### %s pair, ranges given (-200..2200), us (%s)\n\n", noise ? "noise" : "smooth",
            prop.name);
@@ -1248,7 +1250,7 @@ static waves_times waves_time(cudaStream_t s, int sms, const float *d_fixed,
         pz_hist_kernel<DH_PARZEN_FLOAT32, false, true, false>
             <<<dim3(1, g.hist), PZ_HIST_THREADS, hist_smem, s>>>(a);
     };
-    auto score = [&] { pz_launch_score(a, 1, fb.sms, s); };
+    auto score = [&] { CK(pz_launch_score(a, 1, fb.sms, fb.score_split, s)); };
     auto grad = [&] {
         pz_gradient_kernel<DH_PARZEN_FLOAT32, false, true>
             <<<dim3(1, g.grad), PZ_PIXEL_THREADS, hist_smem, s>>>(a);

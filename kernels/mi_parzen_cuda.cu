@@ -44,6 +44,7 @@ struct dh_parzen_cuda_workspace {
      * (0 the exact path of the cubic window, 1 the box window's thresholds) and path (0 scalar, 1
      * vector): its grid is one wave of them (pz_launch_fixed). */
     int fixed_per_sm[3][2][2];
+    bool score_split; /* the score pass may run as clusters (pz_score_setup) */
     /* The axes of the last call with both ranges given (pz_given_axes_of) and the parameters
      * they came from: an optimizer's calls repeat them, so the host computes them once. */
     bool given_set;
@@ -138,6 +139,7 @@ int pz_device(dh_parzen_cuda_workspace *ws, char *msg, size_t msg_len)
           "cudaOccupancyMaxActiveBlocksPerMultiprocessor (fixed pass)");
     PZ_CK(pz_fixed_occupancy_all<DH_PARZEN_INT16>(ws->fixed_per_sm[DH_PARZEN_INT16]),
           "cudaOccupancyMaxActiveBlocksPerMultiprocessor (fixed pass)");
+    PZ_CK(pz_score_setup(&ws->score_split), "cudaFuncSetAttribute (score)");
     ws->device = dev;
     return DH_PARZEN_OK;
 }
@@ -220,8 +222,8 @@ int pz_launch_pixels(const dh_parzen_cuda_workspace *ws, const pz_args &a, cudaS
         pz_hist_kernel<S, CUBIC, false, false><<<hist_grid, PZ_HIST_THREADS, 0, stream>>>(a);
     }
     PZ_CK(cudaGetLastError(), "the histogram kernel's launch");
-    pz_launch_score(a, gradient ? 1 : 0, ws->sms, stream);
-    PZ_CK(cudaGetLastError(), "the score kernel's launch");
+    PZ_CK(pz_launch_score(a, gradient ? 1 : 0, ws->sms, ws->score_split, stream),
+          "the score kernel's launch");
     if (!gradient)
         return DH_PARZEN_OK;
     const size_t table = cells * sizeof(double);

@@ -10,20 +10,22 @@
  * item per SM, the staged kernel loads the histogram into shared memory at once, computes every
  * cell's term with four threads per lane and only then sums the lanes' trees from shared memory;
  * otherwise the lane kernel, one thread per lane, computes and sums its cells in the tree's
- * order. One block is the whole pass of a one-item call (the 512^3 pair, an optimizer's single
- * pair), where the lane kernel's chain of 16 dependent loads and logarithms per thread took 25.6
- * us (session 22, S22-2a) and the staged one takes 17.0-19.7 (session 24, bench_mi_parzen
- * --gap3d). Batches of more items than SMs keep the lane kernel (pz_launch_score says why).
+ * order. A one-item call (the 512^3 pair, an optimizer's single pair) took 25.6 us in the lane
+ * kernel's one block, each thread chaining 16 loads and logarithms (session 22, S22-2a); staged,
+ * 17.0-19.7, and as a cluster of eight staged blocks sharing its cells, 13.9-15.1 (session 24,
+ * bench_mi_parzen --gap3d). pz_launch_score says which batches take which form.
  *
  * Private to mi_parzen_cuda.cu, its one translation unit.
  */
 #ifndef DH_KERNELS_MI_PARZEN_CUDA_SCORE_CUH
 #define DH_KERNELS_MI_PARZEN_CUDA_SCORE_CUH
 
+#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
+#include "cuda_check.h"
 #include "mi_parzen.h"
 #include "mi_parzen_cuda_pixels.cuh"
 
@@ -32,6 +34,7 @@ namespace {
 constexpr int PZ_SCORE_THREADS = DH_MI_LANES;            /* the lane kernel: a thread per lane */
 constexpr int PZ_SCORE_STAGED_THREADS = 4 * DH_MI_LANES; /* the staged kernel: four per lane */
 constexpr uint32_t PZ_SCORE_STAGED_CELLS = 64 * 64;      /* the staged kernel's largest table */
+constexpr uint32_t PZ_SCORE_SPLIT = 8; /* blocks of a cluster sharing one item's cells */
 
 /* One lane's tree over its rows (mi_scores.h: row[j] += row[j + s] for s = P/2 .. 1, P the power
  * of two at or above `rows`, where j + s < rows), computed depth first: the leaves in
@@ -92,8 +95,9 @@ struct pz_score_item {
     bool mi_factors; /* MI's factor written with the term (it needs no entropy) */
 };
 
+/* ln T computed by every thread (`ln_t`), or left to the caller (the staged kernel: one warp). */
 __device__ __forceinline__ pz_score_item pz_score_item_of(const pz_args &a, uint32_t b,
-                                                          int gradient)
+                                                          int gradient, bool ln_t)
 {
     const uint32_t cells = a.bins * a.bins;
     pz_score_item it;
@@ -101,7 +105,7 @@ __device__ __forceinline__ pz_score_item pz_score_item_of(const pz_args &a, uint
     it.cell = gradient ? a.cell + (size_t)b * cells : nullptr;
     it.n = a.n[b];
     it.total = it.n * DH_PARZEN_UNIT;
-    it.ln_t = it.n ? dh_mi_log((double)it.total) : 0.0;
+    it.ln_t = ln_t && it.n ? dh_mi_log((double)it.total) : 0.0;
     it.mi_factors = gradient && a.gradient_of == DH_PARZEN_GRAD_MI;
     return it;
 }
@@ -188,7 +192,7 @@ __global__ void __launch_bounds__(PZ_SCORE_THREADS) pz_score_kernel(pz_args a, i
     __shared__ double s_lane[1][DH_MI_LANES], s_ln_col[DH_MI_LANES];
     __shared__ dh_mi_values s_rec;
     const uint32_t b = blockIdx.x, t = threadIdx.x, B = a.bins, cells = B * B;
-    const pz_score_item it = pz_score_item_of(a, b, gradient);
+    const pz_score_item it = pz_score_item_of(a, b, gradient, true);
 
     uint64_t row = 0, col = 0;
     if (t < B)
@@ -215,25 +219,41 @@ __global__ void __launch_bounds__(PZ_SCORE_THREADS) pz_score_kernel(pz_args a, i
  * shared memory in one coalesced load; the marginals from there by eight threads per row and per
  * column (integer sums: any order); the two marginal entropy terms and the column logarithms by
  * three groups of threads at once, the two marginal trees together; every cell's term by the
- * 1024 threads in parallel, written over its own count; then the lanes' trees over the terms in
- * shared memory. The same terms summed in the same order as the lane kernel. */
+ * 1024 threads in parallel; then the lanes' trees over the terms in shared memory. The same terms
+ * summed in the same order as the lane kernel.
+ *
+ * SPLIT > 1 (a cluster of SPLIT blocks per item, launched by pz_launch_score for one item):
+ * block r of the cluster computes the terms of the r-th SPLIT-th of the cells
+ * (and their factors) into the first block's shared memory, so the 4096 logarithms of a 64-bin
+ * table run on SPLIT SMs; after the cluster's barrier the first block sums them and writes the
+ * record. Session 24's ncu of the one-block form: 42-50 thousand warp instructions on its one SM,
+ * a third of them the cells' terms, a tenth ln T computed by every thread (now one warp). */
+template <uint32_t SPLIT>
 __global__ void __launch_bounds__(PZ_SCORE_STAGED_THREADS)
     pz_score_staged_kernel(pz_args a, int gradient)
 {
-    __shared__ union {
-        unsigned long long w[PZ_SCORE_STAGED_CELLS]; /* the counts, then each cell's term */
-        double term[PZ_SCORE_STAGED_CELLS];
-    } s;
+    /* dynamic: the counts (cells uint64), then the terms (cells doubles) */
+    extern __shared__ unsigned long long s_dyn[];
     __shared__ unsigned long long s_row[64], s_col[64];
     __shared__ double s_lanes[3][DH_MI_LANES], s_ln_col[DH_MI_LANES]; /* rows, columns, cells */
     __shared__ dh_mi_values s_rec;
-    const uint32_t b = blockIdx.x, t = threadIdx.x, B = a.bins, cells = B * B;
+    __shared__ double s_ln_t;
+    const uint32_t t = threadIdx.x, B = a.bins, cells = B * B;
+    const uint32_t b = blockIdx.x / SPLIT, rank = blockIdx.x % SPLIT; /* rank in the cluster */
     const uint32_t lane_t = t % DH_MI_LANES, group = t / DH_MI_LANES;
-    const pz_score_item it = pz_score_item_of(a, b, gradient);
+    unsigned long long *s_w = s_dyn;
+    double *s_term = (double *)(s_dyn + cells);
+    pz_score_item it = pz_score_item_of(a, b, gradient, false);
 
     for (uint32_t c = t; c < cells; c += blockDim.x)
-        s.w[c] = it.joint[c];
+        s_w[c] = it.joint[c];
+    if (t < 32) { /* ln T once, by one warp (the lane kernel has every thread compute it) */
+        const double ln_t = it.n ? dh_mi_log((double)it.total) : 0.0;
+        if (t == 0)
+            s_ln_t = ln_t;
+    }
     __syncthreads();
+    it.ln_t = s_ln_t;
     {
         /* rows by threads 0 .. 511, columns by 512 .. 1023: eight threads each, eight lanes of a
          * warp summed by shuffles (every thread of the warp takes part) */
@@ -241,7 +261,7 @@ __global__ void __launch_bounds__(PZ_SCORE_STAGED_THREADS)
         uint64_t sum = 0;
         if (m < B)
             for (uint32_t x = p; x < B; x += 8)
-                sum += t < 512 ? s.w[m * B + x] : s.w[x * B + m];
+                sum += t < 512 ? s_w[m * B + x] : s_w[x * B + m];
         for (int o = 4; o > 0; o >>= 1)
             sum += __shfl_xor_sync(0xFFFFFFFFu, sum, o);
         if (m < B && p == 0)
@@ -249,25 +269,36 @@ __global__ void __launch_bounds__(PZ_SCORE_STAGED_THREADS)
     }
     __syncthreads();
     const uint64_t col = t < B ? s_col[t] : 0;
-    if (lane_t < B && group < 2) /* row terms, column terms */
+    if (rank == 0 && group < 2) /* row terms, column terms: the first block's */
         s_lanes[group][lane_t] =
-            dh_mi_term(group == 0 ? s_row[lane_t] : s_col[lane_t], it.total, it.ln_t);
-    else if (group < 2)
-        s_lanes[group][lane_t] = 0.0;
+            lane_t < B ? dh_mi_term(group == 0 ? s_row[lane_t] : s_col[lane_t], it.total, it.ln_t)
+                       : 0.0;
     else if (group == 2 && lane_t < B && it.mi_factors)
         s_ln_col[lane_t] = s_col[lane_t] ? dh_mi_log((double)s_col[lane_t]) : 0.0;
-    pz_lanes_trees(s_lanes, 2);
+    if (rank == 0)
+        pz_lanes_trees(s_lanes, 2);
+    else
+        __syncthreads();
+    /* this block's share of the cells, their terms into the first block's table */
+    const uint32_t per = (cells + SPLIT - 1) / SPLIT, first = rank * per;
+    const uint32_t last = first + per < cells ? first + per : cells;
+    double *terms = s_term;
+    if (SPLIT > 1)
+        terms = cooperative_groups::this_cluster().map_shared_rank(s_term, 0);
+    for (uint32_t c = first + t; c < last; c += blockDim.x)
+        terms[c] = pz_cell_term(it, c, s_w[c], s_ln_col, B);
+    if (SPLIT > 1)
+        cooperative_groups::this_cluster().sync(); /* the terms and factors, seen by block 0 */
+    else
+        __syncthreads();
+    if (rank != 0)
+        return;
     const double sf = s_lanes[0][0], sm = s_lanes[1][0];
-    for (uint32_t c = t; c < cells; c += blockDim.x) {
-        const uint64_t w = s.w[c];
-        s.term[c] = pz_cell_term(it, c, w, s_ln_col, B); /* the same thread's own cell */
-    }
-    __syncthreads();
     if (t < DH_MI_LANES)
         s_lanes[2][t] = pz_lane_rows_tree(
             [&](uint32_t j) -> double {
                 const uint32_t c = j * DH_MI_LANES + t;
-                return c < cells ? s.term[c] : 0.0;
+                return c < cells ? s_term[c] : 0.0;
             },
             (cells + DH_MI_LANES - 1) / DH_MI_LANES);
     pz_lanes_trees(s_lanes + 2, 1);
@@ -275,15 +306,69 @@ __global__ void __launch_bounds__(PZ_SCORE_STAGED_THREADS)
     pz_score_finish(a, it, b, sf, sm, sj, col, &s_rec, s_ln_col);
 }
 
-/* The score pass of a call: the staged kernel where the item's table fits it and the batch has at
- * most one item per SM (`sms`); else the lane kernel, whose blocks of 256 threads fill the SMs
- * better (on 1024 items of 64 bins, 75 us against the staged kernel's 138: session 24, ncu). */
-inline void pz_launch_score(const pz_args &a, int gradient, int sms, cudaStream_t stream)
+/* The staged kernel's dynamic shared memory at most (64 bins: counts and terms). */
+constexpr size_t PZ_SCORE_STAGED_SMEM = 2 * PZ_SCORE_STAGED_CELLS * sizeof(double);
+
+/* Once per device (pz_device): the staged kernels may take their shared memory, and whether a
+ * cluster of PZ_SCORE_SPLIT of them fits the device at all (`split`). */
+inline cudaError_t pz_score_setup(bool *split)
 {
-    if ((size_t)a.bins * a.bins <= PZ_SCORE_STAGED_CELLS && a.count <= (uint32_t)sms)
-        pz_score_staged_kernel<<<a.count, PZ_SCORE_STAGED_THREADS, 0, stream>>>(a, gradient);
-    else
+    cudaError_t e = dh_cuda_allow_smem((const void *)pz_score_staged_kernel<1>,
+                                       PZ_SCORE_STAGED_SMEM);
+    if (e == cudaSuccess)
+        e = dh_cuda_allow_smem((const void *)pz_score_staged_kernel<PZ_SCORE_SPLIT>,
+                               PZ_SCORE_STAGED_SMEM);
+    if (e != cudaSuccess)
+        return e;
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = PZ_SCORE_SPLIT, attr.val.clusterDim.y = 1, attr.val.clusterDim.z = 1;
+    cfg.gridDim = dim3(PZ_SCORE_SPLIT);
+    cfg.blockDim = dim3(PZ_SCORE_STAGED_THREADS);
+    cfg.dynamicSmemBytes = PZ_SCORE_STAGED_SMEM;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    int clusters = 0;
+    e = cudaOccupancyMaxActiveClusters(&clusters, pz_score_staged_kernel<PZ_SCORE_SPLIT>, &cfg);
+    *split = e == cudaSuccess && clusters > 0;
+    if (e != cudaSuccess)
+        (void)cudaGetLastError(); /* no clusters on this device: the one-block form */
+    return cudaSuccess;
+}
+
+/* The score pass of a call, up to 64 bins: a one-item call (an optimizer's single pair, a volume
+ * pair) as a cluster of PZ_SCORE_SPLIT staged blocks where the device runs clusters (`split` from
+ * pz_score_setup); a batch of at most one item per SM as one staged block per item; else the lane
+ * kernel, whose blocks of 256 threads fill the SMs better. Session 24 (H100, same calls): the
+ * one-item pass 18.6-20.5 us as one block, 15.3-16.6 as a cluster (one 256x256 pair 43.6 -> 41.0
+ * us a call); 16 items as clusters (128 SMs) 3.5 us a call slower than one block each, so only a
+ * single item takes them (2 to 15 items not measured); 1024 items 75 us on the lane kernel
+ * against 138 as staged blocks (ncu). */
+inline cudaError_t pz_launch_score(const pz_args &a, int gradient, int sms, bool split,
+                                   cudaStream_t stream)
+{
+    const size_t cells = (size_t)a.bins * a.bins;
+    if (cells > PZ_SCORE_STAGED_CELLS || a.count > (uint32_t)sms) {
         pz_score_kernel<<<a.count, PZ_SCORE_THREADS, 0, stream>>>(a, gradient);
+        return cudaGetLastError();
+    }
+    const size_t smem = 2 * cells * sizeof(double);
+    if (!split || a.count != 1 || PZ_SCORE_SPLIT > (uint32_t)sms) {
+        pz_score_staged_kernel<1><<<a.count, PZ_SCORE_STAGED_THREADS, smem, stream>>>(a, gradient);
+        return cudaGetLastError();
+    }
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = PZ_SCORE_SPLIT, attr.val.clusterDim.y = 1, attr.val.clusterDim.z = 1;
+    cfg.gridDim = dim3(a.count * PZ_SCORE_SPLIT);
+    cfg.blockDim = dim3(PZ_SCORE_STAGED_THREADS);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    return cudaLaunchKernelEx(&cfg, pz_score_staged_kernel<PZ_SCORE_SPLIT>, a, gradient);
 }
 
 } // namespace

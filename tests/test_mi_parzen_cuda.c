@@ -691,8 +691,10 @@ static void edge_compare(const dh_parzen_params *p, size_t n, const dh_parzen_im
 /* One workspace through calls whose parameters change (given ranges, bins, the window, ranges
  * found and given again): a call with both ranges given takes the axes the host computed and its
  * workspace keeps (pz_given_axes_of), which must follow every change. Then a batch of more items
- * than the GPU has SMs at 32 bins: the lane score kernel, where every smaller batch of up to 64
- * bins takes the staged one (pz_launch_score). */
+ * than the GPU has SMs at 32 bins: the lane score kernel. The score pass's other two forms up to
+ * 64 bins (pz_launch_score) run elsewhere here: a cluster of staged blocks for one item (batch 1
+ * in test_grid, test_one_item), one staged block per item up to one item per SM (batches 3 and
+ * 64, and the steps below). */
 START_TEST(test_workspace_follows_parameters)
 {
     static const struct {
