@@ -394,6 +394,8 @@ struct floor_batch {
     size_t zero16, ones16; /* 16-byte words of the counts + histograms and of the range keys */
     int sms;
     bool score_split; /* pz_score_setup's */
+    bool given_set;   /* `given` holds the host's axes for the ranges in `a` (floor_prepare) */
+    pz_given_axes given;
 };
 
 /* mi_parzen_cuda.cu's pz_blocks_per_item: 8 blocks per SM over the batch, at least per_block
@@ -459,17 +461,18 @@ static floor_batch floor_setup(int sms, size_t n, uint32_t count, const float *d
 
 /* The library's first step (mi_parzen_cuda.cu, pz_prepare_kernel): the counts and histograms
  * zeroed, and the range keys set (ranges found) or the axes computed (both given). */
-static void floor_prepare(const floor_batch &f, bool found, cudaStream_t s)
+static void floor_prepare(floor_batch &f, bool found, cudaStream_t s)
 {
     const size_t words = f.zero16 + (found ? f.ones16 : 0), most = (size_t)f.sms * 8;
     size_t blocks = (words + 1023) / 1024;
     blocks = blocks < 1 ? 1 : (blocks > most ? most : blocks);
-    pz_given_axes g = {};
-    if (!found)
-        pz_given_axes_set(f.a, &g);
+    if (!found && !f.given_set) { /* once, as the library's workspace keeps them */
+        pz_given_axes_set(f.a, &f.given);
+        f.given_set = true;
+    }
     pz_prepare_kernel<<<(unsigned)blocks, 256, 0, s>>>(f.a, (uint4 *)f.a.n, f.zero16,
                                                        (uint4 *)f.a.keys, found ? f.ones16 : 0,
-                                                       found ? 0 : 1, g);
+                                                       found ? 0 : 1, f.given);
 }
 
 /* A measurement's check line ("check (label): ok (why)" or FAILED, which fails the program). */

@@ -244,6 +244,10 @@ __global__ void __launch_bounds__(PZ_SCORE_STAGED_THREADS)
     unsigned long long *s_w = s_dyn;
     double *s_term = (double *)(s_dyn + cells);
     pz_score_item it = pz_score_item_of(a, b, gradient, false);
+    /* another block's shared memory may be written only once every block of the cluster runs:
+     * arrive now, wait before the first such write (the histogram's load overlaps the wait) */
+    if (SPLIT > 1)
+        cooperative_groups::this_cluster().barrier_arrive();
 
     for (uint32_t c = t; c < cells; c += blockDim.x)
         s_w[c] = it.joint[c];
@@ -283,8 +287,10 @@ __global__ void __launch_bounds__(PZ_SCORE_STAGED_THREADS)
     const uint32_t per = (cells + SPLIT - 1) / SPLIT, first = rank * per;
     const uint32_t last = first + per < cells ? first + per : cells;
     double *terms = s_term;
-    if (SPLIT > 1)
+    if (SPLIT > 1) {
+        cooperative_groups::this_cluster().barrier_wait();
         terms = cooperative_groups::this_cluster().map_shared_rank(s_term, 0);
+    }
     for (uint32_t c = first + t; c < last; c += blockDim.x)
         terms[c] = pz_cell_term(it, c, s_w[c], s_ln_col, B);
     if (SPLIT > 1)
@@ -313,8 +319,9 @@ constexpr size_t PZ_SCORE_STAGED_SMEM = 2 * PZ_SCORE_STAGED_CELLS * sizeof(doubl
  * cluster of PZ_SCORE_SPLIT of them fits the device at all (`split`). */
 inline cudaError_t pz_score_setup(bool *split)
 {
-    cudaError_t e = dh_cuda_allow_smem((const void *)pz_score_staged_kernel<1>,
-                                       PZ_SCORE_STAGED_SMEM);
+    cudaError_t e = cudaGetLastError(); /* a pending error is the caller's, not swallowed below */
+    if (e == cudaSuccess)
+        e = dh_cuda_allow_smem((const void *)pz_score_staged_kernel<1>, PZ_SCORE_STAGED_SMEM);
     if (e == cudaSuccess)
         e = dh_cuda_allow_smem((const void *)pz_score_staged_kernel<PZ_SCORE_SPLIT>,
                                PZ_SCORE_STAGED_SMEM);
@@ -368,7 +375,13 @@ inline cudaError_t pz_launch_score(const pz_args &a, int gradient, int sms, bool
     cfg.stream = stream;
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
-    return cudaLaunchKernelEx(&cfg, pz_score_staged_kernel<PZ_SCORE_SPLIT>, a, gradient);
+    if (cudaLaunchKernelEx(&cfg, pz_score_staged_kernel<PZ_SCORE_SPLIT>, a, gradient) ==
+        cudaSuccess)
+        return cudaSuccess;
+    /* no cluster now (a shared or partitioned GPU can refuse what setup allowed): one block */
+    (void)cudaGetLastError();
+    pz_score_staged_kernel<1><<<a.count, PZ_SCORE_STAGED_THREADS, smem, stream>>>(a, gradient);
+    return cudaGetLastError();
 }
 
 } // namespace

@@ -809,10 +809,18 @@ START_TEST(test_fixed_thresholds)
                 const int masked = (int)((bi + ri) % 2) && ranges[ri].given;
                 dh_parzen_image hf = {fixed, sample, masked ? mask : NULL};
                 dh_parzen_image hm = {moving, DH_PARZEN_FLOAT32, NULL};
-                char what[160];
-                snprintf(what, sizeof what, "thresholds: bins %u range %g..%g given %d sample %d",
-                         bins[bi], ranges[ri].lo, ranges[ri].hi, ranges[ri].given, (int)sample);
-                edge_compare(&p, n, &hf, &hm, count, what);
+                /* a given fixed range with the moving range found: the device's thresholds
+                 * (pz_axes_kernel); with both given: the host's (pz_given_axes_set) */
+                for (int mg = 0; mg <= ranges[ri].given; mg++) {
+                    p.moving_range_given = mg;
+                    p.moving_lo = -100.0, p.moving_hi = 1000.0;
+                    char what[192];
+                    snprintf(what, sizeof what,
+                             "thresholds: bins %u range %g..%g given %d (moving %d) sample %d",
+                             bins[bi], ranges[ri].lo, ranges[ri].hi, ranges[ri].given, mg,
+                             (int)sample);
+                    edge_compare(&p, n, &hf, &hm, count, what);
+                }
                 free(fixed);
             }
         }
