@@ -463,16 +463,12 @@ static floor_batch floor_setup(int sms, size_t n, uint32_t count, const float *d
  * zeroed, and the range keys set (ranges found) or the axes computed (both given). */
 static void floor_prepare(floor_batch &f, bool found, cudaStream_t s)
 {
-    const size_t words = f.zero16 + (found ? f.ones16 : 0), most = (size_t)f.sms * 8;
-    size_t blocks = (words + 1023) / 1024;
-    blocks = blocks < 1 ? 1 : (blocks > most ? most : blocks);
     if (!found && !f.given_set) { /* once, as the library's workspace keeps them */
         pz_given_axes_set(f.a, &f.given);
         f.given_set = true;
     }
-    pz_prepare_kernel<<<(unsigned)blocks, 256, 0, s>>>(f.a, (uint4 *)f.a.n, f.zero16,
-                                                       (uint4 *)f.a.keys, found ? f.ones16 : 0,
-                                                       found ? 0 : 1, f.given);
+    pz_launch_prepare(f.a, (uint4 *)f.a.n, f.zero16, (uint4 *)f.a.keys, found ? f.ones16 : 0,
+                      f.given, (size_t)f.sms * 8, s);
 }
 
 /* A measurement's check line ("check (label): ok (why)" or FAILED, which fails the program). */

@@ -382,15 +382,11 @@ extern "C" int dh_parzen_mi_cuda(dh_parzen_cuda_workspace *ws, const dh_parzen_p
     /* one launch before the passes (pz_prepare_kernel): the histograms zeroed, and the range
      * keys set where a range is found, else the axes the host computed (both given) */
     const bool ranges_found = !a.fixed_given || !a.moving_given;
-    const size_t zero16 = (l.joint_end - l.n) / 16, ones16 = ranges_found ? (l.n - l.keys) / 16 : 0;
-    const size_t prep_threads = 256, prep_most = (size_t)ws->sms * PZ_BLOCKS_PER_SM;
-    size_t prep_blocks = (zero16 + ones16 + 4 * prep_threads - 1) / (4 * prep_threads);
-    prep_blocks = prep_blocks < 1 ? 1 : (prep_blocks > prep_most ? prep_most : prep_blocks);
     static const pz_given_axes none = {};
-    const pz_given_axes &given = ranges_found ? none : pz_given_axes_of(ws, a);
-    pz_prepare_kernel<<<(unsigned)prep_blocks, (unsigned)prep_threads, 0, stream>>>(
-        a, (uint4 *)(base + l.n), zero16, (uint4 *)(base + l.keys), ones16, ranges_found ? 0 : 1,
-        given);
+    pz_launch_prepare(a, (uint4 *)(base + l.n), (l.joint_end - l.n) / 16, (uint4 *)(base + l.keys),
+                      ranges_found ? (l.n - l.keys) / 16 : 0,
+                      ranges_found ? none : pz_given_axes_of(ws, a),
+                      (size_t)ws->sms * PZ_BLOCKS_PER_SM, stream);
     PZ_CK(cudaGetLastError(), "the prepare kernel's launch");
     if (ranges_found) {
         const dim3 grid(count + 1, pz_blocks_per_item(ws, pixels, count + 1, 4096));

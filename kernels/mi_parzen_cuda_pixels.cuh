@@ -280,9 +280,25 @@ __global__ void __launch_bounds__(PZ_PIXEL_THREADS) pz_range_kernel(pz_args a)
     }
 }
 
+/* The axis set from lo..hi with dh_parzen_axis_set; returns RN(1 / width) for pz_divide where
+ * the width lies in [2^-500, 2^500] (0 elsewhere: the IEEE division then). The same on the host
+ * (given ranges, pz_given_axes_set): 1.0 / w is RN(1 / w) there. */
+__host__ __device__ __forceinline__ double pz_axis_set(dh_parzen_axis *ax, uint32_t bins,
+                                                       double lo, double hi)
+{
+    dh_parzen_axis_set(ax, bins, lo, hi);
+    const double w = ax->width;
+    if (!(w >= 0x1p-500 && w <= 0x1p500))
+        return 0.0;
+#ifdef __CUDA_ARCH__
+    return __drcp_rn(w);
+#else
+    return 1.0 / w;
+#endif
+}
+
 /* Axis y (y = count: the fixed image) as dh_parzen_axis_init sets it: the given range, or the
- * keys' min..max (0..0 when no pixel was valid); returns RN(1 / width) for pz_divide where the
- * width lies in [2^-500, 2^500] (0 elsewhere: the IEEE division then). */
+ * keys' min..max (0..0 when no pixel was valid); returns pz_axis_set's reciprocal. */
 __device__ __forceinline__ double pz_axis_of(const pz_args &a, uint32_t y, dh_parzen_axis *ax)
 {
     const bool is_fixed = y == a.count;
@@ -293,9 +309,7 @@ __device__ __forceinline__ double pz_axis_of(const pz_args &a, uint32_t y, dh_pa
         lo = empty ? 0.0 : pz_unkey(kl);
         hi = empty ? 0.0 : pz_unkey(kh);
     }
-    dh_parzen_axis_set(ax, a.bins, lo, hi);
-    const double w = ax->width;
-    return w >= 0x1p-500 && w <= 0x1p500 ? __drcp_rn(w) : 0.0;
+    return pz_axis_set(ax, a.bins, lo, hi);
 }
 
 /* The fixed row of a valid value v: dh_parzen_index(dh_parzen_position(v)), the definition. */
@@ -416,19 +430,13 @@ struct pz_definition_row {
     }
 };
 
-/* pz_axis_of's arithmetic on the host for a call with both ranges given (the width by
- * dh_parzen_axis_set, the reciprocal RN(1 / width) as __drcp_rn gives it), and the box window's
- * thresholds by the definition's own row (dh_parzen_position, dh_parzen_index): the bits the
- * device computes. */
+/* pz_axis_of's arithmetic on the host for a call with both ranges given (pz_axis_set), and the
+ * box window's thresholds by the definition's own row (dh_parzen_position, dh_parzen_index): the
+ * bits the device computes. */
 inline void pz_given_axes_set(const pz_args &a, pz_given_axes *g)
 {
-    auto axis = [&](double lo, double hi, dh_parzen_axis *ax) {
-        dh_parzen_axis_set(ax, a.bins, lo, hi);
-        const double w = ax->width;
-        return w >= 0x1p-500 && w <= 0x1p500 ? 1.0 / w : 0.0;
-    };
-    g->fixed_rcp = axis(a.fixed_lo, a.fixed_hi, &g->fixed);
-    g->moving_rcp = axis(a.moving_lo, a.moving_hi, &g->moving);
+    g->fixed_rcp = pz_axis_set(&g->fixed, a.bins, a.fixed_lo, a.fixed_hi);
+    g->moving_rcp = pz_axis_set(&g->moving, a.bins, a.moving_lo, a.moving_hi);
     memset(g->thr, 0, sizeof g->thr);
     if (a.fixed_window != DH_PARZEN_FIXED_BOX)
         return;
@@ -439,11 +447,11 @@ inline void pz_given_axes_set(const pz_args &a, pz_given_axes *g)
 /* A call's first step, one launch where two memsets and, with both ranges given, the axes kernel
  * were: the counts and joint histograms zeroed (`zero`, 16-byte words: the histogram pass adds
  * into them), the range keys set to all ones where a range is found (`ones`: the range pass
- * keeps minima of keys and of inverted maxima), and with `given` (both ranges given) the axes and
- * thresholds stored. Session 22 timed the memsets at 6.0 us and the axes kernel at about 9 us of
- * the 512^3 pair's call (S22-2a). */
+ * keeps minima of keys and of inverted maxima), and with both ranges given the axes and
+ * thresholds of `g` stored. Session 22 timed the memsets at 6.0 us and the axes kernel at about
+ * 9 us of the 512^3 pair's call (S22-2a). */
 __global__ void __launch_bounds__(256) pz_prepare_kernel(pz_args a, uint4 *zero, size_t zero16,
-                                                         uint4 *ones, size_t ones16, int given,
+                                                         uint4 *ones, size_t ones16,
                                                          pz_given_axes g)
 {
     const size_t stride = (size_t)gridDim.x * blockDim.x;
@@ -452,7 +460,7 @@ __global__ void __launch_bounds__(256) pz_prepare_kernel(pz_args a, uint4 *zero,
         zero[i] = make_uint4(0u, 0u, 0u, 0u);
     for (size_t i = first; i < ones16; i += stride)
         ones[i] = make_uint4(~0u, ~0u, ~0u, ~0u);
-    if (!given)
+    if (!a.fixed_given || !a.moving_given)
         return;
     for (size_t y = first; y <= a.count; y += stride) {
         const bool fixed = y == a.count;
@@ -461,6 +469,19 @@ __global__ void __launch_bounds__(256) pz_prepare_kernel(pz_args a, uint4 *zero,
     }
     if (a.fixed_window == DH_PARZEN_FIXED_BOX && first >= 3 && first + 3 <= a.bins)
         a.thr[first] = g.thr[first];
+}
+
+/* Launches pz_prepare_kernel: about four 16-byte words a thread, at most `most_blocks` blocks;
+ * `ones16` 0 with both ranges given (no range pass), whose axes `g` holds. */
+inline void pz_launch_prepare(const pz_args &a, uint4 *zero, size_t zero16, uint4 *ones,
+                              size_t ones16, const pz_given_axes &g, size_t most_blocks,
+                              cudaStream_t stream)
+{
+    constexpr size_t threads = 256;
+    size_t blocks = (zero16 + ones16 + 4 * threads - 1) / (4 * threads);
+    blocks = blocks < 1 ? 1 : (blocks > most_blocks ? most_blocks : blocks);
+    pz_prepare_kernel<<<(unsigned)blocks, (unsigned)threads, 0, stream>>>(a, zero, zero16, ones,
+                                                                          ones16, g);
 }
 
 /* What a fixed pass by thresholds keeps per block: thr[3 .. B - 3] in shared memory, and a float32

@@ -134,11 +134,17 @@ __device__ __forceinline__ double pz_cell_term(const pz_score_item &it, uint32_t
     return dh_mi_term(w, it.total, it.ln_t);
 }
 
+/* A column's logarithm for the factors: ln C_j, 0 for an empty column. */
+__device__ __forceinline__ double pz_ln_column(uint64_t col)
+{
+    return col ? dh_mi_log((double)col) : 0.0;
+}
+
 /* The column logarithms of the MI factors (threads 0 .. B - 1; col is the thread's column sum). */
 __device__ __forceinline__ void pz_ln_columns(const pz_args &a, uint64_t col, double *ln_col)
 {
     if (threadIdx.x < a.bins)
-        ln_col[threadIdx.x] = col ? dh_mi_log((double)col) : 0.0;
+        ln_col[threadIdx.x] = pz_ln_column(col);
     __syncthreads();
 }
 
@@ -278,7 +284,7 @@ __global__ void __launch_bounds__(PZ_SCORE_STAGED_THREADS)
             lane_t < B ? dh_mi_term(group == 0 ? s_row[lane_t] : s_col[lane_t], it.total, it.ln_t)
                        : 0.0;
     else if (group == 2 && lane_t < B && it.mi_factors)
-        s_ln_col[lane_t] = s_col[lane_t] ? dh_mi_log((double)s_col[lane_t]) : 0.0;
+        s_ln_col[lane_t] = pz_ln_column(s_col[lane_t]);
     if (rank == 0)
         pz_lanes_trees(s_lanes, 2);
     else
